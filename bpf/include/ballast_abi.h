@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * ballast kernel/user ABI.
+ *
+ * The only header shared by the XDP programs and the C++ agent. It holds
+ * plain fixed-width types and constants: no kernel-only or libc-only types,
+ * no functions. Every struct is laid out with explicit padding so that the
+ * BPF side (clang -target bpf) and the host side (g++/clang x86_64) agree
+ * byte for byte; tests/bpf checks the sizes with static_assert.
+ *
+ * Byte order: addresses and ports are in network byte order (as they appear
+ * on the wire); every other integer is in host byte order.
+ *
+ * Time: every *_ns field is CLOCK_MONOTONIC nanoseconds, the clock that
+ * bpf_ktime_get_ns() reads. User space uses clock_gettime(CLOCK_MONOTONIC).
+ */
+#ifndef BALLAST_ABI_H
+#define BALLAST_ABI_H
+
+#include <linux/types.h>
+
+/* ---- limits ------------------------------------------------------------ */
+
+#define BALLAST_MAX_VIPS 1024u     /* vip_id is 1..BALLAST_MAX_VIPS-1 */
+#define BALLAST_MAX_BACKENDS 16384u /* backend_id is 1..BALLAST_MAX_BACKENDS-1 */
+#define BALLAST_DEFAULT_FLOWS 262144u
+#define BALLAST_DEFAULT_TABLE_SIZE 65537u /* Maglev M, prime */
+#define BALLAST_MAX_TABLE_SIZE 1048573u   /* largest accepted M, prime */
+#define BALLAST_INVALID_ID 0u
+
+/* Pin directory (bpffs). Maps and the lb program live directly below it. */
+#define BALLAST_PIN_DIR "/sys/fs/bpf/ballast"
+
+/* ---- address families (our own, not AF_*: fixed across platforms) ------ */
+
+#define BALLAST_FAMILY_V4 4
+#define BALLAST_FAMILY_V6 6
+
+/* ---- VIPs -------------------------------------------------------------- */
+
+/* Key of the `vips` hash map. An IPv4 address is stored in addr[0..3] and
+ * the rest is zero. port == 0 matches every port of (addr, proto). */
+struct ballast_vip_key {
+	__u8 addr[16];
+	__be16 port;
+	__u8 proto;  /* IPPROTO_TCP or IPPROTO_UDP */
+	__u8 family; /* BALLAST_FAMILY_V4 / _V6 */
+};
+
+/* vip flags */
+#define BALLAST_VIP_F_OWNED 0x1u /* forward only while now < owner_deadline_ns */
+
+/* Value of the `vips` hash map. */
+struct ballast_vip_meta {
+	__u32 vip_id; /* index into maglev_tables and vip_stats */
+	__u32 flags;  /* BALLAST_VIP_F_* */
+	/* With BALLAST_VIP_F_OWNED, the data plane drops (and counts) packets
+	 * for this VIP once bpf_ktime_get_ns() >= owner_deadline_ns. */
+	__u64 owner_deadline_ns;
+};
+
+/* ---- backends ---------------------------------------------------------- */
+
+enum ballast_backend_state {
+	BALLAST_BACKEND_UNUSED = 0,   /* slot free: flows on it are re-steered */
+	BALLAST_BACKEND_ACTIVE = 1,   /* takes new and existing flows */
+	BALLAST_BACKEND_DRAINING = 2, /* existing flows only, until drain_deadline_ns */
+	BALLAST_BACKEND_EVICTED = 3,  /* existing flows re-steered on their next packet */
+};
+
+/* Value of the `backends` array, indexed by backend_id. */
+struct ballast_backend {
+	__u8 addr[16]; /* encapsulation destination, network byte order */
+	__u8 family;   /* BALLAST_FAMILY_V4 / _V6 */
+	__u8 state;    /* enum ballast_backend_state */
+	__u16 pad0;
+	__u32 pad1;
+	/* DRAINING only: past this instant existing flows are re-steered as if
+	 * the backend were EVICTED. 0 = no deadline. */
+	__u64 drain_deadline_ns;
+};
+
+/* ---- Maglev tables ----------------------------------------------------- */
+/*
+ * `maglev_tables` is an ARRAY_OF_MAPS indexed by vip_id. Each inner map is an
+ * ARRAY of __u32 with M + 1 entries: entry 0 holds M (the table size) and
+ * entries 1..M hold the backend_id of each slot. Keeping M inside the inner
+ * map makes a table self-describing, so swapping the inner map (one
+ * bpf_map_update_elem on the outer map) changes size and contents together.
+ */
+
+/* ---- connection table -------------------------------------------------- */
+
+/* Key of the `flows` LRU hash: the client→VIP 5-tuple. */
+struct ballast_flow_key {
+	__u8 src[16]; /* client address */
+	__u8 dst[16]; /* VIP address */
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 family;
+	__u16 pad;
+};
+
+enum ballast_flow_state {
+	BALLAST_FLOW_SYN_SENT = 1,    /* SYN seen, handshake not complete: follows the table */
+	BALLAST_FLOW_ESTABLISHED = 2, /* handshake complete (or adopted mid-stream): pinned */
+	BALLAST_FLOW_CLOSING = 3,     /* FIN or RST seen: pinned until the linger expires */
+	BALLAST_FLOW_UDP = 4,         /* UDP: pinned until idle timeout */
+};
+
+/* flow flags */
+#define BALLAST_FLOW_F_PAYLOAD_SEEN 0x1u  /* first client payload recorded */
+#define BALLAST_FLOW_F_RESPONSE_SEEN 0x2u /* first response time recorded */
+
+/* Value of the `flows` LRU hash. */
+struct ballast_flow {
+	__u32 backend_id;
+	__u8 state; /* enum ballast_flow_state */
+	__u8 flags; /* BALLAST_FLOW_F_* */
+	__u16 pad;
+	__u32 payload_ack; /* client's ACK number when it sent its first payload (host order) */
+	__u32 pad1;
+	__u64 start_ns;     /* SYN time on this backend (SYN_SENT/handshake timing) */
+	__u64 last_seen_ns; /* refreshed at most every BALLAST_TOUCH_NS */
+	__u64 payload_ns;   /* time of the first client payload */
+};
+
+/* last_seen_ns is rewritten only when it is older than this, so that an
+ * established flow's packets do not dirty the shared cache line each time. */
+#define BALLAST_TOUCH_NS 100000000ull /* 100 ms */
+
+/* ---- settings ---------------------------------------------------------- */
+
+/* policy bits (struct ballast_settings.policy) */
+#define BALLAST_POLICY_DROP_MALFORMED 0x1u /* malformed L2/L3 headers: drop instead of pass */
+#define BALLAST_POLICY_ICMP_TOO_BIG 0x2u   /* answer oversize packets with ICMP too-big
+					      (else drop and count) */
+
+/* Value of the single-entry `settings` array (key 0). */
+struct ballast_settings {
+	__u8 src4[4];  /* outer source for IPv4 encapsulation */
+	__u8 src6[16]; /* outer source for IPv6 encapsulation */
+	__u32 policy;  /* BALLAST_POLICY_* */
+	__u64 tcp_idle_ns; /* established TCP flow idle timeout */
+	__u64 udp_idle_ns; /* UDP flow idle timeout */
+	__u64 linger_ns;   /* after FIN/RST */
+	__u64 syn_idle_ns; /* SYN_SENT flow forgotten after this long without packets */
+	__u64 fib_ttl_ns;  /* how long a cached next hop is trusted */
+};
+
+/* ---- next-hop cache ---------------------------------------------------- */
+
+/* Value of the per-CPU `nexthops` array, indexed by backend_id. */
+struct ballast_nexthop {
+	__u8 smac[6];
+	__u8 dmac[6];
+	__u32 ifindex;
+	__u32 mtu; /* route MTU towards the backend */
+	__u32 pad;
+	__u64 expires_ns; /* 0 = empty */
+};
+
+/* ---- counters ---------------------------------------------------------- */
+
+/* Per-backend passive signals (per-CPU array `backend_stats`, by backend_id). */
+struct ballast_backend_stats {
+	__u64 new_flows;
+	__u64 packets;
+	__u64 bytes;
+	__u64 syn_retransmits; /* a SYN repeated while its flow waited for the handshake */
+	__u64 client_rsts;
+	__u64 handshake_ns_sum; /* SYN → client's completing ACK */
+	__u64 handshake_count;
+	__u64 first_response_ns_sum; /* first client payload → first ACK of server bytes */
+	__u64 first_response_count;
+	__u64 resteered_away; /* flows moved off this backend (evicted, drain deadline) */
+};
+
+/* Per-VIP counters (per-CPU array `vip_stats`, by vip_id). */
+struct ballast_vip_stats {
+	__u64 packets;
+	__u64 bytes;
+	__u64 dropped; /* no backend, fenced, too big, ... */
+	__u64 pad;
+};
+
+/* Global verdict reasons (per-CPU array `verdicts`, one __u64 per reason).
+ * Every packet the lb program sees increments exactly one of these. */
+enum ballast_verdict {
+	/* forwarded */
+	BALLAST_V_TX = 0,            /* encapsulated, XDP_TX */
+	BALLAST_V_REDIRECT,          /* encapsulated, XDP_REDIRECT */
+	BALLAST_V_ICMP_FWD_TX,       /* ICMP error about a VIP flow, to its backend (TX) */
+	BALLAST_V_ICMP_FWD_REDIRECT, /* same, XDP_REDIRECT */
+	BALLAST_V_ICMP_TOO_BIG_SENT, /* oversize: ICMP too-big sent back (XDP_TX) */
+	/* passed to the kernel */
+	BALLAST_V_PASS_NOT_IP,       /* not IPv4/IPv6 (ARP, LLDP, ...) */
+	BALLAST_V_PASS_NOT_VIP,      /* IP, not addressed to a VIP */
+	BALLAST_V_PASS_ICMP_NOT_ERR, /* ICMP to a VIP address that is not an error (echo, ...) */
+	BALLAST_V_PASS_ICMP_UNMATCHED, /* ICMP error quoting something that is not a VIP flow */
+	BALLAST_V_PASS_FIB_NO_NEIGH, /* next hop unresolved: the kernel forwards and resolves */
+	BALLAST_V_PASS_TTL,          /* TTL/hop limit <= 1: the kernel sends time-exceeded */
+	/* malformed or unsupported: passed, or dropped with BALLAST_POLICY_DROP_MALFORMED */
+	BALLAST_V_BAD_ETH,     /* truncated Ethernet header */
+	BALLAST_V_BAD_VLAN,    /* truncated 802.1Q tag, or a second tag (QinQ) */
+	BALLAST_V_BAD_IP4,     /* truncated, IHL < 5, version != 4, total length inconsistent */
+	BALLAST_V_BAD_IP6,     /* truncated, version != 6, payload length inconsistent */
+	BALLAST_V_IP6_EXT,     /* extension header chain too long or unsupported (AH, ESP, ...) */
+	/* dropped */
+	BALLAST_V_DROP_FRAG4,       /* IPv4 fragment to a VIP address */
+	BALLAST_V_DROP_FRAG6,       /* IPv6 fragment to a VIP address */
+	BALLAST_V_DROP_BAD_L4,      /* truncated TCP/UDP/ICMP header to a VIP address */
+	BALLAST_V_DROP_NO_BACKEND,  /* VIP with no table, empty table, or unusable slot */
+	BALLAST_V_DROP_FENCED,      /* owned VIP past its owner deadline */
+	BALLAST_V_DROP_FAMILY,      /* IPv6 client to an IPv4 backend (unsupported) */
+	BALLAST_V_DROP_TOO_BIG,     /* oversize and ICMP too-big disabled or impossible */
+	BALLAST_V_DROP_FIB,         /* no route to the backend */
+	BALLAST_V_DROP_ENCAP,       /* headroom adjustment failed */
+	BALLAST_V_DROP_NO_SETTINGS, /* agent has not written settings (no source address) */
+	BALLAST_V_MAX
+};
+
+/* ---- flow hash seed ----------------------------------------------------- */
+/* Fixed across hosts so every router picks the same slot for a 5-tuple. */
+#define BALLAST_FLOW_HASH_SEED 0x6c62616cu /* "lbal" */
+
+/* ---- decap program ------------------------------------------------------ */
+
+/* Key of the decap program's `decap_addrs` hash: a local address that
+ * encapsulated traffic may be addressed to. Value: __u32, unused (1). */
+struct ballast_decap_addr {
+	__u8 addr[16];
+	__u8 family;
+	__u8 pad[3];
+};
+
+/* Decap counters (per-CPU array `decap_stats`, one __u64 per reason). */
+enum ballast_decap_verdict {
+	BALLAST_DECAP_V_DECAPPED = 0, /* outer header stripped, inner passed up */
+	BALLAST_DECAP_V_PASS,         /* not encapsulated, or not for us: untouched */
+	BALLAST_DECAP_V_BAD_INNER,    /* encapsulated but the inner header is truncated: dropped */
+	BALLAST_DECAP_V_MAX
+};
+
+#endif /* BALLAST_ABI_H */

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The flow hash: which Maglev slot a 5-tuple uses.
+ *
+ * Shared verbatim by the XDP program and by user space (tests, lbsim), so a
+ * test can predict the backend the data plane will pick, and every router
+ * host picks the same slot for the same 5-tuple. It is Bob Jenkins' lookup3
+ * mix over ten 32-bit words: client address (4), VIP address (4), the two
+ * ports, and protocol with family. IPv4 addresses use word 0 and leave the
+ * other three zero, exactly as they are stored in struct ballast_flow_key.
+ *
+ * Changing anything here changes which backend every existing flow hashes
+ * to on every router: treat it as part of the wire format.
+ */
+#ifndef BALLAST_FLOW_HASH_H
+#define BALLAST_FLOW_HASH_H
+
+#include "ballast_abi.h"
+
+#ifdef __BPF__
+#define BALLAST_HASH_INLINE static __always_inline
+#else
+#define BALLAST_HASH_INLINE static inline
+#endif
+
+BALLAST_HASH_INLINE __u32 ballast_rol32(__u32 w, unsigned int s)
+{
+	return (w << s) | (w >> (32 - s));
+}
+
+#define BALLAST_JHASH_MIX(a, b, c)                                                     \
+	do {                                                                           \
+		a -= c; a ^= ballast_rol32(c, 4); c += b;                              \
+		b -= a; b ^= ballast_rol32(a, 6); a += c;                              \
+		c -= b; c ^= ballast_rol32(b, 8); b += a;                              \
+		a -= c; a ^= ballast_rol32(c, 16); c += b;                             \
+		b -= a; b ^= ballast_rol32(a, 19); a += c;                             \
+		c -= b; c ^= ballast_rol32(b, 4); b += a;                              \
+	} while (0)
+
+#define BALLAST_JHASH_FINAL(a, b, c)                                                   \
+	do {                                                                           \
+		c ^= b; c -= ballast_rol32(b, 14);                                     \
+		a ^= c; a -= ballast_rol32(c, 11);                                     \
+		b ^= a; b -= ballast_rol32(a, 25);                                     \
+		c ^= b; c -= ballast_rol32(b, 16);                                     \
+		a ^= c; a -= ballast_rol32(c, 4);                                      \
+		b ^= a; b -= ballast_rol32(a, 14);                                     \
+		c ^= b; c -= ballast_rol32(b, 24);                                     \
+	} while (0)
+
+/* Reads a 32-bit word from a byte array without alignment assumptions. The
+ * bytes are combined little-endian on every host, so the result does not
+ * depend on the CPU's byte order. */
+BALLAST_HASH_INLINE __u32 ballast_word(const __u8 *p)
+{
+	return (__u32)p[0] | ((__u32)p[1] << 8) | ((__u32)p[2] << 16) | ((__u32)p[3] << 24);
+}
+
+/* Hash of a flow key. Only src, dst, sport, dport, proto and family count. */
+BALLAST_HASH_INLINE __u32 ballast_flow_hash(const struct ballast_flow_key *k)
+{
+	__u32 a, b, c;
+	const __u8 *ports = (const __u8 *)&k->sport; /* sport, dport: wire order */
+
+	a = b = c = 0xdeadbeefu + (10u << 2) + BALLAST_FLOW_HASH_SEED;
+
+	a += ballast_word(&k->src[0]);
+	b += ballast_word(&k->src[4]);
+	c += ballast_word(&k->src[8]);
+	BALLAST_JHASH_MIX(a, b, c);
+	a += ballast_word(&k->src[12]);
+	b += ballast_word(&k->dst[0]);
+	c += ballast_word(&k->dst[4]);
+	BALLAST_JHASH_MIX(a, b, c);
+	a += ballast_word(&k->dst[8]);
+	b += ballast_word(&k->dst[12]);
+	c += (__u32)ports[0] | ((__u32)ports[1] << 8) | ((__u32)ports[2] << 16) |
+	     ((__u32)ports[3] << 24);
+	BALLAST_JHASH_MIX(a, b, c);
+	a += (__u32)k->proto | ((__u32)k->family << 8);
+	BALLAST_JHASH_FINAL(a, b, c);
+	return c;
+}
+
+#endif /* BALLAST_FLOW_HASH_H */

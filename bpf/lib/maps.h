@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Maps of the lb program. Every map is pinned by name under
+ * BALLAST_PIN_DIR (LIBBPF_PIN_BY_NAME), so a restarted agent reuses them and
+ * `bpftool map dump pinned /sys/fs/bpf/ballast/<name>` shows named fields.
+ */
+#ifndef BALLAST_MAPS_H
+#define BALLAST_MAPS_H
+
+#include "common.h"
+
+/* (addr, port, proto, family) -> VIP. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, BALLAST_MAX_VIPS);
+	__type(key, struct ballast_vip_key);
+	__type(value, struct ballast_vip_meta);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} vips SEC(".maps");
+
+/* backend_id -> backend. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BALLAST_MAX_BACKENDS);
+	__type(key, __u32);
+	__type(value, struct ballast_backend);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} backends SEC(".maps");
+
+/* Template of one VIP's Maglev table: entry 0 = M, entries 1..M = backend_id.
+ * BPF_F_INNER_MAP lets each VIP's inner map have its own size. */
+struct maglev_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BALLAST_DEFAULT_TABLE_SIZE + 1);
+	__uint(map_flags, BPF_F_INNER_MAP);
+	__type(key, __u32);
+	__type(value, __u32);
+};
+
+/* vip_id -> that VIP's Maglev table (swapped whole by one update). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, BALLAST_MAX_VIPS);
+	__type(key, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__array(values, struct maglev_inner); /* must be the last member */
+} maglev_tables SEC(".maps");
+
+/* client->VIP 5-tuple -> backend and TCP handshake state. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BALLAST_DEFAULT_FLOWS);
+	__type(key, struct ballast_flow_key);
+	__type(value, struct ballast_flow);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} flows SEC(".maps");
+
+/* Single entry (key 0): source addresses, timeouts, policy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ballast_settings);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} settings SEC(".maps");
+
+/* backend_id -> cached next hop (per CPU: no sharing, no torn MACs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BALLAST_MAX_BACKENDS);
+	__type(key, __u32);
+	__type(value, struct ballast_nexthop);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} nexthops SEC(".maps");
+
+/* backend_id -> passive signals. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BALLAST_MAX_BACKENDS);
+	__type(key, __u32);
+	__type(value, struct ballast_backend_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} backend_stats SEC(".maps");
+
+/* vip_id -> packets and bytes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BALLAST_MAX_VIPS);
+	__type(key, __u32);
+	__type(value, struct ballast_vip_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} vip_stats SEC(".maps");
+
+/* enum ballast_verdict -> packets. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BALLAST_V_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} verdicts SEC(".maps");
+
+#endif /* BALLAST_MAPS_H */
