@@ -1,13 +1,211 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-/* ballast lb: placeholder entry while the real program is written */
+/*
+ * ballast lb: the router-side XDP program.
+ *
+ *   parse → VIP lookup → connection table / Maglev → encapsulate → next hop
+ *
+ * The logic lives in lib/, one header per concern; this file only orders the
+ * steps. Every packet ends in exactly one verdict counter (enum
+ * ballast_verdict). docs/dataplane.md is the written policy for each case.
+ */
 #include "common.h"
 #include "maps.h"
-SEC("xdp") int xdp_lb(struct xdp_md *ctx)
+#include "parse.h"
+#include "stats.h"
+#include "vip.h"
+#include "maglev.h"
+#include "conntrack.h"
+#include "csum.h"
+#include "encap.h"
+#include "fib.h"
+#include "icmp.h"
+
+/* Encapsulates the packet to `backend_id` and sends it on its way. The
+ * verdicts used are fwd_tx / fwd_redirect, so ICMP errors forwarded to a
+ * backend are counted apart from client traffic. */
+static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
+				   const struct ballast_vip_meta *vip, __u32 backend_id,
+				   const struct ballast_settings *s, __u64 now, __u32 fwd_tx,
+				   __u32 fwd_redirect)
 {
-	__u32 k = BALLAST_V_PASS_NOT_IP;
-	__u64 *c = bpf_map_lookup_elem(&verdicts, &k);
-	if (c)
-		*c += 1;
-	return XDP_PASS;
+	struct ballast_backend_stats *bs;
+	struct ballast_nexthop *nh = 0;
+	struct ballast_backend *be;
+	enum nexthop_result nr;
+	__u8 smac[6], dmac[6];
+	__u32 overhead;
+
+	be = bpf_map_lookup_elem(&backends, &backend_id);
+	if (!be || be->state == BALLAST_BACKEND_UNUSED) {
+		vip_account(vip->vip_id, 0, 1);
+		return verdict(BALLAST_V_DROP_NO_BACKEND, XDP_DROP);
+	}
+	if (p->key.family == BALLAST_FAMILY_V6 && be->family == BALLAST_FAMILY_V4) {
+		vip_account(vip->vip_id, 0, 1);
+		return verdict(BALLAST_V_DROP_FAMILY, XDP_DROP);
+	}
+	if (be->family == BALLAST_FAMILY_V4 ? s->src4[0] == 0 : s->src6[0] == 0) {
+		vip_account(vip->vip_id, 0, 1);
+		return verdict(BALLAST_V_DROP_NO_SETTINGS, XDP_DROP);
+	}
+
+	nr = nexthop_get(ctx, backend_id, be, s, now, &nh);
+	if (nr == NEXTHOP_FAIL || (nr == NEXTHOP_OK && !nh)) {
+		vip_account(vip->vip_id, 0, 1);
+		return verdict(BALLAST_V_DROP_FIB, XDP_DROP);
+	}
+
+	overhead = encap_overhead(be);
+	if (nh && p->ip_len + overhead > nh->mtu) {
+		vip_account(vip->vip_id, 0, 1);
+		if ((s->policy & BALLAST_POLICY_ICMP_TOO_BIG) && p->df && fwd_tx == BALLAST_V_TX &&
+		    nh->mtu > overhead && icmp_send_too_big(ctx, p, nh->mtu - overhead) == 0)
+			return verdict(BALLAST_V_ICMP_TOO_BIG_SENT, XDP_TX);
+		return verdict(BALLAST_V_DROP_TOO_BIG, XDP_DROP);
+	}
+
+	bs = backend_stats_of(backend_id);
+	if (bs) {
+		bs->packets += 1;
+		bs->bytes += p->ip_len;
+	}
+	vip_account(vip->vip_id, p->ip_len, 0);
+
+	if (nr == NEXTHOP_NO_NEIGH) {
+		void *data = (void *)(long)ctx->data;
+		void *data_end = (void *)(long)ctx->data_end;
+		struct ethhdr *eth = data;
+
+		if ((void *)(eth + 1) > data_end)
+			return verdict(BALLAST_V_DROP_ENCAP, XDP_DROP);
+		__builtin_memcpy(smac, eth->h_source, 6);
+		__builtin_memcpy(dmac, eth->h_dest, 6);
+	}
+
+	flow_hash_of(p); /* the IPv6 outer flow label carries it */
+	if (encap_push(ctx, p, be, s))
+		return verdict(BALLAST_V_DROP_ENCAP, XDP_DROP);
+
+	if (nr == NEXTHOP_NO_NEIGH) {
+		/* Hand the encapsulated packet to the kernel: it forwards it
+		 * and resolves the neighbour, and later packets take the fast
+		 * path. The frame keeps the addresses it arrived with. */
+		if (set_macs(ctx, smac, dmac))
+			return verdict(BALLAST_V_DROP_ENCAP, XDP_DROP);
+		return verdict(BALLAST_V_PASS_FIB_NO_NEIGH, XDP_PASS);
+	}
+	if (!nh || set_macs(ctx, nh->smac, nh->dmac))
+		return verdict(BALLAST_V_DROP_ENCAP, XDP_DROP);
+	if (nh->ifindex == ctx->ingress_ifindex)
+		return verdict(fwd_tx, XDP_TX);
+	return verdict(fwd_redirect, bpf_redirect(nh->ifindex, 0));
 }
+
+/* ICMP/ICMPv6 to a VIP address: errors about a VIP flow go to the flow's
+ * backend; anything else is the kernel's. */
+static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
+				       const struct ballast_settings *s, __u64 now)
+{
+	struct ballast_vip_meta *vip;
+	int err;
+	__u32 id;
+
+	if (!is_vip_addr(p->key.dst, p->key.family))
+		return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
+	err = p->key.family == BALLAST_FAMILY_V4 ? icmp4_is_error(p->icmp_type)
+						 : icmp6_is_error(p->icmp_type);
+	if (!err)
+		return verdict(BALLAST_V_PASS_ICMP_NOT_ERR, XDP_PASS);
+	if (icmp_error_flow(ctx, p, &p->key))
+		return verdict(BALLAST_V_PASS_ICMP_UNMATCHED, XDP_PASS);
+	vip = vip_lookup(p->key.dst, p->key.family, p->key.dport, p->key.proto);
+	if (!vip)
+		return verdict(BALLAST_V_PASS_ICMP_UNMATCHED, XDP_PASS);
+	if (vip_fenced(vip, now)) {
+		vip_account(vip->vip_id, 0, 1);
+		return verdict(BALLAST_V_DROP_FENCED, XDP_DROP);
+	}
+	id = conntrack_peek(vip, p, now);
+	if (id == BALLAST_INVALID_ID) {
+		vip_account(vip->vip_id, 0, 1);
+		return verdict(BALLAST_V_DROP_NO_BACKEND, XDP_DROP);
+	}
+	return forward(ctx, p, vip, id, s, now, BALLAST_V_ICMP_FWD_TX, BALLAST_V_ICMP_FWD_REDIRECT);
+}
+
+SEC("xdp")
+int xdp_lb(struct xdp_md *ctx)
+{
+	struct ballast_vip_meta *vip;
+	struct ballast_settings *s;
+	struct ballast_backend *be;
+	struct pkt p = {};
+	enum parse_result r;
+	__u32 zero = 0, id;
+	__u64 now;
+
+	s = bpf_map_lookup_elem(&settings, &zero);
+	r = parse_packet(ctx, &p);
+	switch (r) {
+	case PARSE_OK:
+		break;
+	case PARSE_NOT_IP:
+		return verdict(BALLAST_V_PASS_NOT_IP, XDP_PASS);
+	case PARSE_BAD_ETH:
+		return malformed(BALLAST_V_BAD_ETH, s);
+	case PARSE_BAD_VLAN:
+		return malformed(BALLAST_V_BAD_VLAN, s);
+	case PARSE_BAD_IP4:
+		return malformed(BALLAST_V_BAD_IP4, s);
+	case PARSE_BAD_IP6:
+		return malformed(BALLAST_V_BAD_IP6, s);
+	case PARSE_OTHER_L4:
+		return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
+	case PARSE_IP6_EXT:
+		if (!is_vip_addr(p.key.dst, p.key.family))
+			return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
+		return malformed(BALLAST_V_IP6_EXT, s);
+	case PARSE_FRAG:
+		if (!is_vip_addr(p.key.dst, p.key.family))
+			return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
+		return verdict(p.key.family == BALLAST_FAMILY_V4 ? BALLAST_V_DROP_FRAG4
+								 : BALLAST_V_DROP_FRAG6,
+			       XDP_DROP);
+	case PARSE_SHORT_L4:
+		if (!is_vip_addr(p.key.dst, p.key.family))
+			return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
+		return verdict(BALLAST_V_DROP_BAD_L4, XDP_DROP);
+	}
+
+	if (!s)
+		return verdict(BALLAST_V_DROP_NO_SETTINGS, XDP_DROP); /* cannot happen: array */
+	now = bpf_ktime_get_ns();
+
+	if (p.key.proto == IPPROTO_ICMP || p.key.proto == IPPROTO_ICMPV6)
+		return handle_icmp(ctx, &p, s, now);
+
+	vip = vip_lookup(p.key.dst, p.key.family, p.key.dport, p.key.proto);
+	if (!vip)
+		return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
+
+	if (p.key.proto == IPPROTO_TCP ? parse_tcp(ctx, &p) : parse_udp(ctx, &p)) {
+		vip_account(vip->vip_id, 0, 1);
+		return verdict(BALLAST_V_DROP_BAD_L4, XDP_DROP);
+	}
+	if (p.ttl <= 1)
+		return verdict(BALLAST_V_PASS_TTL, XDP_PASS);
+	if (vip_fenced(vip, now)) {
+		vip_account(vip->vip_id, 0, 1);
+		return verdict(BALLAST_V_DROP_FENCED, XDP_DROP);
+	}
+
+	id = conntrack_select(vip, &p, s, now);
+	be = bpf_map_lookup_elem(&backends, &id);
+	if (id == BALLAST_INVALID_ID || !backend_usable(be, now)) {
+		vip_account(vip->vip_id, 0, 1);
+		return verdict(BALLAST_V_DROP_NO_BACKEND, XDP_DROP);
+	}
+	return forward(ctx, &p, vip, id, s, now, BALLAST_V_TX, BALLAST_V_REDIRECT);
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -47,6 +47,12 @@ struct ballast_vip_key {
 	__u8 family; /* BALLAST_FAMILY_V4 / _V6 */
 };
 
+/* A `vips` entry with port 0 and this protocol marks its address as a VIP
+ * address; its value is ignored. The agent keeps exactly one per address
+ * while any VIP uses the address. The data plane uses it to classify packets
+ * without a usable port (fragments, ICMP, truncated L4). */
+#define BALLAST_VIP_ADDR_MARKER 0
+
 /* vip flags */
 #define BALLAST_VIP_F_OWNED 0x1u /* forward only while now < owner_deadline_ns */
 

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Next hop towards a backend: the kernel's routing and neighbour tables via
+ * bpf_fib_lookup(), cached per CPU and per backend for settings.fib_ttl_ns
+ * so an established flow's packets cost one per-CPU array lookup.
+ *
+ * The lookup is an output lookup (BPF_FIB_LOOKUP_OUTPUT): the encapsulated
+ * packet is originated by this host (outer source = the router's address),
+ * so it follows the routes a locally sent packet would.
+ */
+#ifndef BALLAST_FIB_H
+#define BALLAST_FIB_H
+
+#include "common.h"
+#include "maps.h"
+
+#ifndef AF_INET
+#define AF_INET 2
+#endif
+#ifndef AF_INET6
+#define AF_INET6 10
+#endif
+
+enum nexthop_result {
+	NEXTHOP_OK = 0,
+	NEXTHOP_NO_NEIGH, /* route known, neighbour not resolved yet */
+	NEXTHOP_FAIL,	  /* no route, blackhole, unreachable, ... */
+};
+
+static __always_inline enum nexthop_result nexthop_get(struct xdp_md *ctx, __u32 backend_id,
+						       const struct ballast_backend *be,
+						       const struct ballast_settings *s, __u64 now,
+						       struct ballast_nexthop **out)
+{
+	struct bpf_fib_lookup fib = {};
+	struct ballast_nexthop *nh;
+	long rc;
+
+	nh = bpf_map_lookup_elem(&nexthops, &backend_id);
+	if (!nh)
+		return NEXTHOP_FAIL;
+	if (nh->expires_ns > now) {
+		*out = nh;
+		return NEXTHOP_OK;
+	}
+
+	fib.ifindex = ctx->ingress_ifindex;
+	if (be->family == BALLAST_FAMILY_V4) {
+		fib.family = AF_INET;
+		__builtin_memcpy(&fib.ipv4_src, s->src4, 4);
+		__builtin_memcpy(&fib.ipv4_dst, be->addr, 4);
+	} else {
+		fib.family = AF_INET6;
+		__builtin_memcpy(fib.ipv6_src, s->src6, 16);
+		__builtin_memcpy(fib.ipv6_dst, be->addr, 16);
+	}
+	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), BPF_FIB_LOOKUP_OUTPUT);
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
+		return NEXTHOP_NO_NEIGH;
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+		return NEXTHOP_FAIL;
+
+	__builtin_memcpy(nh->smac, fib.smac, 6);
+	__builtin_memcpy(nh->dmac, fib.dmac, 6);
+	nh->ifindex = fib.ifindex;
+	/* Route MTU when the kernel reports one, else the device MTU. */
+	nh->mtu = fib.mtu_result;
+	if (!nh->mtu) {
+		__u32 dev_mtu = 0;
+
+		bpf_check_mtu(ctx, fib.ifindex, &dev_mtu, 0, 0);
+		nh->mtu = dev_mtu ? dev_mtu : 1500;
+	}
+	nh->expires_ns = now + s->fib_ttl_ns;
+	*out = nh;
+	return NEXTHOP_OK;
+}
+
+#endif /* BALLAST_FIB_H */

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Maglev lookup: slot = flow hash mod M in the VIP's current table. The
+ * table is one inner map reached through maglev_tables[vip_id]; entry 0 of
+ * the inner map holds M, so size and contents always come from the same
+ * table even while the agent swaps in a new one.
+ */
+#ifndef BALLAST_MAGLEV_H
+#define BALLAST_MAGLEV_H
+
+#include "common.h"
+#include "maps.h"
+#include "ballast_flow_hash.h"
+#include "parse.h"
+
+static __always_inline __u32 flow_hash_of(struct pkt *p)
+{
+	if (!p->has_hash) {
+		p->hash = ballast_flow_hash(&p->key);
+		p->has_hash = 1;
+	}
+	return p->hash;
+}
+
+/* Returns the backend_id the VIP's table gives this flow, or
+ * BALLAST_INVALID_ID when the VIP has no table or the slot is empty. */
+static __always_inline __u32 maglev_pick(__u32 vip_id, struct pkt *p)
+{
+	__u32 zero = 0, idx, *m, *id;
+	void *table;
+
+	table = bpf_map_lookup_elem(&maglev_tables, &vip_id);
+	if (!table)
+		return BALLAST_INVALID_ID;
+	m = bpf_map_lookup_elem(table, &zero);
+	if (!m || *m == 0)
+		return BALLAST_INVALID_ID;
+	idx = flow_hash_of(p) % *m + 1;
+	id = bpf_map_lookup_elem(table, &idx);
+	return id ? *id : BALLAST_INVALID_ID;
+}
+
+#endif /* BALLAST_MAGLEV_H */
