@@ -1,0 +1,221 @@
+#!/bin/bash
+# e2e: the netns lab, end to end, with real packets.
+#
+#   client ── router (lb XDP, native, on its client-facing veth) ── 3 backends
+#                                            (nginx, VIP on lo, decap XDP)
+#
+# Builds its own lab with tools/lab/lab under a unique prefix (so it never
+# touches a running `lab up`) and removes it on exit, whatever happens.
+#
+# Asserts:
+#  (a) curl through the VIP, IPv4 and IPv6, 300 requests each on fresh
+#      connections: every request answered, every backend answers with its own
+#      name, and each backend's share is within 4 standard deviations
+#      (binomial, n=300) of its share of the Maglev table (`lbdp table show`);
+#  (b) wrk with keep-alive (8 connections, 6 s) while the weight of a backend
+#      that holds established connections is set to 0 mid-run: zero socket
+#      errors and zero non-2xx answers; every connection (client port) is seen
+#      by exactly one backend; the re-weighted backend keeps serving its
+#      established connections after the change, and receives none of the
+#      fresh connections made afterwards;
+#  (c) non-VIP traffic (ping to the router, IPv4 and IPv6) still works.
+# Needs root (netns, XDP, bpffs): fails with the reason otherwise.
+set -uo pipefail
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "e2e tests need root: network namespaces, XDP attachment and bpffs (run tools/test-all as root)" >&2
+  exit 1
+fi
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+prefix=bte$$
+LAB=("$repo/tools/lab/lab" --prefix "$prefix" --no-build)
+export LBDP=${LBDP:-$repo/build/tools/lbdp/lbdp}
+work=$(mktemp -d /tmp/ballast-e2e.XXXXXX)
+wrk_pid=""
+
+cleanup() {
+  local rc=$?
+  if [[ -n $wrk_pid ]]; then kill "$wrk_pid" 2>/dev/null; wait "$wrk_pid" 2>/dev/null; fi
+  "${LAB[@]}" down >/dev/null 2>&1 || echo "e2e: warning: lab down failed for prefix $prefix" >&2
+  rm -rf "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+failures=0
+checks=0
+pass() { checks=$((checks + 1)); printf 'e2e: PASS %s\n' "$*"; }
+fail() { checks=$((checks + 1)); failures=$((failures + 1)); printf 'e2e: FAIL %s\n' "$*"; }
+fatal() { printf 'e2e: FATAL %s\n' "$*"; exit 1; }
+# check COND-EXIT-STATUS MESSAGE
+check() { if [[ $1 == 0 ]]; then pass "$2"; else fail "$2"; fi; }
+
+[[ -x $LBDP ]] || fatal "lbdp not found at $LBDP (build it first: tools/build.sh)"
+
+echo "e2e: bringing up lab '$prefix'"
+"${LAB[@]}" --no-traffic up || fatal "lab up failed"
+eval "$("${LAB[@]}" addrs)"
+lbdp() { "${LAB[@]}" exec router "$LBDP" "$@"; }
+
+# ---- the lb program is attached natively ------------------------------------
+xdp=$("${LAB[@]}" exec router ip -o link show dev to-client | grep -o 'prog/xdp[a-z]*' || true)
+[[ $xdp == prog/xdp ]]
+check $? "lb XDP program attached in native mode on the router's to-client (ip link: '${xdp:-none}')"
+
+# ---- (a) proportions ----------------------------------------------------------
+# table_shares VIP_ID: prints "<backend_id> <slots> <M>" per backend id, from
+# lbdp table show.
+table_shares() {
+  lbdp table show --vip-id "$1" >"$work/table.$1" || return 1
+  # lbdp table show prints one line per backend: "backend <id> ... slots <n> ..." and
+  # the size "size <M>"; extracted with awk below (see tools/lbdp).
+  awk '
+    /^size[ :]/ { m = $2 }
+    { for (i = 1; i < NF; i++) if ($i == "backend" || $i == "id") id = $(i+1); }
+    { for (i = 1; i < NF; i++) if ($i == "slots") { s[id] = $(i+1) } }
+    END { for (k in s) print k, s[k], m }' "$work/table.$1"
+}
+
+# proportions FAMILY VIP_ID URL N
+proportions() {
+  local fam=$1 vip_id=$2 url=$3 n=$4 i
+  local args=()
+  for ((i = 0; i < n; i++)); do args+=("$url"); done
+  "${LAB[@]}" exec client curl -g -sS -H 'Connection: close' --connect-timeout 1 --max-time 2 \
+    "${args[@]}" >"$work/curl.$fam" 2>"$work/curl.$fam.err"
+  local got
+  got=$(grep -c '^backend-' "$work/curl.$fam")
+  [[ $got == "$n" ]]
+  check $? "IPv$fam: $got of $n requests through $url answered ($(head -c 200 "$work/curl.$fam.err"))"
+
+  declare -A slots=()
+  local m=0 id s mm
+  while read -r id s mm; do slots[$id]=$s; m=$mm; done < <(table_shares "$vip_id")
+  if ((m == 0)); then
+    fail "IPv$fam: cannot read the Maglev table of VIP $vip_id from 'lbdp table show': $(head -c 300 "$work/table.$vip_id")"
+    return
+  fi
+  for ((i = 1; i <= NBACKENDS; i++)); do
+    local name_var="BE${i}_NAME" id_var
+    if [[ $fam == 4 ]]; then id_var="BE${i}_ID4"; else id_var="BE${i}_ID6"; fi
+    local name=${!name_var} bid=${!id_var}
+    local c share
+    c=$(grep -cx "$name" "$work/curl.$fam")
+    share=${slots[$bid]:-0}
+    # expected p = slots/M; tolerance 4 sigma of a binomial with n requests
+    local verdict
+    verdict=$(awk -v c="$c" -v n="$n" -v s="$share" -v m="$m" 'BEGIN {
+      p = s / m; obs = c / n; sd = sqrt(p * (1 - p) / n); tol = 4 * sd;
+      ok = (c > 0 && obs >= p - tol && obs <= p + tol) ? 0 : 1;
+      printf "%d %.3f %.3f %.3f", ok, obs, p, tol }')
+    read -r ok obs p tol <<<"$verdict"
+    [[ $ok == 0 ]]
+    check $? "IPv$fam: $name answered $c/$n = $obs, table share $p ($share/$m slots), tolerance ±$tol"
+  done
+}
+
+proportions 4 "$VIP4_ID" "http://$VIP4:$VIP_PORT/" 300
+proportions 6 "$VIP6_ID" "http://[$VIP6]:$VIP_PORT/" 300
+
+# ---- (b) keep-alive connections keep their backend across a weight change ----
+declare -A off=()
+for ((i = 1; i <= NBACKENDS; i++)); do
+  v="BE${i}_LOG"
+  off[$i]=$(wc -l <"${!v}")
+done
+# lines logged by backend i since the wrk phase began (fields: msec addr port conn reqs status)
+since() { local v="BE${1}_LOG"; tail -n +"$((off[$1] + 1))" "${!v}"; }
+
+"${LAB[@]}" exec client wrk -t 2 -c 8 -d 6s --timeout 2s "http://$VIP4:$VIP_PORT/" >"$work/wrk.out" 2>&1 &
+wrk_pid=$!
+sleep 2
+
+# The backend holding the most wrk connections gets weight 0.
+declare -A conns_before=() at_change=()
+target=0
+best=0
+for ((i = 1; i <= NBACKENDS; i++)); do
+  since "$i" >"$work/before.$i"
+  at_change[$i]=$(wc -l <"$work/before.$i")
+  conns_before[$i]=$(awk '{print $3}' "$work/before.$i" | sort -u | wc -l)
+  if ((conns_before[$i] > best)); then best=${conns_before[$i]}; target=$i; fi
+done
+printf 'e2e: wrk connections per backend before the change: '
+for ((i = 1; i <= NBACKENDS; i++)); do printf '%s=%s ' "backend-$i" "${conns_before[$i]}"; done
+echo
+if ((target == 0)); then
+  fatal "no backend logged any wrk request 2 s into the run: $(cat "$work/wrk.out")"
+fi
+
+new_weights=()
+table=()
+IFS=, read -r -a cur_w <<<"$(sed -n 's/^weights=//p' "$STATE/lab.conf")"
+for ((i = 1; i <= NBACKENDS; i++)); do
+  w=${cur_w[$((i - 1))]}
+  ((i == target)) && w=0
+  new_weights+=("$w")
+  v="BE${i}_ID4"
+  table+=(--backend "${!v}:backend-$i:$w")
+done
+echo "e2e: setting backend-$target's weight to 0 mid-run (weights now ${new_weights[*]})"
+lbdp table set --vip-id "$VIP4_ID" "${table[@]}"
+check $? "lbdp table set with backend-$target at weight 0 during the wrk run"
+
+wait "$wrk_pid"
+wrk_rc=$?
+wrk_pid=""
+sed 's/^/  wrk| /' "$work/wrk.out"
+[[ $wrk_rc == 0 ]]
+check $? "wrk exited $wrk_rc"
+reqs=$(sed -nE 's/^ *([0-9]+) requests in .*/\1/p' "$work/wrk.out")
+[[ -n $reqs && $reqs -gt 0 ]]
+check $? "wrk completed ${reqs:-0} requests"
+! grep -q 'Socket errors' "$work/wrk.out"
+check $? "wrk: no socket errors ($(grep 'Socket errors' "$work/wrk.out" | sed 's/^ *//'))"
+! grep -q 'Non-2xx' "$work/wrk.out"
+check $? "wrk: no non-2xx responses ($(grep 'Non-2xx' "$work/wrk.out" | sed 's/^ *//'))"
+
+# Every connection (client port) is seen on exactly one backend.
+for ((i = 1; i <= NBACKENDS; i++)); do
+  since "$i" | awk -v b="$i" '{print $3, b}'
+done | sort -u >"$work/port_backend"
+split=$(awk '{print $1}' "$work/port_backend" | uniq -d | wc -l)
+nconn=$(awk '{print $1}' "$work/port_backend" | sort -u | wc -l)
+((split == 0))
+check $? "wrk: $nconn connections, $split of them seen on more than one backend"
+
+for ((i = 1; i <= NBACKENDS; i++)); do
+  total=$(since "$i" | wc -l)
+  printf 'e2e: backend-%s served %s wrk requests (%s before the change, %s after)\n' \
+    "$i" "$total" "${at_change[$i]}" "$((total - at_change[$i]))"
+done
+after_target=$(( $(since "$target" | wc -l) - at_change[$target] ))
+# Requests after the change on backend-target, on connections it held before.
+pinned_after=$(since "$target" | tail -n +"$((at_change[$target] + 1))" |
+  awk 'NR==FNR { before[$3] = 1; next } ($3 in before)' "$work/before.$target" - | wc -l)
+((after_target > 0 && pinned_after == after_target))
+check $? "backend-$target (weight 0) kept its established connections: $pinned_after requests after the change, all on connections made before it"
+
+# Fresh connections now avoid backend-target entirely.
+args=()
+for ((i = 0; i < 100; i++)); do args+=("http://$VIP4:$VIP_PORT/"); done
+"${LAB[@]}" exec client curl -g -sS -H 'Connection: close' --connect-timeout 1 --max-time 2 \
+  "${args[@]}" >"$work/curl.after"
+got=$(grep -c '^backend-' "$work/curl.after")
+on_target=$(grep -cx "backend-$target" "$work/curl.after")
+((got == 100 && on_target == 0))
+check $? "after the change: $got/100 fresh connections answered, $on_target of them by backend-$target (weight 0)"
+
+# ---- (c) non-VIP traffic ------------------------------------------------------
+"${LAB[@]}" exec client ping -c 3 -i 0.2 -W 2 -q "$ROUTER4" >"$work/ping4" 2>&1
+check $? "non-VIP: ping $ROUTER4 from the client: $(grep -o '[0-9]* received' "$work/ping4")"
+"${LAB[@]}" exec client ping -6 -c 3 -i 0.2 -W 2 -q "$ROUTER6" >"$work/ping6" 2>&1
+check $? "non-VIP: ping $ROUTER6 from the client: $(grep -o '[0-9]* received' "$work/ping6")"
+
+echo "e2e: lbdp stats:"
+lbdp stats 2>&1 | sed 's/^/  /'
+
+echo "e2e: $((checks - failures)) passed, $failures failed"
+((failures == 0))
