@@ -1,6 +1,217 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-/* placeholder: backend-side decapsulation */
+/*
+ * ballast backend-side decapsulation.
+ *
+ * Runs on a backend's NIC. A packet that the lb program encapsulated to this
+ * host (IPv4-in-IPv4, IPv6-in-IPv6 or IPv4-in-IPv6) and whose outer
+ * destination is one of the addresses in `decap_addrs` loses its outer IP
+ * header here; the Ethernet header (and one 802.1Q tag, if present) is kept
+ * with the inner packet's ethertype, and the inner packet goes up the stack
+ * as if it had arrived unencapsulated (the VIP is configured on loopback).
+ *
+ *   encapsulated, for us, inner header present  -> strip, XDP_PASS  (decapped)
+ *   encapsulated, for us, inner header missing   -> XDP_DROP         (bad_inner)
+ *   anything else                                 -> XDP_PASS as is   (pass)
+ *
+ * Not handled (passed untouched): outer IPv4 fragments, outer IPv6 extension
+ * headers, QinQ. The outer IPv4 checksum is not verified: the Ethernet FCS
+ * protects the link and the kernel verifies the inner header.
+ *
+ * The maps are not pinned: they live as long as the program is attached.
+ */
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <bpf/bpf_helpers.h>
-SEC("xdp") int xdp_decap(struct xdp_md *ctx) { return XDP_PASS; }
+#include <bpf/bpf_endian.h>
+
+#include "ballast_abi.h"
+
+#define DECAP_MAX_ADDRS 256
+
+#ifndef ETH_P_8021Q
+#define ETH_P_8021Q 0x8100
+#endif
+
+struct vlan_hdr {
+	__be16 tci;
+	__be16 encap_proto;
+};
+
+/* Local addresses that encapsulated traffic may be sent to. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DECAP_MAX_ADDRS);
+	__type(key, struct ballast_decap_addr);
+	__type(value, __u32);
+} decap_addrs SEC(".maps");
+
+/* enum ballast_decap_verdict -> packets. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BALLAST_DECAP_V_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} decap_stats SEC(".maps");
+
+static __always_inline int count(__u32 verdict, int action)
+{
+	__u64 *c = bpf_map_lookup_elem(&decap_stats, &verdict);
+
+	if (c)
+		*c += 1;
+	return action;
+}
+
+static __always_inline int is_local(const void *addr, __u32 len, __u8 family)
+{
+	struct ballast_decap_addr key = {};
+
+	__builtin_memcpy(key.addr, addr, 16);
+	if (len == 4)
+		__builtin_memset(key.addr + 4, 0, 12);
+	key.family = family;
+	return bpf_map_lookup_elem(&decap_addrs, &key) != NULL;
+}
+
+/* Is a complete inner header of `inner_proto` (ETH_P_IP / ETH_P_IPV6) at
+ * data + off? */
+static __always_inline int inner_ok(void *data, void *data_end, __u32 off, __u16 inner_proto)
+{
+	if (inner_proto == ETH_P_IP) {
+		struct iphdr *ip = data + off;
+
+		if ((void *)(ip + 1) > data_end)
+			return 0;
+		return ip->version == 4 && ip->ihl >= 5 && (void *)ip + ip->ihl * 4 <= data_end;
+	}
+	struct ipv6hdr *ip6 = data + off;
+
+	if ((void *)(ip6 + 1) > data_end)
+		return 0;
+	return ip6->version == 6;
+}
+
+/* Removes `outer_len` bytes of outer IP header that follow the L2 header of
+ * `l2_len` bytes (14, or 18 with a VLAN tag) and sets the ethertype of the
+ * L2 header to `inner_proto`. */
+static __always_inline int strip_outer(struct xdp_md *ctx, __u32 l2_len, __u32 outer_len,
+				       __u16 inner_proto)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr eth;
+	struct vlan_hdr vlan = {};
+
+	if (l2_len == sizeof(eth)) {
+		if (data + sizeof(eth) > data_end)
+			return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
+		__builtin_memcpy(&eth, data, sizeof(eth));
+	} else {
+		if (data + sizeof(eth) + sizeof(vlan) > data_end)
+			return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
+		__builtin_memcpy(&eth, data, sizeof(eth));
+		__builtin_memcpy(&vlan, data + sizeof(eth), sizeof(vlan));
+	}
+
+	if (bpf_xdp_adjust_head(ctx, (int)outer_len))
+		return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
+
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	if (l2_len == sizeof(eth)) {
+		struct ethhdr *neth = data;
+
+		if ((void *)(neth + 1) > data_end)
+			return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
+		__builtin_memcpy(neth, &eth, sizeof(eth));
+		neth->h_proto = bpf_htons(inner_proto);
+	} else {
+		struct ethhdr *neth = data;
+		struct vlan_hdr *nvlan = data + sizeof(*neth);
+
+		if ((void *)(nvlan + 1) > data_end)
+			return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
+		__builtin_memcpy(neth, &eth, sizeof(eth));
+		nvlan->tci = vlan.tci;
+		nvlan->encap_proto = bpf_htons(inner_proto);
+	}
+	return count(BALLAST_DECAP_V_DECAPPED, XDP_PASS);
+}
+
+static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct iphdr *ip = data + l2_len;
+	__u32 outer_len;
+
+	if ((void *)(ip + 1) > data_end)
+		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	if (ip->version != 4 || ip->ihl < 5 || ip->protocol != IPPROTO_IPIP)
+		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	/* A fragment of a tunnelled packet cannot be decapsulated alone. */
+	if (ip->frag_off & bpf_htons(0x3fff))
+		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	if (!is_local(&ip->daddr, 4, BALLAST_FAMILY_V4))
+		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	outer_len = ip->ihl * 4;
+	if (!inner_ok(data, data_end, l2_len + outer_len, ETH_P_IP))
+		return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
+	return strip_outer(ctx, l2_len, outer_len, ETH_P_IP);
+}
+
+static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ipv6hdr *ip6 = data + l2_len;
+	__u16 inner_proto;
+
+	if ((void *)(ip6 + 1) > data_end)
+		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	if (ip6->version != 6)
+		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	if (ip6->nexthdr == IPPROTO_IPV6)
+		inner_proto = ETH_P_IPV6;
+	else if (ip6->nexthdr == IPPROTO_IPIP)
+		inner_proto = ETH_P_IP;
+	else
+		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	if (!is_local(&ip6->daddr, 16, BALLAST_FAMILY_V6))
+		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	if (!inner_ok(data, data_end, l2_len + sizeof(*ip6), inner_proto))
+		return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
+	return strip_outer(ctx, l2_len, sizeof(*ip6), inner_proto);
+}
+
+SEC("xdp")
+int xdp_decap(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	__u32 l2_len = sizeof(*eth);
+	__u16 proto;
+
+	if ((void *)(eth + 1) > data_end)
+		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	proto = bpf_ntohs(eth->h_proto);
+	if (proto == ETH_P_8021Q) {
+		struct vlan_hdr *vlan = (void *)(eth + 1);
+
+		if ((void *)(vlan + 1) > data_end)
+			return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+		proto = bpf_ntohs(vlan->encap_proto);
+		l2_len += sizeof(*vlan);
+	}
+	if (proto == ETH_P_IP)
+		return decap_ipv4(ctx, l2_len);
+	if (proto == ETH_P_IPV6)
+		return decap_ipv6(ctx, l2_len);
+	return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

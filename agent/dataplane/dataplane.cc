@@ -1,0 +1,795 @@
+#include "agent/dataplane/dataplane.h"
+
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "agent/dataplane/bpf_util.h"
+#include "xdp_lb.skel.h"
+
+namespace ballast::dataplane {
+namespace {
+
+constexpr char kProgPinName[] = "prog_xdp_lb";
+
+bool IsPrime(uint64_t n) {
+  if (n < 2) return false;
+  if (n % 2 == 0) return n == 2;
+  for (uint64_t d = 3; d * d <= n; d += 2) {
+    if (n % d == 0) return false;
+  }
+  return true;
+}
+
+std::string TagHex(const std::array<uint8_t, BPF_TAG_SIZE>& tag) {
+  std::string s;
+  for (uint8_t b : tag) s += absl::StrCat(absl::Hex(b, absl::kZeroPad2));
+  return s;
+}
+
+std::string LogSuffix(const std::string& log) {
+  if (log.empty()) return "";
+  constexpr size_t kMax = 4000;
+  return Cat("\nlibbpf log:\n", log.size() > kMax ? "..." + log.substr(log.size() - kMax) : log);
+}
+
+// Compares a pinned map with what this build wants, so that an incompatible
+// pin is reported with the actual difference rather than libbpf's EINVAL.
+absl::Status CheckPinnedCompatible(const bpf_map* m, const std::string& path) {
+  UniqueFd fd(bpf_obj_get(path.c_str()));
+  if (!fd) return ErrnoStatus(errno, Cat("opening pinned object ", path));
+  auto info = GetMapInfo(fd.get());
+  if (!info.ok()) {
+    return absl::FailedPreconditionError(
+        Cat(path, " is not a BPF map (", info.status().message(), ")"));
+  }
+  auto diff = [&](const char* what, uint64_t pinned, uint64_t want) -> absl::Status {
+    return absl::FailedPreconditionError(
+        Cat("pinned map ", path, " has ", what, " ", pinned, " but this build needs ", want,
+            "; the running data plane was left untouched. Changing a map's layout interrupts "
+            "traffic: run `lbdp teardown` (drops the pins and the flow table), then start again"));
+  };
+  if (info->type != bpf_map__type(m)) return diff("type", info->type, bpf_map__type(m));
+  if (info->key_size != bpf_map__key_size(m)) {
+    return diff("key size", info->key_size, bpf_map__key_size(m));
+  }
+  if (info->value_size != bpf_map__value_size(m)) {
+    return diff("value size", info->value_size, bpf_map__value_size(m));
+  }
+  if (info->max_entries != bpf_map__max_entries(m)) {
+    return diff("max_entries", info->max_entries, bpf_map__max_entries(m));
+  }
+  if (info->map_flags != bpf_map__map_flags(m)) {
+    return diff("flags", info->map_flags, bpf_map__map_flags(m));
+  }
+  return absl::OkStatus();
+}
+
+ballast_vip_key ToAbi(const VipKey& k) {
+  ballast_vip_key out = {};
+  std::memcpy(out.addr, k.addr.bytes().data(), sizeof(out.addr));
+  out.port = htons(k.port);
+  out.proto = k.proto;
+  out.family = k.addr.family();
+  return out;
+}
+
+absl::Status CheckVipId(uint32_t vip_id) {
+  if (vip_id == BALLAST_INVALID_ID || vip_id >= BALLAST_MAX_VIPS) {
+    return absl::InvalidArgumentError(
+        Cat("vip id ", vip_id, " is out of range 1..", BALLAST_MAX_VIPS - 1));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBackendId(uint32_t id) {
+  if (id == BALLAST_INVALID_ID || id >= BALLAST_MAX_BACKENDS) {
+    return absl::InvalidArgumentError(
+        Cat("backend id ", id, " is out of range 1..", BALLAST_MAX_BACKENDS - 1));
+  }
+  return absl::OkStatus();
+}
+
+std::string ProtoName(uint8_t proto) {
+  if (proto == IPPROTO_TCP) return "tcp";
+  if (proto == IPPROTO_UDP) return "udp";
+  return Cat(proto);
+}
+
+// Sums a per-CPU value made only of __u64 fields.
+template <typename T>
+T SumU64Fields(const std::vector<T>& per_cpu) {
+  static_assert(sizeof(T) % sizeof(uint64_t) == 0);
+  constexpr size_t kWords = sizeof(T) / sizeof(uint64_t);
+  uint64_t sum[kWords] = {};
+  for (const T& v : per_cpu) {
+    uint64_t words[kWords];
+    std::memcpy(words, &v, sizeof(T));
+    for (size_t i = 0; i < kWords; ++i) sum[i] += words[i];
+  }
+  T out;
+  std::memcpy(&out, sum, sizeof(T));
+  return out;
+}
+
+}  // namespace
+
+std::string VipKeyString(const VipKey& k) {
+  const std::string addr = k.addr.is_v4() ? k.addr.ToString() : Cat("[", k.addr.ToString(), "]");
+  return Cat(addr, ":", k.port, "/", ProtoName(k.proto));
+}
+
+absl::StatusOr<VipKey> ParseVipKey(std::string_view text) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(Cat("VIP \"", text, "\": ", why,
+                                          " (expected ADDR:PORT/PROTO, e.g. 198.18.0.10:80/tcp or "
+                                          "[2001:db8::10]:443/udp; port 0 = every port)"));
+  };
+  const size_t slash = text.rfind('/');
+  if (slash == std::string_view::npos) return bad("missing /tcp or /udp");
+  const std::string_view proto = text.substr(slash + 1);
+  VipKey k;
+  if (proto == "tcp") {
+    k.proto = IPPROTO_TCP;
+  } else if (proto == "udp") {
+    k.proto = IPPROTO_UDP;
+  } else {
+    return bad(Cat("protocol \"", proto, "\" is not tcp or udp"));
+  }
+  const std::string_view hostport = text.substr(0, slash);
+  const size_t colon = hostport.rfind(':');
+  if (colon == std::string_view::npos) return bad("missing :PORT");
+  std::string_view host = hostport.substr(0, colon);
+  const std::string_view port = hostport.substr(colon + 1);
+  if (host.find(':') != std::string_view::npos &&
+      (host.size() < 2 || host.front() != '[' || host.back() != ']')) {
+    return bad("an IPv6 address must be written in brackets");
+  }
+  auto addr = IpAddress::Parse(host);
+  if (!addr.ok()) return bad(addr.status().message());
+  if (addr->is_unspecified()) return bad("the address is unspecified");
+  k.addr = *addr;
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535) {
+    return bad(Cat("port \"", port, "\" is not a number in 0..65535"));
+  }
+  k.port = static_cast<uint16_t>(value);
+  return k;
+}
+
+absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& options) {
+  if (options.flow_capacity == 0) {
+    return absl::InvalidArgumentError("flow capacity 0: the connection table needs entries");
+  }
+  std::unique_ptr<Dataplane> dp(new Dataplane());
+  dp->pin_dir_ = options.pin_dir;
+  while (dp->pin_dir_.size() > 1 && dp->pin_dir_.back() == '/') dp->pin_dir_.pop_back();
+  const bool pinning = !dp->pin_dir_.empty();
+  if (pinning) {
+    if (absl::Status s = CheckOnBpffs(dp->pin_dir_); !s.ok()) return s;
+    if (absl::Status s = MakeDirs(dp->pin_dir_); !s.ok()) return s;
+  }
+
+  std::string log;
+  {
+    CaptureLibLogs capture(&log);
+    dp->skel_ = xdp_lb__open();
+  }
+  if (dp->skel_ == nullptr) {
+    return absl::Status(
+        ErrnoStatus(errno, "opening the embedded xdp_lb BPF object").code(),
+        Cat("opening the embedded xdp_lb BPF object: ", strerror(errno), LogSuffix(log)));
+  }
+  if (int err = bpf_map__set_max_entries(dp->skel_->maps.flows, options.flow_capacity); err != 0) {
+    return ErrnoStatus(err, "setting the flow table capacity");
+  }
+  bpf_map* m = nullptr;
+  bpf_object__for_each_map(m, dp->skel_->obj) {
+    if (!pinning || bpf_map__is_internal(m)) {
+      if (int err = bpf_map__set_pin_path(m, nullptr); err != 0) {
+        return ErrnoStatus(err, Cat("clearing the pin path of map ", bpf_map__name(m)));
+      }
+      continue;
+    }
+    const std::string path = Cat(dp->pin_dir_, "/", bpf_map__name(m));
+    if (PathExists(path)) {
+      if (absl::Status s = CheckPinnedCompatible(m, path); !s.ok()) return s;
+    }
+    if (int err = bpf_map__set_pin_path(m, path.c_str()); err != 0) {
+      return ErrnoStatus(err, Cat("setting the pin path ", path));
+    }
+  }
+  int err = 0;
+  {
+    CaptureLibLogs capture(&log);
+    err = xdp_lb__load(dp->skel_);
+  }
+  if (err != 0) {
+    absl::Status s = ErrnoStatus(err, "loading the xdp_lb program (map creation/verifier)");
+    std::string hint;
+    if (s.code() == absl::StatusCode::kPermissionDenied) {
+      hint = "; loading BPF programs needs root (CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON)";
+    }
+    return absl::Status(s.code(), Cat(s.message(), hint, LogSuffix(log)));
+  }
+  bpf_program* prog = bpf_object__next_program(dp->skel_->obj, nullptr);
+  if (prog == nullptr) return absl::InternalError("the xdp_lb object has no program");
+  dp->prog_fd_ = bpf_program__fd(prog);
+  if (pinning) {
+    if (absl::Status s = dp->AdoptOrPinProgram(); !s.ok()) return s;
+  }
+  return dp;
+}
+
+absl::Status Dataplane::AdoptOrPinProgram() {
+  const std::string path = Cat(pin_dir_, "/", kProgPinName);
+  if (!PathExists(path)) return PinAtomically(prog_fd_, path);
+
+  UniqueFd pinned(bpf_obj_get(path.c_str()));
+  if (!pinned) return ErrnoStatus(errno, Cat("opening pinned program ", path));
+  auto old_info = GetProgInfo(pinned.get());
+  if (!old_info.ok() || old_info->type != BPF_PROG_TYPE_XDP) {
+    return absl::FailedPreconditionError(
+        Cat(path, " is not an XDP program; remove it (rm ", path, ") and retry"));
+  }
+  auto new_info = GetProgInfo(prog_fd_);
+  if (!new_info.ok()) return new_info.status();
+
+  // Same build = same instructions (the tag ignores map fd numbers) and the
+  // running program uses the very maps we just reused from the pins.
+  std::set<uint32_t> ours;
+  bpf_map* m = nullptr;
+  bpf_object__for_each_map(m, skel_->obj) {
+    if (bpf_map__is_internal(m)) continue;
+    auto info = GetMapInfo(bpf_map__fd(m));
+    if (!info.ok()) return info.status();
+    ours.insert(info->id);
+  }
+  const std::set<uint32_t> old_maps(old_info->map_ids.begin(), old_info->map_ids.end());
+  bool same = old_info->tag == new_info->tag;
+  for (uint32_t id : new_info->map_ids) {
+    if (ours.count(id) != 0 && old_maps.count(id) == 0) same = false;
+  }
+  if (same) {
+    adopted_fd_ = pinned.release();
+    prog_fd_ = adopted_fd_;
+  } else {
+    stale_fd_ = pinned.release();
+    fprintf(stderr,
+            "note: %s is program id %u (tag %s) of another build; this build (tag %s) replaces "
+            "it atomically on the devices it is attached to\n",
+            path.c_str(), old_info->id, TagHex(old_info->tag).c_str(),
+            TagHex(new_info->tag).c_str());
+  }
+  return absl::OkStatus();
+}
+
+Dataplane::~Dataplane() {
+  if (skel_ != nullptr) xdp_lb__destroy(skel_);
+  if (adopted_fd_ >= 0) close(adopted_fd_);
+  if (stale_fd_ >= 0) close(stale_fd_);
+}
+
+bool Dataplane::IsOurs(uint32_t prog_id) const {
+  if (prog_id == 0) return false;
+  for (int fd : {prog_fd_, stale_fd_}) {
+    if (fd < 0) continue;
+    if (auto info = GetProgInfo(fd); info.ok() && info->id == prog_id) return true;
+  }
+  return false;
+}
+
+absl::Status Dataplane::Attach(std::string_view ifname, AttachMode mode) {
+  auto ifindex = IfIndex(ifname);
+  if (!ifindex.ok()) return ifindex.status();
+  auto st = QueryXdp(*ifindex);
+  if (!st.ok()) return st.status();
+  auto mine = GetProgInfo(prog_fd_);
+  if (!mine.ok()) return mine.status();
+  const std::string prog_pin = Cat(pin_dir_, "/", kProgPinName);
+
+  if (st->prog_id != 0 && st->prog_id == mine->id) {
+    if (mode != AttachMode::kAuto && mode != st->mode) {
+      fprintf(stderr,
+              "warning: dev %.*s already runs ballast in %s mode; keeping it (asked for %s; "
+              "detach first to change the mode)\n",
+              static_cast<int>(ifname.size()), ifname.data(),
+              std::string(AttachModeName(st->mode)).c_str(),
+              std::string(AttachModeName(mode)).c_str());
+    }
+    attached_[std::string(ifname)] = st->mode;
+    return absl::OkStatus();
+  }
+  if (st->prog_id != 0 && stale_fd_ >= 0 && IsOurs(st->prog_id)) {
+    if (absl::Status s = ReplaceXdp(*ifindex, ifname, stale_fd_, prog_fd_); !s.ok()) return s;
+    if (!pin_dir_.empty()) {
+      if (absl::Status s = PinAtomically(prog_fd_, prog_pin); !s.ok()) return s;
+    }
+    fprintf(stderr, "note: dev %.*s: replaced program id %u by id %u (no interruption)\n",
+            static_cast<int>(ifname.size()), ifname.data(), st->prog_id, mine->id);
+    attached_[std::string(ifname)] = st->mode;
+    return absl::OkStatus();
+  }
+  auto used = AttachXdp(prog_fd_, *ifindex, ifname, mode);
+  if (!used.ok()) return used.status();
+  if (!pin_dir_.empty() && stale_fd_ >= 0) {
+    if (absl::Status s = PinAtomically(prog_fd_, prog_pin); !s.ok()) return s;
+  }
+  attached_[std::string(ifname)] = *used;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<AttachMode> Dataplane::AttachedMode(std::string_view ifname) const {
+  auto it = attached_.find(ifname);
+  if (it == attached_.end()) {
+    return absl::NotFoundError(Cat("dev ", ifname, " was not attached by this process"));
+  }
+  return it->second;
+}
+
+absl::Status Dataplane::Detach(std::string_view ifname) {
+  auto ifindex = IfIndex(ifname);
+  if (!ifindex.ok()) return ifindex.status();
+  auto st = QueryXdp(*ifindex);
+  if (!st.ok()) return st.status();
+  if (st->prog_id == 0) {
+    attached_.erase(std::string(ifname));
+    return absl::NotFoundError(Cat("dev ", ifname, " runs no XDP program"));
+  }
+  if (!IsOurs(st->prog_id)) {
+    return absl::FailedPreconditionError(Cat("dev ", ifname, " runs XDP program id ", st->prog_id,
+                                             " \"", st->prog_name,
+                                             "\", which is not ballast's; not detaching it"));
+  }
+  if (absl::Status s = DetachXdp(*ifindex, ifname, st->prog_id); !s.ok()) return s;
+  attached_.erase(std::string(ifname));
+  return absl::OkStatus();
+}
+
+absl::Status Dataplane::Teardown() {
+  absl::Status first;
+  auto keep = [&first](absl::Status s) {
+    if (!s.ok() && first.ok()) first = std::move(s);
+  };
+  if (struct if_nameindex* names = if_nameindex(); names != nullptr) {
+    for (struct if_nameindex* n = names; n->if_index != 0 && n->if_name != nullptr; ++n) {
+      auto st = QueryXdp(static_cast<int>(n->if_index));
+      if (!st.ok() || !IsOurs(st->prog_id)) continue;
+      keep(DetachXdp(static_cast<int>(n->if_index), n->if_name, st->prog_id));
+    }
+    if_freenameindex(names);
+  } else {
+    keep(ErrnoStatus(errno, "listing network devices"));
+  }
+  attached_.clear();
+  if (pin_dir_.empty()) return first;
+  DIR* dir = opendir(pin_dir_.c_str());
+  if (dir == nullptr) {
+    if (errno != ENOENT) keep(ErrnoStatus(errno, Cat("opening pin dir ", pin_dir_)));
+    return first;
+  }
+  while (dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string path = Cat(pin_dir_, "/", name);
+    if (unlink(path.c_str()) != 0) keep(ErrnoStatus(errno, Cat("unpinning ", path)));
+  }
+  closedir(dir);
+  if (rmdir(pin_dir_.c_str()) != 0) {
+    keep(ErrnoStatus(errno, Cat("removing pin dir ", pin_dir_)));
+  }
+  return first;
+}
+
+int Dataplane::map_fd(std::string_view name) const {
+  const bpf_map* m = bpf_object__find_map_by_name(skel_->obj, std::string(name).c_str());
+  return m == nullptr ? -1 : bpf_map__fd(m);
+}
+
+absl::Status Dataplane::SetSettings(const Settings& s) {
+  if (!s.src4.is_v4()) {
+    return absl::InvalidArgumentError(
+        Cat("IPv4 source address ", s.src4.ToString(), " is not an IPv4 address"));
+  }
+  if (s.src6.family() != BALLAST_FAMILY_V6) {
+    return absl::InvalidArgumentError(
+        Cat("IPv6 source address ", s.src6.ToString(), " is not an IPv6 address"));
+  }
+  constexpr uint32_t kKnownPolicy = BALLAST_POLICY_DROP_MALFORMED | BALLAST_POLICY_ICMP_TOO_BIG;
+  if ((s.policy & ~kKnownPolicy) != 0) {
+    return absl::InvalidArgumentError(Cat("policy 0x", absl::Hex(s.policy),
+                                          " has unknown bits (known: 0x", absl::Hex(kKnownPolicy),
+                                          ")"));
+  }
+  const std::pair<const char*, uint64_t> timeouts[] = {{"tcp idle timeout", s.tcp_idle_ns},
+                                                       {"udp idle timeout", s.udp_idle_ns},
+                                                       {"linger", s.linger_ns},
+                                                       {"syn idle timeout", s.syn_idle_ns},
+                                                       {"fib ttl", s.fib_ttl_ns}};
+  for (const auto& [name, ns] : timeouts) {
+    if (ns == 0) return absl::InvalidArgumentError(Cat(name, " must be > 0"));
+  }
+  ballast_settings v = {};
+  std::memcpy(v.src4, s.src4.bytes().data(), sizeof(v.src4));
+  std::memcpy(v.src6, s.src6.bytes().data(), sizeof(v.src6));
+  v.policy = s.policy;
+  v.tcp_idle_ns = s.tcp_idle_ns;
+  v.udp_idle_ns = s.udp_idle_ns;
+  v.linger_ns = s.linger_ns;
+  v.syn_idle_ns = s.syn_idle_ns;
+  v.fib_ttl_ns = s.fib_ttl_ns;
+  const uint32_t key = 0;
+  if (bpf_map_update_elem(map_fd("settings"), &key, &v, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, "writing the settings map");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Settings> Dataplane::GetSettings() const {
+  ballast_settings v = {};
+  const uint32_t key = 0;
+  if (bpf_map_lookup_elem(map_fd("settings"), &key, &v) != 0) {
+    return ErrnoStatus(errno, "reading the settings map");
+  }
+  Settings s;
+  s.src4 = IpAddress::V4(v.src4);
+  s.src6 = IpAddress::V6(v.src6);
+  s.policy = v.policy;
+  s.tcp_idle_ns = v.tcp_idle_ns;
+  s.udp_idle_ns = v.udp_idle_ns;
+  s.linger_ns = v.linger_ns;
+  s.syn_idle_ns = v.syn_idle_ns;
+  s.fib_ttl_ns = v.fib_ttl_ns;
+  return s;
+}
+
+absl::StatusOr<std::vector<VipEntry>> Dataplane::Vips() const {
+  const int fd = map_fd("vips");
+  std::vector<VipEntry> out;
+  ballast_vip_key key = {};
+  ballast_vip_key next = {};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    ballast_vip_meta meta = {};
+    if (bpf_map_lookup_elem(fd, &key, &meta) != 0) {
+      if (errno == ENOENT) continue;
+      return ErrnoStatus(errno, "reading the vips map");
+    }
+    auto addr = IpAddress::FromAbi(key.addr, key.family);
+    if (!addr.ok()) return addr.status();
+    out.push_back(VipEntry{VipKey{*addr, ntohs(key.port), key.proto}, meta});
+  }
+  if (errno != ENOENT) return ErrnoStatus(errno, "walking the vips map");
+  return out;
+}
+
+absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, uint32_t flags,
+                                  uint64_t owner_deadline_ns) {
+  if (absl::Status s = CheckVipId(vip_id); !s.ok()) return s;
+  if (key.proto != IPPROTO_TCP && key.proto != IPPROTO_UDP) {
+    return absl::InvalidArgumentError(
+        Cat("VIP ", VipKeyString(key), ": protocol ", key.proto, " is not TCP (6) or UDP (17)"));
+  }
+  if (key.addr.is_unspecified()) {
+    return absl::InvalidArgumentError(
+        Cat("VIP ", VipKeyString(key), ": the address is unspecified"));
+  }
+  if ((flags & ~BALLAST_VIP_F_OWNED) != 0) {
+    return absl::InvalidArgumentError(
+        Cat("VIP ", VipKeyString(key), ": unknown flags 0x", absl::Hex(flags)));
+  }
+  auto vips = Vips();
+  if (!vips.ok()) return vips.status();
+  for (const VipEntry& e : *vips) {
+    if (e.meta.vip_id == vip_id && e.key != key) {
+      return absl::AlreadyExistsError(
+          Cat("vip id ", vip_id, " is already used by VIP ", VipKeyString(e.key)));
+    }
+  }
+  const ballast_vip_key k = ToAbi(key);
+  ballast_vip_meta meta = {};
+  meta.vip_id = vip_id;
+  meta.flags = flags;
+  meta.owner_deadline_ns = owner_deadline_ns;
+  if (bpf_map_update_elem(map_fd("vips"), &k, &meta, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, Cat("writing VIP ", VipKeyString(key)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Dataplane::DeleteVip(const VipKey& key) {
+  const ballast_vip_key k = ToAbi(key);
+  ballast_vip_meta meta = {};
+  if (bpf_map_lookup_elem(map_fd("vips"), &k, &meta) != 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(Cat("VIP ", VipKeyString(key), " does not exist"));
+    }
+    return ErrnoStatus(errno, Cat("reading VIP ", VipKeyString(key)));
+  }
+  if (bpf_map_delete_elem(map_fd("vips"), &k) != 0 && errno != ENOENT) {
+    return ErrnoStatus(errno, Cat("deleting VIP ", VipKeyString(key)));
+  }
+  if (meta.vip_id != BALLAST_INVALID_ID && meta.vip_id < BALLAST_MAX_VIPS) {
+    if (bpf_map_delete_elem(map_fd("maglev_tables"), &meta.vip_id) != 0 && errno != ENOENT) {
+      return ErrnoStatus(errno, Cat("deleting the Maglev table of vip id ", meta.vip_id));
+    }
+    return ZeroPerCpu(map_fd("vip_stats"), meta.vip_id, sizeof(ballast_vip_stats), "vip_stats");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Dataplane::ZeroPerCpu(int fd, uint32_t key, size_t value_size, std::string_view what) {
+  auto ncpus = PossibleCpus();
+  if (!ncpus.ok()) return ncpus.status();
+  const size_t stride = (value_size + 7) / 8 * 8;
+  std::vector<uint8_t> zeros(stride * static_cast<size_t>(*ncpus), 0);
+  if (bpf_map_update_elem(fd, &key, zeros.data(), BPF_ANY) != 0) {
+    return ErrnoStatus(errno, Cat("clearing ", what, "[", key, "]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Dataplane::SetBackend(uint32_t id, const IpAddress& addr, ballast_backend_state state,
+                                   uint64_t drain_deadline_ns) {
+  if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
+  if (state != BALLAST_BACKEND_UNUSED && state != BALLAST_BACKEND_ACTIVE &&
+      state != BALLAST_BACKEND_DRAINING && state != BALLAST_BACKEND_EVICTED) {
+    return absl::InvalidArgumentError(
+        Cat("backend ", id, ": state ", static_cast<int>(state), " is not valid"));
+  }
+  if (drain_deadline_ns != 0 && state != BALLAST_BACKEND_DRAINING) {
+    return absl::InvalidArgumentError(Cat("backend ", addr.ToString(),
+                                          ": a drain deadline needs state draining, not ",
+                                          BackendStateName(state)));
+  }
+  if (state != BALLAST_BACKEND_UNUSED && addr.is_unspecified()) {
+    return absl::InvalidArgumentError(
+        Cat("backend ", id, ": address ", addr.ToString(), " is unspecified"));
+  }
+  const int fd = map_fd("backends");
+  ballast_backend old = {};
+  if (bpf_map_lookup_elem(fd, &id, &old) != 0) {
+    return ErrnoStatus(errno, Cat("reading backend ", id));
+  }
+  ballast_backend v = {};
+  std::memcpy(v.addr, addr.bytes().data(), sizeof(v.addr));
+  v.family = addr.family();
+  v.state = static_cast<uint8_t>(state);
+  v.drain_deadline_ns = drain_deadline_ns;
+  if (bpf_map_update_elem(fd, &id, &v, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, Cat("writing backend ", id, " (", addr.ToString(), ")"));
+  }
+  if (old.family != v.family || std::memcmp(old.addr, v.addr, sizeof(v.addr)) != 0) {
+    return ZeroPerCpu(map_fd("nexthops"), id, sizeof(ballast_nexthop), "nexthops");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Dataplane::ClearBackend(uint32_t id) {
+  if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
+  const ballast_backend v = {};
+  if (bpf_map_update_elem(map_fd("backends"), &id, &v, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, Cat("clearing backend ", id));
+  }
+  if (absl::Status s = ZeroPerCpu(map_fd("nexthops"), id, sizeof(ballast_nexthop), "nexthops");
+      !s.ok()) {
+    return s;
+  }
+  return ZeroPerCpu(map_fd("backend_stats"), id, sizeof(ballast_backend_stats), "backend_stats");
+}
+
+absl::StatusOr<std::vector<BackendEntry>> Dataplane::Backends() const {
+  const int fd = map_fd("backends");
+  std::vector<BackendEntry> out;
+  for (uint32_t id = 1; id < BALLAST_MAX_BACKENDS; ++id) {
+    ballast_backend v = {};
+    if (bpf_map_lookup_elem(fd, &id, &v) != 0) {
+      return ErrnoStatus(errno, Cat("reading backend ", id));
+    }
+    if (v.state == BALLAST_BACKEND_UNUSED) continue;
+    auto addr = IpAddress::FromAbi(v.addr, v.family);
+    if (!addr.ok()) {
+      return absl::DataLossError(Cat("backend ", id, ": ", addr.status().message()));
+    }
+    out.push_back(
+        BackendEntry{id, *addr, static_cast<ballast_backend_state>(v.state), v.drain_deadline_ns});
+  }
+  return out;
+}
+
+absl::Status Dataplane::SetTable(uint32_t vip_id, std::span<const uint32_t> table) {
+  if (absl::Status s = CheckVipId(vip_id); !s.ok()) return s;
+  const size_t m = table.size();
+  if (m == 0 || m > BALLAST_MAX_TABLE_SIZE || !IsPrime(m)) {
+    return absl::InvalidArgumentError(Cat("vip id ", vip_id, ": Maglev table size ", m,
+                                          " must be a prime in 2..", BALLAST_MAX_TABLE_SIZE));
+  }
+  for (size_t i = 0; i < m; ++i) {
+    if (table[i] >= BALLAST_MAX_BACKENDS) {
+      return absl::InvalidArgumentError(Cat("vip id ", vip_id, ": slot ", i, " holds backend id ",
+                                            table[i], ", out of range 0..",
+                                            BALLAST_MAX_BACKENDS - 1));
+    }
+  }
+  const uint32_t entries = static_cast<uint32_t>(m) + 1;
+  LIBBPF_OPTS(bpf_map_create_opts, create_opts, .map_flags = BPF_F_INNER_MAP);
+  char name[BPF_OBJ_NAME_LEN];
+  snprintf(name, sizeof(name), "maglev_%u", vip_id);
+  UniqueFd inner(bpf_map_create(BPF_MAP_TYPE_ARRAY, name, sizeof(uint32_t), sizeof(uint32_t),
+                                entries, &create_opts));
+  if (!inner) {
+    return ErrnoStatus(errno, Cat("creating a Maglev table of ", m, " slots for vip id ", vip_id));
+  }
+  std::vector<uint32_t> keys(entries);
+  std::vector<uint32_t> values(entries);
+  for (uint32_t i = 0; i < entries; ++i) keys[i] = i;
+  values[0] = static_cast<uint32_t>(m);
+  std::copy(table.begin(), table.end(), values.begin() + 1);
+  uint32_t count = entries;
+  LIBBPF_OPTS(bpf_map_batch_opts, batch_opts);
+  if (bpf_map_update_batch(inner.get(), keys.data(), values.data(), &count, &batch_opts) != 0) {
+    // Kernels without batch ops for arrays: one update per slot.
+    for (uint32_t i = 0; i < entries; ++i) {
+      if (bpf_map_update_elem(inner.get(), &keys[i], &values[i], BPF_ANY) != 0) {
+        return ErrnoStatus(errno, Cat("filling slot ", i, " of the new table of vip id ", vip_id));
+      }
+    }
+  }
+  // Published tables are immutable: only a swap changes what a VIP uses.
+  if (bpf_map_freeze(inner.get()) != 0) {
+    return ErrnoStatus(errno, Cat("freezing the new table of vip id ", vip_id));
+  }
+  const int inner_fd = inner.get();
+  if (bpf_map_update_elem(map_fd("maglev_tables"), &vip_id, &inner_fd, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, Cat("swapping in the new table of vip id ", vip_id));
+  }
+  return absl::OkStatus();  // `inner` closes our fd; the outer map holds the table
+}
+
+absl::StatusOr<std::vector<uint32_t>> Dataplane::GetTable(uint32_t vip_id) const {
+  if (absl::Status s = CheckVipId(vip_id); !s.ok()) return s;
+  uint32_t inner_id = 0;
+  if (bpf_map_lookup_elem(map_fd("maglev_tables"), &vip_id, &inner_id) != 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(Cat("vip id ", vip_id, " has no Maglev table"));
+    }
+    return ErrnoStatus(errno, Cat("reading the table slot of vip id ", vip_id));
+  }
+  UniqueFd inner(bpf_map_get_fd_by_id(inner_id));
+  if (!inner) {
+    return ErrnoStatus(errno, Cat("opening table map id ", inner_id, " of vip id ", vip_id));
+  }
+  auto info = GetMapInfo(inner.get());
+  if (!info.ok()) return info.status();
+  const uint32_t key0 = 0;
+  uint32_t m = 0;
+  if (bpf_map_lookup_elem(inner.get(), &key0, &m) != 0) {
+    return ErrnoStatus(errno, Cat("reading the size of the table of vip id ", vip_id));
+  }
+  if (m == 0 || static_cast<uint64_t>(m) + 1 != info->max_entries) {
+    return absl::DataLossError(Cat("table of vip id ", vip_id, " says M = ", m, " but has ",
+                                   info->max_entries, " entries"));
+  }
+  std::vector<uint32_t> keys(m + 1);
+  std::vector<uint32_t> values(m + 1);
+  uint32_t done = 0;
+  uint32_t out_batch = 0;
+  bool first = true;
+  LIBBPF_OPTS(bpf_map_batch_opts, batch_opts);
+  bool batch_ok = true;
+  while (done < m + 1) {
+    uint32_t count = m + 1 - done;
+    const int err =
+        bpf_map_lookup_batch(inner.get(), first ? nullptr : &out_batch, &out_batch,
+                             keys.data() + done, values.data() + done, &count, &batch_opts);
+    first = false;
+    done += count;
+    if (err != 0) {
+      if (errno == ENOENT) break;
+      batch_ok = false;
+      break;
+    }
+  }
+  if (!batch_ok || done != m + 1) {
+    for (uint32_t i = 0; i <= m; ++i) {
+      keys[i] = i;
+      if (bpf_map_lookup_elem(inner.get(), &i, &values[i]) != 0) {
+        return ErrnoStatus(errno, Cat("reading slot ", i, " of vip id ", vip_id));
+      }
+    }
+  }
+  std::vector<uint32_t> out(m);
+  for (uint32_t i = 0; i <= m; ++i) {
+    if (keys[i] >= 1 && keys[i] <= m) out[keys[i] - 1] = values[i];
+  }
+  return out;
+}
+
+template <typename T>
+absl::StatusOr<std::vector<T>> Dataplane::ReadPerCpu(int fd, uint32_t key,
+                                                     std::string_view what) const {
+  static_assert(sizeof(T) % 8 == 0, "per-CPU values are 8-byte aligned");
+  auto ncpus = PossibleCpus();
+  if (!ncpus.ok()) return ncpus.status();
+  std::vector<T> v(static_cast<size_t>(*ncpus));
+  if (bpf_map_lookup_elem(fd, &key, v.data()) != 0) {
+    return ErrnoStatus(errno, Cat("reading ", what, "[", key, "]"));
+  }
+  return v;
+}
+
+absl::StatusOr<ballast_backend_stats> Dataplane::BackendStats(uint32_t id) const {
+  if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
+  auto v = ReadPerCpu<ballast_backend_stats>(map_fd("backend_stats"), id, "backend_stats");
+  if (!v.ok()) return v.status();
+  return SumU64Fields(*v);
+}
+
+absl::StatusOr<ballast_vip_stats> Dataplane::VipStats(uint32_t vip_id) const {
+  if (absl::Status s = CheckVipId(vip_id); !s.ok()) return s;
+  auto v = ReadPerCpu<ballast_vip_stats>(map_fd("vip_stats"), vip_id, "vip_stats");
+  if (!v.ok()) return v.status();
+  return SumU64Fields(*v);
+}
+
+absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Dataplane::Verdicts() const {
+  std::array<uint64_t, BALLAST_V_MAX> out{};
+  const int fd = map_fd("verdicts");
+  for (uint32_t k = 0; k < BALLAST_V_MAX; ++k) {
+    auto v = ReadPerCpu<uint64_t>(fd, k, "verdicts");
+    if (!v.ok()) return v.status();
+    for (uint64_t x : *v) out[k] += x;
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<ballast_flow_key, ballast_flow>>> Dataplane::Flows(
+    size_t max) const {
+  const int fd = map_fd("flows");
+  std::vector<std::pair<ballast_flow_key, ballast_flow>> out;
+  ballast_flow_key key = {};
+  ballast_flow_key next = {};
+  const void* prev = nullptr;
+  // An LRU walk can restart when entries vanish under it; bound the steps.
+  size_t steps = 0;
+  const size_t max_steps = 2 * static_cast<size_t>(bpf_map__max_entries(skel_->maps.flows)) + 16;
+  while (out.size() < max && steps++ < max_steps) {
+    if (bpf_map_get_next_key(fd, prev, &next) != 0) {
+      if (errno == ENOENT) break;
+      return ErrnoStatus(errno, "walking the flows map");
+    }
+    key = next;
+    prev = &key;
+    ballast_flow v = {};
+    if (bpf_map_lookup_elem(fd, &key, &v) != 0) {
+      if (errno == ENOENT) continue;
+      return ErrnoStatus(errno, "reading the flows map");
+    }
+    out.emplace_back(key, v);
+  }
+  return out;
+}
+
+uint64_t Dataplane::MonotonicNowNs() {
+  timespec ts = {};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace ballast::dataplane

@@ -1,0 +1,194 @@
+// The lb data plane: loads bpf/xdp_lb.bpf.c, owns its maps, attaches it.
+//
+// Ownership: a Dataplane owns the libbpf skeleton (program and map fds) and
+// closes them on destruction. Destruction does NOT detach or unpin: the XDP
+// attachment and the pins keep the program and maps alive, so an agent that
+// exits (or crashes) leaves traffic flowing. Detach()/Teardown() remove them.
+//
+// Thread-safety: none. One owner thread calls every method. The maps are
+// shared with the kernel (and with other processes via the pins); the kernel
+// side sees each single map update atomically, and a Maglev table is always
+// replaced whole (SetTable), never edited in place.
+//
+// Pinning and restarts (Options::pin_dir non-empty, default
+// /sys/fs/bpf/ballast):
+//  - Each map of the program is pinned at <pin_dir>/<map name> (names are the
+//    ABI names: vips, backends, maglev_tables, flows, settings, nexthops,
+//    backend_stats, vip_stats, verdicts). Open() reuses the pinned maps when
+//    they exist (their contents, including the flow table, survive) and pins
+//    the ones that do not. The program is pinned at <pin_dir>/prog_xdp_lb.
+//  - Restart with the same build: the pinned program is *adopted* (prog_fd()
+//    is the running program) and Attach() on a device that already runs it
+//    is a no-op. Nothing is detached or re-attached; no packet is lost.
+//  - Restart with a different program (new build, same map layout): the new
+//    program is loaded against the same pinned maps. Attach() on a device
+//    running the old pinned program swaps it atomically (XDP_FLAGS_REPLACE)
+//    and re-pins prog_xdp_lb; flows and tables carry over.
+//  - Restart with a changed map layout (key/value size, type, flags,
+//    max_entries — including a different Options::flow_capacity): Open()
+//    fails with FailedPrecondition naming the map and the difference. The
+//    running data plane is untouched. Changing the layout means a planned
+//    interruption: `lbdp teardown` (flows are lost), then start again.
+//  - A map that a newer build no longer has stays pinned until Teardown().
+//  - Load-time constants (.rodata) are not pinned and not part of the state:
+//    everything tunable lives in the `settings` map.
+// With pin_dir empty nothing is pinned or adopted (tests, benchmarks) and the
+// maps die with the last fd/attachment.
+#ifndef BALLAST_AGENT_DATAPLANE_DATAPLANE_H_
+#define BALLAST_AGENT_DATAPLANE_DATAPLANE_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "agent/dataplane/ip_address.h"
+#include "agent/dataplane/verdict.h"
+#include "agent/dataplane/xdp_attach.h"
+#include "ballast_abi.h"
+
+struct xdp_lb;  // generated skeleton (xdp_lb.skel.h)
+
+namespace ballast::dataplane {
+
+struct Options {
+  std::string pin_dir = BALLAST_PIN_DIR;           // "" = do not pin anything (tests, bench)
+  std::string bpf_object_dir;                      // unused: the skeleton embeds the object
+  uint32_t flow_capacity = BALLAST_DEFAULT_FLOWS;  // max_entries of `flows`, > 0
+};
+
+// Contents of the `settings` map. Defaults are what Settings{} holds.
+struct Settings {
+  IpAddress src4;                       // outer IPv4 source; 0.0.0.0 = none (IPv4 backends drop)
+  IpAddress src6 = IpAddress::Zero6();  // outer IPv6 source; :: = none
+  uint32_t policy = BALLAST_POLICY_ICMP_TOO_BIG;  // BALLAST_POLICY_*
+  uint64_t tcp_idle_ns = 300'000'000'000ull;      // established TCP idle timeout: 300 s
+  uint64_t udp_idle_ns = 30'000'000'000ull;       // UDP flow idle timeout: 30 s
+  uint64_t linger_ns = 10'000'000'000ull;         // after FIN/RST: 10 s
+  uint64_t syn_idle_ns = 5'000'000'000ull;        // unfinished handshake forgotten after 5 s
+  uint64_t fib_ttl_ns = 1'000'000'000ull;         // cached next hop trusted for 1 s
+};
+
+struct VipKey {
+  IpAddress addr;
+  uint16_t port = 0;  // host order; 0 = every port
+  uint8_t proto = 0;  // IPPROTO_TCP or IPPROTO_UDP
+  bool operator==(const VipKey&) const = default;
+};
+// "198.18.0.10:80/tcp", "[2001:db8::10]:443/udp".
+std::string VipKeyString(const VipKey& k);
+// Parses the format VipKeyString produces. InvalidArgument on errors.
+absl::StatusOr<VipKey> ParseVipKey(std::string_view text);
+
+struct VipEntry {
+  VipKey key;
+  ballast_vip_meta meta;
+};
+
+struct BackendEntry {
+  uint32_t id;
+  IpAddress addr;
+  ballast_backend_state state;
+  uint64_t drain_deadline_ns;
+};
+
+class Dataplane {
+ public:
+  // Opens and loads the program (see the file comment for pinning and
+  // adoption). Errors: FailedPrecondition (no bpffs, incompatible pinned
+  // map), PermissionDenied (not root / no CAP_BPF), InvalidArgument (options).
+  static absl::StatusOr<std::unique_ptr<Dataplane>> Open(const Options& options);
+  ~Dataplane();
+  Dataplane(const Dataplane&) = delete;
+  Dataplane& operator=(const Dataplane&) = delete;
+
+  // Attaches prog_fd() to `ifname` (current network namespace) with libxdp.
+  // The device already running prog_fd(): no-op (adoption). Running the old
+  // pinned program of a previous build: atomic replacement. Running anything
+  // else: FailedPrecondition, nothing changed. Returns OK once attached.
+  absl::Status Attach(std::string_view ifname, AttachMode mode);
+  // The mode `ifname` runs our program in, if Attach() succeeded on it in
+  // this process (NotFound otherwise).
+  absl::StatusOr<AttachMode> AttachedMode(std::string_view ifname) const;
+  // Detaches our program (current or previous pinned build) from `ifname`.
+  // NotFound if nothing is attached; FailedPrecondition if another program is.
+  absl::Status Detach(std::string_view ifname);
+  // Detaches our program from every device of the current network namespace
+  // that runs it, then removes every pin under pin_dir and the directory.
+  // Devices in other namespaces keep the program until they are deleted.
+  // Afterwards this object still holds valid fds but nothing is pinned;
+  // destroy it.
+  absl::Status Teardown();
+
+  // The program attached by Attach(): the adopted pinned program if one
+  // was adopted, else the program this object loaded.
+  int prog_fd() const { return prog_fd_; }
+  bool adopted() const { return adopted_fd_ >= 0; }
+  // fd of the map called `name` (ABI names), -1 if there is none.
+  int map_fd(std::string_view name) const;
+  const std::string& pin_dir() const { return pin_dir_; }
+
+  absl::Status SetSettings(const Settings& s);
+  absl::StatusOr<Settings> GetSettings() const;
+
+  // Inserts or replaces a VIP. vip_id in 1..BALLAST_MAX_VIPS-1, unique among
+  // VIPs (AlreadyExists if another key uses it). proto TCP or UDP.
+  absl::Status UpsertVip(const VipKey& key, uint32_t vip_id, uint32_t flags = 0,
+                         uint64_t owner_deadline_ns = 0);
+  // Removes the VIP, its Maglev table and zeroes its counters. NotFound if absent.
+  absl::Status DeleteVip(const VipKey& key);
+  absl::StatusOr<std::vector<VipEntry>> Vips() const;
+
+  // backend id in 1..BALLAST_MAX_BACKENDS-1. A changed address invalidates
+  // the cached next hop. drain_deadline_ns only with DRAINING (0 = none).
+  absl::Status SetBackend(uint32_t id, const IpAddress& addr, ballast_backend_state state,
+                          uint64_t drain_deadline_ns = 0);
+  // Marks the slot UNUSED (its flows are re-steered), clears its next hop
+  // and zeroes its counters so a reused id starts from zero.
+  absl::Status ClearBackend(uint32_t id);
+  // Every slot whose state is not UNUSED.
+  absl::StatusOr<std::vector<BackendEntry>> Backends() const;
+
+  // Publishes a new Maglev table for vip_id: a fresh inner map (M+1 entries,
+  // entry 0 = M), filled, frozen, then swapped in with one update of
+  // maglev_tables. M = table.size() must be prime and <= BALLAST_MAX_TABLE_SIZE;
+  // every slot < BALLAST_MAX_BACKENDS (0 = no backend for that slot).
+  absl::Status SetTable(uint32_t vip_id, std::span<const uint32_t> table);
+  // The M slots of vip_id's table (without the size entry). NotFound if none.
+  absl::StatusOr<std::vector<uint32_t>> GetTable(uint32_t vip_id) const;
+
+  absl::StatusOr<ballast_backend_stats> BackendStats(uint32_t id) const;  // summed over CPUs
+  absl::StatusOr<ballast_vip_stats> VipStats(uint32_t vip_id) const;      // summed over CPUs
+  absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Verdicts() const;   // summed over CPUs
+  // Up to `max` entries of the connection table, in map order. Entries that
+  // expire during the walk are skipped.
+  absl::StatusOr<std::vector<std::pair<ballast_flow_key, ballast_flow>>> Flows(size_t max) const;
+
+  static uint64_t MonotonicNowNs();  // CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns
+
+ private:
+  Dataplane() = default;
+  absl::Status AdoptOrPinProgram();
+  bool IsOurs(uint32_t prog_id) const;
+  absl::Status ZeroPerCpu(int map_fd, uint32_t key, size_t value_size, std::string_view what);
+  template <typename T>
+  absl::StatusOr<std::vector<T>> ReadPerCpu(int map_fd, uint32_t key, std::string_view what) const;
+
+  xdp_lb* skel_ = nullptr;
+  std::string pin_dir_;
+  int prog_fd_ = -1;
+  int adopted_fd_ = -1;  // owned: pinned program of the same build, adopted
+  int stale_fd_ = -1;    // owned: pinned program of another build, to be replaced
+  std::map<std::string, AttachMode, std::less<>> attached_;
+};
+
+}  // namespace ballast::dataplane
+
+#endif  // BALLAST_AGENT_DATAPLANE_DATAPLANE_H_

@@ -1,0 +1,740 @@
+// Tests of the data-plane library against the real kernel: loading, pinning
+// and adoption, Maglev table swaps, XDP attach/detach on a veth pair in a
+// network namespace the test creates, and the decap program. Needs root;
+// without it every test fails with the reason.
+//
+// Cleanup is RAII (it runs when a REQUIRE fails): the namespace (and with it
+// the veths and their XDP programs) is deleted, private bpffs mounts are
+// unmounted (which drops every pin in them).
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <fcntl.h>
+#include <linux/if_ether.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/dataplane/bpf_util.h"
+#include "agent/dataplane/dataplane.h"
+#include "agent/dataplane/decap.h"
+#include "agent/dataplane/ip_address.h"
+#include "agent/dataplane/verdict.h"
+#include "agent/dataplane/xdp_attach.h"
+
+using ballast::IpAddress;
+using namespace ballast::dataplane;
+
+namespace {
+
+void RequireRoot() {
+  if (geteuid() != 0) {
+    FAIL("this test loads BPF programs and creates network namespaces: run it as root");
+  }
+}
+
+std::string Run(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return "popen failed";
+  char buf[512];
+  while (fgets(buf, sizeof(buf), p) != nullptr) out += buf;
+  const int rc = pclose(p);
+  if (rc != 0)
+    out = "exit " + std::to_string(rc) + ": " + out;
+  else
+    out.clear();
+  return out;  // empty on success
+}
+
+// A private bpf filesystem mounted on a temporary directory.
+class TempBpffs {
+ public:
+  TempBpffs() {
+    char tmpl[] = "/tmp/ballast-dpt-bpffs-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    dir_ = tmpl;
+    if (mount("bpf", dir_.c_str(), "bpf", 0, "mode=0700") != 0) {
+      const std::string err = strerror(errno);
+      rmdir(dir_.c_str());
+      FAIL("mounting a bpffs on " << dir_ << ": " << err);
+    }
+  }
+  ~TempBpffs() {
+    umount2(dir_.c_str(), MNT_DETACH);
+    rmdir(dir_.c_str());
+  }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+// A network namespace with veth pair dpt0 <-> dpt1 (both up). While alive,
+// the test thread is inside the namespace.
+class TestNetns {
+ public:
+  TestNetns() : name_("ballast-dpt-" + std::to_string(getpid())) {
+    Run("ip netns del " + name_);
+    std::string err;  // sequenced: each command runs only after the previous one
+    for (const std::string& cmd :
+         {"ip netns add " + name_,
+          "ip -n " + name_ + " link add name dpt0 type veth peer name dpt1",
+          "ip -n " + name_ + " link set dev dpt0 up", "ip -n " + name_ + " link set dev dpt1 up"}) {
+      if (err.empty()) err = Run(cmd);
+    }
+    if (!err.empty()) {
+      Run("ip netns del " + name_);
+      FAIL("creating netns " << name_ << " with veths: " << err);
+    }
+    orig_ = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    const int ns = open(("/run/netns/" + name_).c_str(), O_RDONLY | O_CLOEXEC);
+    const bool ok = orig_ >= 0 && ns >= 0 && setns(ns, CLONE_NEWNET) == 0;
+    if (ns >= 0) close(ns);
+    if (!ok) {
+      Run("ip netns del " + name_);
+      FAIL("entering netns " << name_ << ": " << strerror(errno));
+    }
+  }
+  ~TestNetns() {
+    if (orig_ >= 0) {
+      setns(orig_, CLONE_NEWNET);
+      close(orig_);
+    }
+    Run("ip netns del " + name_);
+  }
+
+ private:
+  std::string name_;
+  int orig_ = -1;
+};
+
+uint32_t MapId(int fd) {
+  auto info = GetMapInfo(fd);
+  REQUIRE(info.ok());
+  return info->id;
+}
+
+uint32_t ProgId(int fd) {
+  auto info = GetProgInfo(fd);
+  REQUIRE(info.ok());
+  return info->id;
+}
+
+uint32_t AttachedId(const char* dev) {
+  auto idx = IfIndex(dev);
+  REQUIRE(idx.ok());
+  auto st = QueryXdp(*idx);
+  REQUIRE(st.ok());
+  return st->prog_id;
+}
+
+const char* const kMaps[] = {"vips",     "backends",      "maglev_tables", "flows",   "settings",
+                             "nexthops", "backend_stats", "vip_stats",     "verdicts"};
+
+std::unique_ptr<Dataplane> OpenUnpinned() {
+  Options o;
+  o.pin_dir = "";
+  o.flow_capacity = 4096;
+  auto dp = Dataplane::Open(o);
+  INFO(dp.status().ToString());
+  REQUIRE(dp.ok());
+  return std::move(*dp);
+}
+
+IpAddress Ip(const char* s) {
+  auto a = IpAddress::Parse(s);
+  INFO(s);
+  REQUIRE(a.ok());
+  return *a;
+}
+
+}  // namespace
+
+TEST_CASE("IpAddress parses and formats IPv4 and IPv6", "[dataplane][ip]") {
+  const std::pair<const char*, const char*> round_trips[] = {
+      {"198.18.0.1", "198.18.0.1"},
+      {"0.0.0.0", "0.0.0.0"},
+      {"2001:db8::1", "2001:db8::1"},
+      {"2001:DB8:0:0:0:0:0:1", "2001:db8::1"},
+      {"[2001:db8::10]", "2001:db8::10"},
+      {"::", "::"},
+      {"::ffff:198.18.0.1", "::ffff:198.18.0.1"}};
+  for (const auto& [in, want] : round_trips) {
+    INFO(in);
+    auto a = IpAddress::Parse(in);
+    REQUIRE(a.ok());
+    CHECK(a->ToString() == want);
+    auto again = IpAddress::Parse(a->ToString());
+    REQUIRE(again.ok());
+    CHECK(*again == *a);
+  }
+  auto v4 = IpAddress::Parse("198.18.0.1");
+  REQUIRE(v4.ok());
+  CHECK(v4->family() == BALLAST_FAMILY_V4);
+  CHECK(v4->bytes()[0] == 198);
+  CHECK(v4->bytes()[3] == 1);
+  for (size_t i = 4; i < 16; ++i) CHECK(v4->bytes()[i] == 0);
+  auto v6 = IpAddress::Parse("2001:db8::1");
+  REQUIRE(v6.ok());
+  CHECK(v6->family() == BALLAST_FAMILY_V6);
+  CHECK(v6->bytes()[0] == 0x20);
+  CHECK(v6->bytes()[15] == 1);
+  CHECK(*v4 < *v6);  // family orders first
+  CHECK(IpAddress::Zero6().ToString() == "::");
+  CHECK(IpAddress().ToString() == "0.0.0.0");
+
+  for (const char* bad : {"", "198.18.0", "198.18.0.256", "198.18.0.1 ", " 198.18.0.1",
+                          "2001:db8:::1", "[198.18.0.1]", "fe80::1%eth0", "[2001:db8::1",
+                          "2001:db8::1]", "198.18.0.1/24", "host.example"}) {
+    INFO(bad);
+    auto a = IpAddress::Parse(bad);
+    CHECK(a.status().code() == absl::StatusCode::kInvalidArgument);
+    const std::string msg(a.status().message());
+    CHECK((msg.find("not an IPv4 or IPv6") != std::string::npos ||
+           msg.find("unbalanced") != std::string::npos));
+  }
+}
+
+TEST_CASE("VIP keys parse and format", "[dataplane][ip]") {
+  for (const char* text : {"198.18.0.10:80/tcp", "[2001:db8::10]:443/tcp", "198.18.0.10:0/udp",
+                           "[2001:db8::10]:53/udp"}) {
+    INFO(text);
+    auto k = ParseVipKey(text);
+    REQUIRE(k.ok());
+    CHECK(VipKeyString(*k) == text);
+  }
+  auto k = ParseVipKey("198.18.0.10:8080/udp");
+  REQUIRE(k.ok());
+  CHECK(k->port == 8080);
+  CHECK(k->proto == IPPROTO_UDP);
+  for (const char* bad :
+       {"198.18.0.10:80", "198.18.0.10/tcp", "2001:db8::10:443/tcp", "198.18.0.10:65536/tcp",
+        "198.18.0.10:-1/tcp", "198.18.0.10:80/sctp", "0.0.0.0:80/tcp", "198.18.0.10:8x/tcp"}) {
+    INFO(bad);
+    CHECK(ParseVipKey(bad).status().code() == absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST_CASE("every verdict has a distinct snake_case name", "[dataplane]") {
+  std::set<std::string> names;
+  for (int v = 0; v < BALLAST_V_MAX; ++v) {
+    const std::string n(VerdictName(static_cast<ballast_verdict>(v)));
+    INFO(v << " -> " << n);
+    CHECK(n != "unknown");
+    CHECK(n.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos);
+    names.insert(n);
+  }
+  CHECK(names.size() == BALLAST_V_MAX);
+  CHECK(VerdictName(BALLAST_V_PASS_NOT_VIP) == "pass_not_vip");
+  CHECK(VerdictName(BALLAST_V_MAX) == "unknown");
+  for (int v = 0; v < BALLAST_DECAP_V_MAX; ++v) {
+    CHECK(DecapVerdictName(static_cast<ballast_decap_verdict>(v)) != "unknown");
+  }
+}
+
+TEST_CASE("Open without pinning loads the program and its maps", "[dataplane][bpf]") {
+  RequireRoot();
+  auto dp = OpenUnpinned();
+  CHECK(dp->prog_fd() >= 0);
+  CHECK_FALSE(dp->adopted());
+  for (const char* m : kMaps) {
+    INFO(m);
+    CHECK(dp->map_fd(m) >= 0);
+  }
+  CHECK(dp->map_fd("no_such_map") == -1);
+  auto flows_info = GetMapInfo(dp->map_fd("flows"));
+  REQUIRE(flows_info.ok());
+  CHECK(flows_info->max_entries == 4096);
+
+  // Settings: defaults round trip, validation.
+  Settings s;
+  s.src4 = Ip("198.18.0.1");
+  s.src6 = Ip("2001:db8::1");
+  REQUIRE(dp->SetSettings(s).ok());
+  auto back = dp->GetSettings();
+  REQUIRE(back.ok());
+  CHECK(back->src4 == s.src4);
+  CHECK(back->src6 == s.src6);
+  CHECK(back->policy == BALLAST_POLICY_ICMP_TOO_BIG);
+  CHECK(back->tcp_idle_ns == 300'000'000'000ull);
+  CHECK(back->udp_idle_ns == 30'000'000'000ull);
+  CHECK(back->linger_ns == 10'000'000'000ull);
+  CHECK(back->syn_idle_ns == 5'000'000'000ull);
+  CHECK(back->fib_ttl_ns == 1'000'000'000ull);
+  Settings wrong = s;
+  wrong.src4 = Ip("2001:db8::1");
+  CHECK(dp->SetSettings(wrong).code() == absl::StatusCode::kInvalidArgument);
+  wrong = s;
+  wrong.tcp_idle_ns = 0;
+  CHECK(dp->SetSettings(wrong).code() == absl::StatusCode::kInvalidArgument);
+
+  // VIPs.
+  auto vip = ParseVipKey("198.18.0.10:80/tcp");
+  auto vip6 = ParseVipKey("[2001:db8::10]:443/tcp");
+  REQUIRE(vip.ok());
+  REQUIRE(vip6.ok());
+  REQUIRE(dp->UpsertVip(*vip, 1).ok());
+  REQUIRE(dp->UpsertVip(*vip6, 2, BALLAST_VIP_F_OWNED, 12345).ok());
+  REQUIRE(dp->UpsertVip(*vip, 1).ok());  // idempotent
+  CHECK(dp->UpsertVip(*vip6, 1).code() == absl::StatusCode::kAlreadyExists);
+  CHECK(dp->UpsertVip(*vip, 0).code() == absl::StatusCode::kInvalidArgument);
+  CHECK(dp->UpsertVip(*vip, BALLAST_MAX_VIPS).code() == absl::StatusCode::kInvalidArgument);
+  ballast_vip_key raw = {};
+  raw.addr[0] = 198, raw.addr[1] = 18, raw.addr[2] = 0, raw.addr[3] = 10;
+  raw.port = htons(80);
+  raw.proto = IPPROTO_TCP;
+  raw.family = BALLAST_FAMILY_V4;
+  ballast_vip_meta meta = {};
+  REQUIRE(bpf_map_lookup_elem(dp->map_fd("vips"), &raw, &meta) == 0);
+  CHECK(meta.vip_id == 1);
+  auto vips = dp->Vips();
+  REQUIRE(vips.ok());
+  CHECK(vips->size() == 2);
+  const uint32_t table7[] = {1, 2, 1, 2, 1, 2, 0};
+  REQUIRE(dp->SetTable(1, table7).ok());
+  REQUIRE(dp->DeleteVip(*vip).ok());
+  CHECK(dp->GetTable(1).status().code() == absl::StatusCode::kNotFound);
+  CHECK(dp->DeleteVip(*vip).code() == absl::StatusCode::kNotFound);
+
+  // Backends.
+  REQUIRE(dp->SetBackend(7, Ip("198.18.1.7"), BALLAST_BACKEND_ACTIVE).ok());
+  REQUIRE(dp->SetBackend(8, Ip("2001:db8:1::8"), BALLAST_BACKEND_DRAINING, 99).ok());
+  CHECK(dp->SetBackend(9, Ip("198.18.1.9"), BALLAST_BACKEND_ACTIVE, 99).code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(dp->SetBackend(0, Ip("198.18.1.9"), BALLAST_BACKEND_ACTIVE).code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(dp->SetBackend(BALLAST_MAX_BACKENDS, Ip("198.18.1.9"), BALLAST_BACKEND_ACTIVE).code() ==
+        absl::StatusCode::kInvalidArgument);
+  auto backends = dp->Backends();
+  REQUIRE(backends.ok());
+  REQUIRE(backends->size() == 2);
+  CHECK((*backends)[0].id == 7);
+  CHECK((*backends)[0].addr == Ip("198.18.1.7"));
+  CHECK((*backends)[1].state == BALLAST_BACKEND_DRAINING);
+  CHECK((*backends)[1].drain_deadline_ns == 99);
+  REQUIRE(dp->ClearBackend(8).ok());
+  backends = dp->Backends();
+  REQUIRE(backends.ok());
+  CHECK(backends->size() == 1);
+
+  // Counters start at zero; the flow table starts empty.
+  auto verdicts = dp->Verdicts();
+  REQUIRE(verdicts.ok());
+  for (uint64_t v : *verdicts) CHECK(v == 0);
+  auto bs = dp->BackendStats(7);
+  REQUIRE(bs.ok());
+  CHECK(bs->packets == 0);
+  auto vs = dp->VipStats(2);
+  REQUIRE(vs.ok());
+  CHECK(vs->packets == 0);
+  auto flows = dp->Flows(100);
+  REQUIRE(flows.ok());
+  CHECK(flows->empty());
+  CHECK(Dataplane::MonotonicNowNs() > 0);
+}
+
+TEST_CASE("SetTable swaps a whole table and GetTable reads it back", "[dataplane][bpf]") {
+  RequireRoot();
+  auto dp = OpenUnpinned();
+  const int outer = dp->map_fd("maglev_tables");
+  CHECK(dp->GetTable(3).status().code() == absl::StatusCode::kNotFound);
+
+  std::vector<uint32_t> t7 = {5, 6, 5, 6, 5, 6, 5};
+  REQUIRE(dp->SetTable(3, t7).ok());
+  auto got = dp->GetTable(3);
+  REQUIRE(got.ok());
+  CHECK(*got == t7);
+  uint32_t id7 = 0;
+  REQUIRE(bpf_map_lookup_elem(outer, (const uint32_t[]){3}, &id7) == 0);
+
+  std::vector<uint32_t> big(65537);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = 1 + static_cast<uint32_t>(i % 97);
+  REQUIRE(dp->SetTable(3, big).ok());
+  got = dp->GetTable(3);
+  REQUIRE(got.ok());
+  CHECK(got->size() == 65537);
+  CHECK(*got == big);
+  uint32_t id_big = 0;
+  REQUIRE(bpf_map_lookup_elem(outer, (const uint32_t[]){3}, &id_big) == 0);
+  CHECK(id_big != id7);  // a new inner map, swapped in
+  // The inner map: M+1 entries, entry 0 = M, frozen against user writes.
+  UniqueFd inner(bpf_map_get_fd_by_id(id_big));
+  REQUIRE(inner);
+  auto info = GetMapInfo(inner.get());
+  REQUIRE(info.ok());
+  CHECK(info->max_entries == 65538);
+  CHECK(info->map_flags == BPF_F_INNER_MAP);
+  uint32_t m = 0;
+  REQUIRE(bpf_map_lookup_elem(inner.get(), (const uint32_t[]){0}, &m) == 0);
+  CHECK(m == 65537);
+  const uint32_t one = 1;
+  CHECK(bpf_map_update_elem(inner.get(), &one, &one, BPF_ANY) != 0);
+  // The old inner map is gone once nothing references it.
+  CHECK(bpf_map_get_fd_by_id(id7) < 0);
+
+  // Back to a small table.
+  REQUIRE(dp->SetTable(3, t7).ok());
+  got = dp->GetTable(3);
+  REQUIRE(got.ok());
+  CHECK(*got == t7);
+
+  std::vector<uint32_t> t8(8, 1);
+  CHECK(dp->SetTable(3, t8).code() == absl::StatusCode::kInvalidArgument);
+  CHECK(dp->SetTable(3, std::vector<uint32_t>{}).code() == absl::StatusCode::kInvalidArgument);
+  CHECK(dp->SetTable(0, t7).code() == absl::StatusCode::kInvalidArgument);
+  CHECK(dp->SetTable(BALLAST_MAX_VIPS, t7).code() == absl::StatusCode::kInvalidArgument);
+  std::vector<uint32_t> bad_id = t7;
+  bad_id[2] = BALLAST_MAX_BACKENDS;
+  CHECK(dp->SetTable(3, bad_id).code() == absl::StatusCode::kInvalidArgument);
+  std::vector<uint32_t> too_big(BALLAST_MAX_TABLE_SIZE + 2, 1);  // 1048575, not checked as prime
+  CHECK(dp->SetTable(3, too_big).code() == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("pinned maps are reused by a second Open and removed by Teardown", "[dataplane][bpf]") {
+  RequireRoot();
+  TempBpffs fs;
+  Options o;
+  o.pin_dir = fs.dir() + "/ballast";
+  o.flow_capacity = 8192;
+
+  std::vector<uint32_t> ids;
+  uint32_t prog_id = 0;
+  {
+    auto a = Dataplane::Open(o);
+    INFO(a.status().ToString());
+    REQUIRE(a.ok());
+    CHECK_FALSE((*a)->adopted());
+    for (const char* m : kMaps) ids.push_back(MapId((*a)->map_fd(m)));
+    prog_id = ProgId((*a)->prog_fd());
+    for (const char* m : kMaps) {
+      INFO(m);
+      CHECK(PathExists(o.pin_dir + "/" + m));
+    }
+    CHECK(PathExists(o.pin_dir + "/prog_xdp_lb"));
+    REQUIRE((*a)->SetTable(5, std::vector<uint32_t>{4, 4, 4, 4, 4}).ok());
+  }  // the first "agent" exits
+
+  auto b = Dataplane::Open(o);
+  INFO(b.status().ToString());
+  REQUIRE(b.ok());
+  CHECK((*b)->adopted());
+  CHECK(ProgId((*b)->prog_fd()) == prog_id);
+  std::vector<uint32_t> ids_b;
+  for (const char* m : kMaps) ids_b.push_back(MapId((*b)->map_fd(m)));
+  CHECK(ids_b == ids);
+  auto t = (*b)->GetTable(5);
+  REQUIRE(t.ok());
+  CHECK(*t == std::vector<uint32_t>{4, 4, 4, 4, 4});
+
+  // A different flow capacity does not match the pinned flow table.
+  Options other = o;
+  other.flow_capacity = 4096;
+  auto c = Dataplane::Open(other);
+  CHECK(c.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(std::string(c.status().message()).find("max_entries 8192") != std::string::npos);
+
+  REQUIRE((*b)->Teardown().ok());
+  CHECK_FALSE(PathExists(o.pin_dir));
+}
+
+TEST_CASE("a pin dir outside bpffs is refused with the mount command", "[dataplane][bpf]") {
+  RequireRoot();
+  char tmpl[] = "/tmp/ballast-dpt-notbpf-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  Options o;
+  o.pin_dir = std::string(tmpl) + "/ballast";
+  auto dp = Dataplane::Open(o);
+  rmdir(tmpl);
+  CHECK(dp.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(std::string(dp.status().message()).find("mount -t bpf bpf /sys/fs/bpf") !=
+        std::string::npos);
+}
+
+TEST_CASE("attach and detach on a veth in native and generic mode", "[dataplane][bpf][netns]") {
+  RequireRoot();
+  TestNetns ns;
+  auto dp = OpenUnpinned();
+  const uint32_t id = ProgId(dp->prog_fd());
+
+  REQUIRE(dp->Attach("dpt0", AttachMode::kNative).ok());
+  CHECK(AttachedId("dpt0") == id);
+  auto st = QueryXdp(*IfIndex("dpt0"));
+  REQUIRE(st.ok());
+  CHECK(st->mode == AttachMode::kNative);  // the dispatcher fallback attached the program itself
+  CHECK_FALSE(st->dispatcher);
+  auto mode = dp->AttachedMode("dpt0");
+  REQUIRE(mode.ok());
+  CHECK(*mode == AttachMode::kNative);
+  // Attaching again is a no-op (adoption), not an error.
+  REQUIRE(dp->Attach("dpt0", AttachMode::kAuto).ok());
+  CHECK(AttachedId("dpt0") == id);
+
+  REQUIRE(dp->Attach("dpt1", AttachMode::kGeneric).ok());
+  st = QueryXdp(*IfIndex("dpt1"));
+  REQUIRE(st.ok());
+  CHECK(st->prog_id == id);
+  CHECK(st->mode == AttachMode::kGeneric);
+
+  REQUIRE(dp->Detach("dpt0").ok());
+  CHECK(AttachedId("dpt0") == 0);
+  CHECK(dp->Detach("dpt0").code() == absl::StatusCode::kNotFound);
+  CHECK(dp->Attach("nosuchdev", AttachMode::kAuto).code() == absl::StatusCode::kNotFound);
+
+  // Someone else's program is neither replaced nor detached.
+  auto decap = Decap::Load();
+  REQUIRE(decap.ok());
+  auto dm = (*decap)->Attach("dpt0", AttachMode::kNative);
+  REQUIRE(dm.ok());
+  auto refused = dp->Attach("dpt0", AttachMode::kAuto);
+  CHECK(refused.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(AttachedId("dpt0") == ProgId((*decap)->prog_fd()));
+  CHECK(dp->Detach("dpt0").code() == absl::StatusCode::kFailedPrecondition);
+
+  REQUIRE(dp->Teardown().ok());  // detaches dpt1 only
+  CHECK(AttachedId("dpt1") == 0);
+  CHECK(AttachedId("dpt0") == ProgId((*decap)->prog_fd()));
+  REQUIRE(Decap::DetachFrom("dpt0").ok());
+  CHECK(AttachedId("dpt0") == 0);
+}
+
+TEST_CASE("a restarted agent adopts the attached program without re-attaching",
+          "[dataplane][bpf][netns]") {
+  RequireRoot();
+  TestNetns ns;
+  TempBpffs fs;
+  Options o;
+  o.pin_dir = fs.dir() + "/ballast";
+  uint32_t id = 0;
+  {
+    auto a = Dataplane::Open(o);
+    REQUIRE(a.ok());
+    REQUIRE((*a)->Attach("dpt0", AttachMode::kNative).ok());
+    id = ProgId((*a)->prog_fd());
+  }
+  CHECK(AttachedId("dpt0") == id);  // still attached after the owner is gone
+  auto b = Dataplane::Open(o);
+  REQUIRE(b.ok());
+  CHECK((*b)->adopted());
+  REQUIRE((*b)->Attach("dpt0", AttachMode::kNative).ok());
+  CHECK(AttachedId("dpt0") == id);
+  REQUIRE((*b)->Teardown().ok());
+  CHECK(AttachedId("dpt0") == 0);
+  CHECK_FALSE(PathExists(o.pin_dir));
+}
+
+TEST_CASE("a program of another build is replaced atomically on attach",
+          "[dataplane][bpf][netns]") {
+  RequireRoot();
+  TestNetns ns;
+  TempBpffs fs;
+  Options o;
+  o.pin_dir = fs.dir() + "/ballast";
+  // Stand-in for "the previous build": another XDP program pinned under the
+  // program's name and attached to dpt0.
+  auto old = Decap::Load();
+  REQUIRE(old.ok());
+  REQUIRE(MakeDirs(o.pin_dir).ok());
+  REQUIRE(PinAtomically((*old)->prog_fd(), o.pin_dir + "/prog_xdp_lb").ok());
+  REQUIRE((*old)->Attach("dpt0", AttachMode::kNative).ok());
+
+  auto dp = Dataplane::Open(o);
+  REQUIRE(dp.ok());
+  CHECK_FALSE((*dp)->adopted());
+  REQUIRE((*dp)->Attach("dpt0", AttachMode::kAuto).ok());
+  const uint32_t id = ProgId((*dp)->prog_fd());
+  CHECK(AttachedId("dpt0") == id);
+  auto st = QueryXdp(*IfIndex("dpt0"));
+  REQUIRE(st.ok());
+  CHECK(st->mode == AttachMode::kNative);
+  UniqueFd pinned(bpf_obj_get((o.pin_dir + "/prog_xdp_lb").c_str()));
+  REQUIRE(pinned);
+  CHECK(ProgId(pinned.get()) == id);
+  REQUIRE((*dp)->Teardown().ok());
+  CHECK(AttachedId("dpt0") == 0);
+}
+
+// ---- decap --------------------------------------------------------------
+
+namespace {
+
+void PutIp4(std::vector<uint8_t>& p, uint8_t proto, const char* src, const char* dst,
+            size_t payload) {
+  const size_t off = p.size();
+  p.resize(off + 20);
+  p[off] = 0x45;
+  const uint16_t len = htons(static_cast<uint16_t>(20 + payload));
+  std::memcpy(&p[off + 2], &len, 2);
+  p[off + 8] = 64;
+  p[off + 9] = proto;
+  inet_pton(AF_INET, src, &p[off + 12]);
+  inet_pton(AF_INET, dst, &p[off + 16]);
+}
+
+void PutIp6(std::vector<uint8_t>& p, uint8_t next, const char* src, const char* dst,
+            size_t payload) {
+  const size_t off = p.size();
+  p.resize(off + 40);
+  p[off] = 0x60;
+  const uint16_t len = htons(static_cast<uint16_t>(payload));
+  std::memcpy(&p[off + 4], &len, 2);
+  p[off + 6] = next;
+  p[off + 7] = 64;
+  inet_pton(AF_INET6, src, &p[off + 8]);
+  inet_pton(AF_INET6, dst, &p[off + 24]);
+}
+
+std::vector<uint8_t> Eth(uint16_t proto, bool vlan) {
+  std::vector<uint8_t> p = {0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01};
+  if (vlan) {
+    p.push_back(0x81);
+    p.push_back(0x00);
+    p.push_back(0x00);
+    p.push_back(0x07);  // VLAN 7
+  }
+  p.push_back(static_cast<uint8_t>(proto >> 8));
+  p.push_back(static_cast<uint8_t>(proto & 0xff));
+  return p;
+}
+
+struct RunResult {
+  uint32_t action;
+  std::vector<uint8_t> out;
+};
+
+RunResult RunProg(int prog_fd, const std::vector<uint8_t>& in) {
+  std::vector<uint8_t> out(in.size() + 256);
+  LIBBPF_OPTS(bpf_test_run_opts, opts);
+  opts.data_in = in.data();
+  opts.data_size_in = static_cast<uint32_t>(in.size());
+  opts.data_out = out.data();
+  opts.data_size_out = static_cast<uint32_t>(out.size());
+  opts.repeat = 1;
+  REQUIRE(bpf_prog_test_run_opts(prog_fd, &opts) == 0);
+  out.resize(opts.data_size_out);
+  return {opts.retval, out};
+}
+
+}  // namespace
+
+TEST_CASE("decap strips the outer header of packets for local addresses", "[dataplane][bpf]") {
+  RequireRoot();
+  auto d = Decap::Load();
+  INFO(d.status().ToString());
+  REQUIRE(d.ok());
+  REQUIRE((*d)->AddAddress(Ip("198.18.1.10")).ok());
+  REQUIRE((*d)->AddAddress(Ip("2001:db8:1::10")).ok());
+  auto addrs = (*d)->Addresses();
+  REQUIRE(addrs.ok());
+  CHECK(addrs->size() == 2);
+  const int fd = (*d)->prog_fd();
+  const std::vector<uint8_t> tcp(20, 0xab);  // opaque inner L4 bytes
+
+  for (bool vlan : {false, true}) {
+    INFO("vlan " << vlan);
+    // IPv4 in IPv4.
+    auto inner4 = std::vector<uint8_t>();
+    PutIp4(inner4, IPPROTO_TCP, "198.18.0.100", "198.18.0.10", tcp.size());
+    inner4.insert(inner4.end(), tcp.begin(), tcp.end());
+    auto pkt = Eth(ETH_P_IP, vlan);
+    const size_t l2 = pkt.size();
+    PutIp4(pkt, IPPROTO_IPIP, "198.18.0.1", "198.18.1.10", inner4.size());
+    pkt.insert(pkt.end(), inner4.begin(), inner4.end());
+    auto r = RunProg(fd, pkt);
+    CHECK(r.action == XDP_PASS);
+    REQUIRE(r.out.size() == l2 + inner4.size());
+    CHECK(std::equal(r.out.begin(), r.out.begin() + 12, pkt.begin()));  // same MACs
+    CHECK(r.out[l2 - 2] == 0x08);
+    CHECK(r.out[l2 - 1] == 0x00);
+    if (vlan) CHECK(r.out[15] == 0x07);
+    CHECK(std::equal(inner4.begin(), inner4.end(), r.out.begin() + l2));
+
+    // IPv6 in IPv6 and IPv4 in IPv6.
+    auto inner6 = std::vector<uint8_t>();
+    PutIp6(inner6, IPPROTO_TCP, "2001:db8::100", "2001:db8::10", tcp.size());
+    inner6.insert(inner6.end(), tcp.begin(), tcp.end());
+    for (const auto* inner : {&inner6, &inner4}) {
+      const bool is6 = inner == &inner6;
+      auto p6 = Eth(ETH_P_IPV6, vlan);
+      PutIp6(p6, is6 ? IPPROTO_IPV6 : IPPROTO_IPIP, "2001:db8::1", "2001:db8:1::10", inner->size());
+      p6.insert(p6.end(), inner->begin(), inner->end());
+      auto r6 = RunProg(fd, p6);
+      CHECK(r6.action == XDP_PASS);
+      REQUIRE(r6.out.size() == l2 + inner->size());
+      CHECK(r6.out[l2 - 2] == (is6 ? 0x86 : 0x08));
+      CHECK(r6.out[l2 - 1] == (is6 ? 0xdd : 0x00));
+      CHECK(std::equal(inner->begin(), inner->end(), r6.out.begin() + l2));
+    }
+
+    // Not for us: untouched.
+    auto other = Eth(ETH_P_IP, vlan);
+    PutIp4(other, IPPROTO_IPIP, "198.18.0.1", "198.18.1.11", inner4.size());
+    other.insert(other.end(), inner4.begin(), inner4.end());
+    r = RunProg(fd, other);
+    CHECK(r.action == XDP_PASS);
+    CHECK(r.out == other);
+    // Not encapsulated: untouched.
+    auto plain = Eth(ETH_P_IP, vlan);
+    plain.insert(plain.end(), inner4.begin(), inner4.end());
+    r = RunProg(fd, plain);
+    CHECK(r.action == XDP_PASS);
+    CHECK(r.out == plain);
+    // Encapsulated for us, inner header truncated: dropped.
+    auto trunc = Eth(ETH_P_IP, vlan);
+    PutIp4(trunc, IPPROTO_IPIP, "198.18.0.1", "198.18.1.10", 10);
+    trunc.insert(trunc.end(), inner4.begin(), inner4.begin() + 10);
+    r = RunProg(fd, trunc);
+    CHECK(r.action == XDP_DROP);
+    // Wrong inner version: dropped.
+    auto badver = pkt;
+    badver[l2 + 20] = 0x65;
+    CHECK(RunProg(fd, badver).action == XDP_DROP);
+  }
+  auto stats = (*d)->Stats();
+  REQUIRE(stats.ok());
+  CHECK((*stats)[BALLAST_DECAP_V_DECAPPED] == 6);
+  CHECK((*stats)[BALLAST_DECAP_V_PASS] == 4);
+  CHECK((*stats)[BALLAST_DECAP_V_BAD_INNER] == 4);
+  REQUIRE((*d)->RemoveAddress(Ip("198.18.1.10")).ok());
+  CHECK((*d)->RemoveAddress(Ip("198.18.1.10")).code() == absl::StatusCode::kNotFound);
+}
+
+TEST_CASE("decap attaches, is found again on its device, and detaches", "[dataplane][bpf][netns]") {
+  RequireRoot();
+  TestNetns ns;
+  auto d = Decap::Load();
+  REQUIRE(d.ok());
+  REQUIRE((*d)->AddAddress(Ip("198.18.1.10")).ok());
+  auto mode = (*d)->Attach("dpt1", AttachMode::kNative);
+  INFO(mode.status().ToString());
+  REQUIRE(mode.ok());
+  CHECK(*mode == AttachMode::kNative);
+  CHECK(AttachedId("dpt1") == ProgId((*d)->prog_fd()));
+  d->reset();  // the attachment keeps program and maps alive
+
+  auto found = Decap::FromDevice("dpt1");
+  INFO(found.status().ToString());
+  REQUIRE(found.ok());
+  auto addrs = (*found)->Addresses();
+  REQUIRE(addrs.ok());
+  REQUIRE(addrs->size() == 1);
+  CHECK((*addrs)[0] == Ip("198.18.1.10"));
+  // A second load replaces the first atomically.
+  auto again = Decap::Load();
+  REQUIRE(again.ok());
+  REQUIRE((*again)->Attach("dpt1", AttachMode::kNative).ok());
+  CHECK(AttachedId("dpt1") == ProgId((*again)->prog_fd()));
+  CHECK(Decap::FromDevice("dpt0").status().code() == absl::StatusCode::kNotFound);
+  REQUIRE(Decap::DetachFrom("dpt1").ok());
+  CHECK(AttachedId("dpt1") == 0);
+  CHECK(Decap::DetachFrom("dpt1").code() == absl::StatusCode::kNotFound);
+}

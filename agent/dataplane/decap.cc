@@ -1,0 +1,175 @@
+#include "agent/dataplane/decap.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "agent/dataplane/bpf_util.h"
+#include "xdp_decap.skel.h"
+
+namespace ballast::dataplane {
+namespace {
+
+constexpr char kProgName[] = "xdp_decap";
+
+ballast_decap_addr ToKey(const IpAddress& a) {
+  ballast_decap_addr k = {};
+  std::memcpy(k.addr, a.bytes().data(), sizeof(k.addr));
+  k.family = a.family();
+  return k;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Decap>> Decap::Load() {
+  std::unique_ptr<Decap> d(new Decap());
+  std::string log;
+  {
+    CaptureLibLogs capture(&log);
+    d->skel_ = xdp_decap__open_and_load();
+  }
+  if (d->skel_ == nullptr) {
+    absl::Status s = ErrnoStatus(errno, "loading the xdp_decap program");
+    return absl::Status(s.code(), Cat(s.message(), "\nlibbpf log:\n", log));
+  }
+  d->prog_fd_ = bpf_program__fd(d->skel_->progs.xdp_decap);
+  d->addrs_fd_ = bpf_map__fd(d->skel_->maps.decap_addrs);
+  d->stats_fd_ = bpf_map__fd(d->skel_->maps.decap_stats);
+  return d;
+}
+
+absl::StatusOr<std::unique_ptr<Decap>> Decap::FromDevice(std::string_view ifname) {
+  auto ifindex = IfIndex(ifname);
+  if (!ifindex.ok()) return ifindex.status();
+  auto st = QueryXdp(*ifindex);
+  if (!st.ok()) return st.status();
+  if (st->prog_id == 0) {
+    return absl::NotFoundError(Cat("dev ", ifname, " runs no XDP program"));
+  }
+  if (st->prog_name != kProgName) {
+    return absl::FailedPreconditionError(
+        Cat("dev ", ifname, " runs XDP program \"", st->prog_name, "\", not xdp_decap"));
+  }
+  std::unique_ptr<Decap> d(new Decap());
+  d->prog_fd_ = bpf_prog_get_fd_by_id(st->prog_id);
+  if (d->prog_fd_ < 0) {
+    return ErrnoStatus(errno, Cat("opening XDP program id ", st->prog_id));
+  }
+  auto info = GetProgInfo(d->prog_fd_);
+  if (!info.ok()) return info.status();
+  for (uint32_t id : info->map_ids) {
+    UniqueFd fd(bpf_map_get_fd_by_id(id));
+    if (!fd) return ErrnoStatus(errno, Cat("opening map id ", id));
+    auto mi = GetMapInfo(fd.get());
+    if (!mi.ok()) return mi.status();
+    if (std::strcmp(mi->name, "decap_addrs") == 0 && d->addrs_fd_ < 0) {
+      d->addrs_fd_ = fd.release();
+    } else if (std::strcmp(mi->name, "decap_stats") == 0 && d->stats_fd_ < 0) {
+      d->stats_fd_ = fd.release();
+    }
+  }
+  if (d->addrs_fd_ < 0 || d->stats_fd_ < 0) {
+    return absl::FailedPreconditionError(
+        Cat("the xdp_decap program on dev ", ifname,
+            " lacks the decap_addrs/decap_stats maps (another build?)"));
+  }
+  return d;
+}
+
+absl::Status Decap::DetachFrom(std::string_view ifname) {
+  auto ifindex = IfIndex(ifname);
+  if (!ifindex.ok()) return ifindex.status();
+  auto st = QueryXdp(*ifindex);
+  if (!st.ok()) return st.status();
+  if (st->prog_id == 0) {
+    return absl::NotFoundError(Cat("dev ", ifname, " runs no XDP program"));
+  }
+  if (st->prog_name != kProgName) {
+    return absl::FailedPreconditionError(Cat("dev ", ifname, " runs XDP program \"", st->prog_name,
+                                             "\", not xdp_decap; not detaching"));
+  }
+  return DetachXdp(*ifindex, ifname, st->prog_id);
+}
+
+Decap::~Decap() {
+  if (skel_ != nullptr) {
+    xdp_decap__destroy(skel_);
+    return;
+  }
+  for (int fd : {prog_fd_, addrs_fd_, stats_fd_}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+absl::Status Decap::AddAddress(const IpAddress& addr) {
+  if (addr.is_unspecified()) {
+    return absl::InvalidArgumentError(Cat("decap address ", addr.ToString(), " is unspecified"));
+  }
+  const ballast_decap_addr k = ToKey(addr);
+  const uint32_t one = 1;
+  if (bpf_map_update_elem(addrs_fd_, &k, &one, BPF_ANY) != 0) {
+    if (errno == E2BIG) {
+      return absl::ResourceExhaustedError(
+          Cat("decap address ", addr.ToString(), ": the address set is full"));
+    }
+    return ErrnoStatus(errno, Cat("adding decap address ", addr.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Decap::RemoveAddress(const IpAddress& addr) {
+  const ballast_decap_addr k = ToKey(addr);
+  if (bpf_map_delete_elem(addrs_fd_, &k) != 0) {
+    return ErrnoStatus(errno, Cat("removing decap address ", addr.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<IpAddress>> Decap::Addresses() const {
+  std::vector<IpAddress> out;
+  ballast_decap_addr key = {};
+  ballast_decap_addr next = {};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(addrs_fd_, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    auto a = IpAddress::FromAbi(key.addr, key.family);
+    if (a.ok()) out.push_back(*a);
+  }
+  if (errno != ENOENT) return ErrnoStatus(errno, "walking decap_addrs");
+  return out;
+}
+
+absl::StatusOr<AttachMode> Decap::Attach(std::string_view ifname, AttachMode mode) {
+  auto ifindex = IfIndex(ifname);
+  if (!ifindex.ok()) return ifindex.status();
+  auto st = QueryXdp(*ifindex);
+  if (!st.ok()) return st.status();
+  if (st->prog_id != 0 && st->prog_name == kProgName) {
+    UniqueFd old(bpf_prog_get_fd_by_id(st->prog_id));
+    if (!old) return ErrnoStatus(errno, Cat("opening XDP program id ", st->prog_id));
+    if (absl::Status s = ReplaceXdp(*ifindex, ifname, old.get(), prog_fd_); !s.ok()) return s;
+    return st->mode;
+  }
+  return AttachXdp(prog_fd_, *ifindex, ifname, mode);
+}
+
+absl::StatusOr<std::array<uint64_t, BALLAST_DECAP_V_MAX>> Decap::Stats() const {
+  auto ncpus = PossibleCpus();
+  if (!ncpus.ok()) return ncpus.status();
+  std::array<uint64_t, BALLAST_DECAP_V_MAX> out{};
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(*ncpus));
+  for (uint32_t k = 0; k < BALLAST_DECAP_V_MAX; ++k) {
+    if (bpf_map_lookup_elem(stats_fd_, &k, per_cpu.data()) != 0) {
+      return ErrnoStatus(errno, Cat("reading decap_stats[", k, "]"));
+    }
+    for (uint64_t v : per_cpu) out[k] += v;
+  }
+  return out;
+}
+
+}  // namespace ballast::dataplane

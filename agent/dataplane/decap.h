@@ -1,0 +1,71 @@
+// The backend-side decap program (bpf/xdp_decap.bpf.c).
+//
+// A Decap either loads a fresh copy of the program (Load) or attaches to the
+// copy already running on a device (FromDevice, e.g. from a later lbdp
+// process). Nothing is pinned: the program and its two maps live as long as
+// the program is attached to a device or a Decap holds them, and disappear
+// when it is detached. Detach() and DetachFrom() remove it.
+//
+// Ownership: owns its fds (and the skeleton after Load). Destruction does
+// not detach. Thread-safety: none; one owner thread.
+#ifndef BALLAST_AGENT_DATAPLANE_DECAP_H_
+#define BALLAST_AGENT_DATAPLANE_DECAP_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "agent/dataplane/ip_address.h"
+#include "agent/dataplane/xdp_attach.h"
+#include "ballast_abi.h"
+
+struct xdp_decap;  // generated skeleton (xdp_decap.skel.h)
+
+namespace ballast::dataplane {
+
+class Decap {
+ public:
+  // Loads a new, unattached copy of the program with an empty address set.
+  static absl::StatusOr<std::unique_ptr<Decap>> Load();
+  // The decap program attached to `ifname` (current network namespace).
+  // NotFound if the device runs no XDP program, FailedPrecondition if it
+  // runs something other than xdp_decap.
+  static absl::StatusOr<std::unique_ptr<Decap>> FromDevice(std::string_view ifname);
+  // Detaches the decap program from `ifname` (only if it is xdp_decap).
+  static absl::Status DetachFrom(std::string_view ifname);
+
+  ~Decap();
+  Decap(const Decap&) = delete;
+  Decap& operator=(const Decap&) = delete;
+
+  // Adds/removes a local address encapsulated traffic is accepted for.
+  absl::Status AddAddress(const IpAddress& addr);
+  absl::Status RemoveAddress(const IpAddress& addr);
+  absl::StatusOr<std::vector<IpAddress>> Addresses() const;
+
+  // Attaches to `ifname`. If the device already runs an xdp_decap program
+  // it is replaced atomically (its address set is not carried over); any
+  // other program: FailedPrecondition. Returns the mode used.
+  absl::StatusOr<AttachMode> Attach(std::string_view ifname, AttachMode mode);
+
+  // Per-verdict packet counts summed over CPUs.
+  absl::StatusOr<std::array<uint64_t, BALLAST_DECAP_V_MAX>> Stats() const;
+
+  int prog_fd() const { return prog_fd_; }
+
+ private:
+  Decap() = default;
+
+  xdp_decap* skel_ = nullptr;  // set by Load()
+  int prog_fd_ = -1;           // owned only when skel_ == nullptr
+  int addrs_fd_ = -1;          // idem
+  int stats_fd_ = -1;          // idem
+};
+
+}  // namespace ballast::dataplane
+
+#endif  // BALLAST_AGENT_DATAPLANE_DECAP_H_
