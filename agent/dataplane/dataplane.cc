@@ -229,6 +229,9 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
   bpf_program* prog = bpf_object__next_program(dp->skel_->obj, nullptr);
   if (prog == nullptr) return absl::InternalError("the xdp_lb object has no program");
   dp->prog_fd_ = bpf_program__fd(prog);
+  bpf_object__for_each_map(m, dp->skel_->obj) {
+    if (!bpf_map__is_internal(m)) dp->maps_[bpf_map__name(m)] = bpf_map__fd(m);
+  }
   if (pinning) {
     if (absl::Status s = dp->AdoptOrPinProgram(); !s.ok()) return s;
   }
@@ -278,8 +281,58 @@ absl::Status Dataplane::AdoptOrPinProgram() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::OpenPinned(std::string_view pin_dir) {
+  std::unique_ptr<Dataplane> dp(new Dataplane());
+  dp->pin_dir_ = std::string(pin_dir);
+  while (dp->pin_dir_.size() > 1 && dp->pin_dir_.back() == '/') dp->pin_dir_.pop_back();
+  if (dp->pin_dir_.empty()) return absl::InvalidArgumentError("OpenPinned needs a pin dir");
+  const std::string prog_pin = Cat(dp->pin_dir_, "/", kProgPinName);
+  if (!PathExists(prog_pin)) {
+    if (absl::Status s = CheckOnBpffs(dp->pin_dir_); !s.ok()) return s;
+    return absl::NotFoundError(Cat("no ballast data plane is pinned at ", dp->pin_dir_,
+                                   " (", prog_pin, " does not exist); load it first: lbdp attach"));
+  }
+  // The embedded object, opened but not loaded, tells which maps to expect
+  // and their layout.
+  std::string log;
+  xdp_lb* spec = nullptr;
+  {
+    CaptureLibLogs capture(&log);
+    spec = xdp_lb__open();
+  }
+  if (spec == nullptr) {
+    return ErrnoStatus(errno, Cat("opening the embedded xdp_lb BPF object", LogSuffix(log)));
+  }
+  absl::Status status;
+  bpf_map* m = nullptr;
+  bpf_object__for_each_map(m, spec->obj) {
+    if (bpf_map__is_internal(m)) continue;
+    const std::string path = Cat(dp->pin_dir_, "/", bpf_map__name(m));
+    UniqueFd fd(bpf_obj_get(path.c_str()));
+    if (!fd) {
+      status = ErrnoStatus(errno, Cat("opening pinned map ", path));
+      break;
+    }
+    // The flow table's size is chosen at load time; take what is pinned.
+    auto info = GetMapInfo(fd.get());
+    if (info.ok() && m == spec->maps.flows) bpf_map__set_max_entries(m, info->max_entries);
+    if (status = CheckPinnedCompatible(m, path); !status.ok()) break;
+    dp->maps_[bpf_map__name(m)] = fd.release();
+  }
+  xdp_lb__destroy(spec);
+  if (!status.ok()) return status;
+  dp->adopted_fd_ = bpf_obj_get(prog_pin.c_str());
+  if (dp->adopted_fd_ < 0) return ErrnoStatus(errno, Cat("opening pinned program ", prog_pin));
+  dp->prog_fd_ = dp->adopted_fd_;
+  return dp;
+}
+
 Dataplane::~Dataplane() {
-  if (skel_ != nullptr) xdp_lb__destroy(skel_);
+  if (skel_ != nullptr) {
+    xdp_lb__destroy(skel_);
+  } else {
+    for (const auto& [name, fd] : maps_) close(fd);
+  }
   if (adopted_fd_ >= 0) close(adopted_fd_);
   if (stale_fd_ >= 0) close(stale_fd_);
 }
@@ -396,8 +449,8 @@ absl::Status Dataplane::Teardown() {
 }
 
 int Dataplane::map_fd(std::string_view name) const {
-  const bpf_map* m = bpf_object__find_map_by_name(skel_->obj, std::string(name).c_str());
-  return m == nullptr ? -1 : bpf_map__fd(m);
+  auto it = maps_.find(name);
+  return it == maps_.end() ? -1 : it->second;
 }
 
 absl::Status Dataplane::SetSettings(const Settings& s) {
@@ -768,7 +821,9 @@ absl::StatusOr<std::vector<std::pair<ballast_flow_key, ballast_flow>>> Dataplane
   const void* prev = nullptr;
   // An LRU walk can restart when entries vanish under it; bound the steps.
   size_t steps = 0;
-  const size_t max_steps = 2 * static_cast<size_t>(bpf_map__max_entries(skel_->maps.flows)) + 16;
+  auto info = GetMapInfo(fd);
+  if (!info.ok()) return info.status();
+  const size_t max_steps = 2 * static_cast<size_t>(info->max_entries) + 16;
   while (out.size() < max && steps++ < max_steps) {
     if (bpf_map_get_next_key(fd, prev, &next) != 0) {
       if (errno == ENOENT) break;

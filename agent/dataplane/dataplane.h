@@ -105,6 +105,11 @@ class Dataplane {
   // adoption). Errors: FailedPrecondition (no bpffs, incompatible pinned
   // map), PermissionDenied (not root / no CAP_BPF), InvalidArgument (options).
   static absl::StatusOr<std::unique_ptr<Dataplane>> Open(const Options& options);
+  // Opens the maps and the program pinned under `pin_dir` without loading
+  // anything (for short-lived tools: no verifier run, no new pins). Checks
+  // each pinned map's layout against this build. NotFound if nothing is
+  // pinned there. prog_fd() is the pinned program; adopted() is true.
+  static absl::StatusOr<std::unique_ptr<Dataplane>> OpenPinned(std::string_view pin_dir);
   ~Dataplane();
   Dataplane(const Dataplane&) = delete;
   Dataplane& operator=(const Dataplane&) = delete;
@@ -181,7 +186,8 @@ class Dataplane {
   template <typename T>
   absl::StatusOr<std::vector<T>> ReadPerCpu(int map_fd, uint32_t key, std::string_view what) const;
 
-  xdp_lb* skel_ = nullptr;
+  xdp_lb* skel_ = nullptr;  // null after OpenPinned(): then maps_ fds are owned
+  std::map<std::string, int, std::less<>> maps_;  // ABI map name -> fd
   std::string pin_dir_;
   int prog_fd_ = -1;
   int adopted_fd_ = -1;  // owned: pinned program of the same build, adopted

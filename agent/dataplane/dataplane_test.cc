@@ -436,6 +436,22 @@ TEST_CASE("pinned maps are reused by a second Open and removed by Teardown", "[d
   REQUIRE(t.ok());
   CHECK(*t == std::vector<uint32_t>{4, 4, 4, 4, 4});
 
+  // Tools open the pins without loading anything.
+  auto tool = Dataplane::OpenPinned(o.pin_dir);
+  INFO(tool.status().ToString());
+  REQUIRE(tool.ok());
+  CHECK(ProgId((*tool)->prog_fd()) == prog_id);
+  std::vector<uint32_t> ids_tool;
+  for (const char* m : kMaps) ids_tool.push_back(MapId((*tool)->map_fd(m)));
+  CHECK(ids_tool == ids);
+  REQUIRE((*tool)->SetTable(5, std::vector<uint32_t>{3, 3, 3}).ok());
+  t = (*b)->GetTable(5);
+  REQUIRE(t.ok());
+  CHECK(*t == std::vector<uint32_t>{3, 3, 3});
+  tool->reset();
+  CHECK(Dataplane::OpenPinned(fs.dir() + "/nothing").status().code() ==
+        absl::StatusCode::kNotFound);
+
   // A different flow capacity does not match the pinned flow table.
   Options other = o;
   other.flow_capacity = 4096;
