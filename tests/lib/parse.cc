@@ -68,6 +68,7 @@ absl::Status ParseL4(IpView& ip, size_t off, size_t length, bool quoted) {
   } else {
     return absl::OkStatus();  // unknown L4: no view
   }
+  if (avail < hlen) l4.complete = false;
   if (!quoted && avail < hlen) {
     ip.l4 = l4;
     return absl::OkStatus();  // truncated header: complete == false

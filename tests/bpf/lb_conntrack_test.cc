@@ -1,0 +1,244 @@
+// The connection table: established flows stay, unfinished handshakes
+// follow the table, backend states, passive signals.
+#include <linux/bpf.h>
+#include <netinet/in.h>
+
+#include <catch2/catch.hpp>
+
+#include "tests/bpf/lb_fixture.h"
+
+namespace ballast::bpftest {
+namespace {
+
+namespace tcp = pktgen::tcp;
+
+constexpr uint16_t kPort = 41000;
+
+Bytes Segment(uint8_t flags, uint32_t seq, uint32_t ack, size_t payload = 0) {
+  return FromClient4().Tcp(kPort, 80, flags, seq, ack).PayloadSize(payload).Build();
+}
+
+uint32_t BackendOf(const LbFixture& fx, const Outcome& o) {
+  auto v = pktgen::ParseFrame(o.out);
+  REQUIRE(v.ok());
+  REQUIRE(v->ip.has_value());
+  return fx.BackendAt(v->ip->dst);
+}
+
+const ballast_flow_key kKey = FlowKey(Lab::Client4(), Lab::Vip4(), kPort, 80, IPPROTO_TCP);
+
+// SETUP + handshake: SYN and the client's ACK on backend 1.
+void Establish(LbFixture& fx) {
+  SetUpLab(fx);
+  fx.SetUniformTable(kVipTcp4, 1);
+  REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
+  REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001))) == 1);
+  const auto f = fx.Flow(kKey);
+  REQUIRE(f);
+  REQUIRE(f->state == BALLAST_FLOW_ESTABLISHED);
+}
+
+TEST_CASE("An established flow keeps its backend after a table change", "[lb][conntrack]") {
+  LbFixture fx;
+  Establish(fx);
+  CHECK(fx.BackendStats(1).handshake_count == 1);
+  fx.SetUniformTable(kVipTcp4, 2);
+  for (int i = 0; i < 3; ++i) {
+    const Bytes in = Segment(tcp::kAck | tcp::kPsh, 101 + 10 * i, 5001, 10);
+    const Outcome o = fx.Run(in);
+    REQUIRE(o.verdict == BALLAST_V_TX);
+    CheckEncapsulated(o.out, {.outer_family = 4,
+                              .outer_src = Lab::Src4(),
+                              .outer_dst = Lab::Backend4(1),
+                              .inner_ip = pktgen::IpPacketOf(in)});
+  }
+  // A new connection follows the new table.
+  const Outcome n = fx.Run(FromClient4().Tcp(kPort + 1, 80, tcp::kSyn).Build());
+  CHECK(BackendOf(fx, n) == 2);
+  CHECK(fx.BackendStats(1).packets == 5);
+  CHECK(fx.BackendStats(2).new_flows == 1);
+}
+
+TEST_CASE("An unfinished handshake follows the table: the retransmitted SYN is re-steered",
+          "[lb][conntrack]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  fx.SetUniformTable(kVipTcp4, 1);
+  REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
+  CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_SYN_SENT);
+
+  fx.SetUniformTable(kVipTcp4, 2);  // backend 1 never answered; the agent moved on
+  const Outcome o = fx.Run(Segment(tcp::kSyn, 100, 0));
+  REQUIRE(o.verdict == BALLAST_V_TX);
+  CHECK(BackendOf(fx, o) == 2);
+  CHECK(fx.BackendStats(1).syn_retransmits == 1);
+  CHECK(fx.BackendStats(2).new_flows == 1);
+  auto f = fx.Flow(kKey);
+  REQUIRE(f);
+  CHECK(f->backend_id == 2);
+  CHECK(f->state == BALLAST_FLOW_SYN_SENT);
+
+  // A retransmission without a table change stays and is counted.
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 2);
+  CHECK(fx.BackendStats(2).syn_retransmits == 1);
+
+  // The completing ACK stays with the backend that answered.
+  fx.SetUniformTable(kVipTcp4, 3);
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 7001))) == 2);
+  f = fx.Flow(kKey);
+  CHECK(f->state == BALLAST_FLOW_ESTABLISHED);
+  CHECK(fx.BackendStats(2).handshake_count == 1);
+}
+
+TEST_CASE("Draining backend keeps its flows until the deadline; evicted ones move",
+          "[lb][conntrack]") {
+  LbFixture fx;
+  Establish(fx);
+  const uint64_t now = dataplane::Dataplane::MonotonicNowNs();
+  fx.SetUniformTable(kVipTcp4, 2);  // the agent took backend 1 out of the table
+
+  SECTION("draining, deadline ahead: existing flow stays, new flows elsewhere") {
+    fx.SetBackendState(1, BALLAST_BACKEND_DRAINING, now + 3600ull * 1000000000ull);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001, 20))) == 1);
+    CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(kPort + 1, 80, tcp::kSyn).Build())) == 2);
+    CHECK(fx.BackendStats(1).resteered_away == 0);
+  }
+  SECTION("draining without a deadline: existing flow stays") {
+    fx.SetBackendState(1, BALLAST_BACKEND_DRAINING, 0);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001, 20))) == 1);
+  }
+  SECTION("draining, deadline passed: re-steered on the next packet") {
+    fx.SetBackendState(1, BALLAST_BACKEND_DRAINING, now - 1);
+    const Bytes in = Segment(tcp::kAck, 101, 5001, 20);
+    const Outcome o = fx.Run(in);
+    REQUIRE(o.verdict == BALLAST_V_TX);
+    CheckEncapsulated(o.out, {.outer_family = 4,
+                              .outer_src = Lab::Src4(),
+                              .outer_dst = Lab::Backend4(2),
+                              .inner_ip = pktgen::IpPacketOf(in)});
+    CHECK(fx.BackendStats(1).resteered_away == 1);
+    CHECK(fx.Flow(kKey)->backend_id == 2);
+  }
+  SECTION("evicted: re-steered on the next packet, and stays on the new backend") {
+    fx.SetBackendState(1, BALLAST_BACKEND_EVICTED);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001, 20))) == 2);
+    CHECK(fx.BackendStats(1).resteered_away == 1);
+    auto f = fx.Flow(kKey);
+    REQUIRE(f);
+    CHECK(f->backend_id == 2);
+    CHECK(f->state == BALLAST_FLOW_ESTABLISHED);
+    fx.SetUniformTable(kVipTcp4, 3);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 121, 5001, 20))) == 2);
+    CHECK(fx.BackendStats(1).resteered_away == 1);
+  }
+  SECTION("backend slot cleared (UNUSED): re-steered") {
+    REQUIRE(fx.dp().ClearBackend(1).ok());
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001, 20))) == 2);
+    CHECK(fx.Flow(kKey)->backend_id == 2);
+  }
+}
+
+TEST_CASE("A mid-stream packet without a flow is adopted as established", "[lb][conntrack]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  const uint32_t want = fx.Predict(kVipTcp4, kKey);
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, 9000, 100, 30))) == want);
+  auto f = fx.Flow(kKey);
+  REQUIRE(f);
+  CHECK(f->state == BALLAST_FLOW_ESTABLISHED);
+  CHECK(f->backend_id == want);
+  const uint32_t other = want == 1 ? 2 : 1;
+  fx.SetUniformTable(kVipTcp4, other);
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 9030, 100))) == want);
+}
+
+TEST_CASE("FIN and RST: the flow lingers on its backend; client RSTs are counted",
+          "[lb][conntrack]") {
+  LbFixture fx;
+  Establish(fx);
+  SECTION("FIN") {
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kFin | tcp::kAck, 101, 5001))) == 1);
+    CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_CLOSING);
+    fx.SetUniformTable(kVipTcp4, 2);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 102, 5002))) == 1);
+    CHECK(fx.BackendStats(1).client_rsts == 0);
+  }
+  SECTION("RST") {
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kRst, 101, 0))) == 1);
+    CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_CLOSING);
+    CHECK(fx.BackendStats(1).client_rsts == 1);
+    fx.SetUniformTable(kVipTcp4, 2);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kRst, 101, 0))) == 1);
+    CHECK(fx.BackendStats(1).client_rsts == 2);
+  }
+  SECTION("a new SYN on the closed tuple is a new connection on the current table") {
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kRst, 101, 0))) == 1);
+    fx.SetUniformTable(kVipTcp4, 3);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 900, 0))) == 3);
+    CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_SYN_SENT);
+    CHECK(fx.BackendStats(1).syn_retransmits == 0);
+  }
+}
+
+TEST_CASE("Handshake time and first-response time are recorded once per flow", "[lb][conntrack]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  fx.SetUniformTable(kVipTcp4, 1);
+  fx.Run(Segment(tcp::kSyn, 100, 0));
+  CHECK(fx.BackendStats(1).handshake_count == 0);
+  fx.Run(Segment(tcp::kAck, 101, 5001));  // completes the handshake
+  auto s = fx.BackendStats(1);
+  CHECK(s.handshake_count == 1);
+  CHECK(s.handshake_ns_sum > 0);
+  CHECK(s.first_response_count == 0);
+
+  fx.Run(Segment(tcp::kAck | tcp::kPsh, 101, 5001, 100));  // request
+  auto f = fx.Flow(kKey);
+  REQUIRE(f);
+  CHECK((f->flags & BALLAST_FLOW_F_PAYLOAD_SEEN) != 0);
+  CHECK(f->payload_ack == 5001);
+  fx.Run(Segment(tcp::kAck, 201, 5001));  // nothing new from the server yet
+  CHECK(fx.BackendStats(1).first_response_count == 0);
+  fx.Run(Segment(tcp::kAck, 201, 6461));  // acknowledges the response
+  s = fx.BackendStats(1);
+  CHECK(s.first_response_count == 1);
+  CHECK(s.first_response_ns_sum > 0);
+  fx.Run(Segment(tcp::kAck | tcp::kPsh, 201, 7921, 50));
+  fx.Run(Segment(tcp::kAck, 251, 9000));
+  CHECK(fx.BackendStats(1).first_response_count == 1);
+  CHECK(fx.BackendStats(1).handshake_count == 1);
+  CHECK(fx.BackendStats(1).new_flows == 1);
+  CHECK(fx.BackendStats(1).packets == 7);
+}
+
+TEST_CASE("Every packet increments exactly one verdict counter", "[lb][conntrack]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  // A mixed stream: forwarded, passed, dropped, malformed.
+  std::vector<Bytes> frames;
+  for (uint16_t p = 1; p <= 20; ++p) {
+    frames.push_back(FromClient4().Tcp(p, 80, tcp::kSyn).Build());
+    frames.push_back(FromClient6().Tcp(p, 443, tcp::kSyn).Build());
+    frames.push_back(FromClient4().Udp(p, 53).PayloadSize(p).Build());
+    frames.push_back(FromClient4(Addr::Parse("198.18.9.9")).Tcp(p, 80, tcp::kSyn).Build());
+    frames.push_back(FromClient4().Ip4Fragment(p, false).PayloadSize(64).Build());
+    frames.push_back(FromClient4().Tcp(p, 80, tcp::kAck).CutL4(p % 4 + 4).Build());
+    Bytes shortip = FromClient4().Tcp(p, 80, tcp::kSyn).Build();
+    shortip.resize(14 + p % 19);
+    frames.push_back(shortip);
+  }
+  for (const Bytes& f : frames) fx.Run(f);  // Run() checks one counter per packet
+  const auto v = fx.Verdicts();
+  uint64_t sum = 0;
+  for (uint64_t c : v) sum += c;
+  CHECK(sum == fx.runs());
+  CHECK(sum == frames.size());
+  CHECK(v[BALLAST_V_TX] == 60);
+  CHECK(v[BALLAST_V_PASS_NOT_VIP] == 20);
+  CHECK(v[BALLAST_V_DROP_FRAG4] == 20);
+  CHECK(v[BALLAST_V_DROP_BAD_L4] == 20);
+  CHECK(v[BALLAST_V_BAD_IP4] == 20);
+}
+
+}  // namespace
+}  // namespace ballast::bpftest

@@ -1,0 +1,259 @@
+#include "tests/bpf/lb_fixture.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <arpa/inet.h>
+
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "agent/dataplane/verdict.h"
+#include "ballast_flow_hash.h"
+
+namespace ballast::bpftest {
+
+ballast_flow_key FlowKey(const Addr& client, const Addr& vip, uint16_t sport, uint16_t dport,
+                         uint8_t proto) {
+  ballast_flow_key k;
+  std::memset(&k, 0, sizeof k);
+  std::memcpy(k.src, client.b.data(), 16);
+  std::memcpy(k.dst, vip.b.data(), 16);
+  k.sport = htons(sport);
+  k.dport = htons(dport);
+  k.proto = proto;
+  k.family = client.family == 4 ? BALLAST_FAMILY_V4 : BALLAST_FAMILY_V6;
+  return k;
+}
+
+IpAddress ToIpAddress(const Addr& a) {
+  return a.family == 4 ? IpAddress::V4(a.b.data()) : IpAddress::V6(a.b.data());
+}
+
+LbFixture::LbFixture(uint32_t flow_capacity) {
+  dataplane::Options o;
+  o.pin_dir = "";
+  o.flow_capacity = flow_capacity;
+  auto dp = dataplane::Dataplane::Open(o);
+  INFO("loading the lb program (needs root / CAP_BPF): " << dp.status().ToString());
+  REQUIRE(dp.ok());
+  dp_ = *std::move(dp);
+  SetPolicy(BALLAST_POLICY_ICMP_TOO_BIG);
+}
+
+LbFixture::~LbFixture() = default;
+
+void LbFixture::SetSettings(const dataplane::Settings& s) {
+  const absl::Status st = dp_->SetSettings(s);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+}
+
+void LbFixture::SetPolicy(uint32_t policy) {
+  dataplane::Settings s;
+  s.src4 = ToIpAddress(Lab::Src4());
+  s.src6 = ToIpAddress(Lab::Src6());
+  s.policy = policy;
+  SetSettings(s);
+}
+
+void LbFixture::AddVip(const Addr& addr, uint16_t port, uint8_t proto, uint32_t vip_id,
+                       uint32_t flags, uint64_t owner_deadline_ns) {
+  dataplane::VipKey k;
+  k.addr = ToIpAddress(addr);
+  k.port = port;
+  k.proto = proto;
+  const absl::Status st = dp_->UpsertVip(k, vip_id, flags, owner_deadline_ns);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+}
+
+void LbFixture::AddBackend(uint32_t id, const Addr& addr, ballast_backend_state state,
+                           uint64_t drain_deadline_ns, uint32_t mtu) {
+  const absl::Status st = dp_->SetBackend(id, ToIpAddress(addr), state, drain_deadline_ns);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  backend_addrs_[id] = addr;
+  SetNexthop(id, mtu);
+}
+
+void LbFixture::SetBackendState(uint32_t id, ballast_backend_state state,
+                                uint64_t drain_deadline_ns) {
+  const absl::Status st =
+      dp_->SetBackend(id, ToIpAddress(backend_addrs_.at(id)), state, drain_deadline_ns);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+}
+
+void LbFixture::SetNexthop(uint32_t id, uint32_t mtu, uint32_t ifindex) {
+  const int fd = dp_->map_fd("nexthops");
+  REQUIRE(fd >= 0);
+  const int ncpu = libbpf_num_possible_cpus();
+  REQUIRE(ncpu > 0);
+  ballast_nexthop nh;
+  std::memset(&nh, 0, sizeof nh);
+  const Mac s = Lab::NexthopSmac(), d = Lab::NexthopDmac();
+  std::memcpy(nh.smac, s.b.data(), 6);
+  std::memcpy(nh.dmac, d.b.data(), 6);
+  nh.ifindex = ifindex;
+  nh.mtu = mtu;
+  nh.expires_ns = dataplane::Dataplane::MonotonicNowNs() + 3600ull * 1000000000ull;
+  static_assert(sizeof(ballast_nexthop) % 8 == 0, "per-CPU values are 8-byte strided");
+  std::vector<ballast_nexthop> values(static_cast<size_t>(ncpu), nh);
+  const int rc = bpf_map_update_elem(fd, &id, values.data(), BPF_ANY);
+  INFO("writing nexthops[" << id << "]: " << std::strerror(errno));
+  REQUIRE(rc == 0);
+}
+
+void LbFixture::SetTable(uint32_t vip_id, const std::vector<uint32_t>& table) {
+  const absl::Status st = dp_->SetTable(vip_id, table);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  tables_[vip_id] = table;
+}
+
+void LbFixture::SetUniformTable(uint32_t vip_id, uint32_t backend_id) {
+  SetTable(vip_id, std::vector<uint32_t>(13, backend_id));
+}
+
+std::array<uint64_t, BALLAST_V_MAX> LbFixture::Verdicts() const {
+  auto v = dp_->Verdicts();
+  INFO(v.status().ToString());
+  REQUIRE(v.ok());
+  return *v;
+}
+
+Outcome LbFixture::Run(const Bytes& frame, uint32_t ingress_ifindex) {
+  const auto before = Verdicts();
+  auto r = RunXdp(dp_->prog_fd(), frame, {.ingress_ifindex = ingress_ifindex, .repeat = 1});
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  ++runs_;
+  const auto after = Verdicts();
+  Outcome o;
+  o.action = r->action;
+  o.out = std::move(r->out);
+  int moved = 0;
+  std::string deltas;
+  for (int i = 0; i < BALLAST_V_MAX; ++i) {
+    const uint64_t d = after[i] - before[i];
+    if (d == 0) continue;
+    ++moved;
+    deltas += std::string(dataplane::VerdictName(static_cast<ballast_verdict>(i))) + "+" +
+              std::to_string(d) + " ";
+    if (d == 1) o.verdict = static_cast<ballast_verdict>(i);
+  }
+  INFO("verdict counters moved: " << (deltas.empty() ? "none" : deltas) << "\ninput:\n"
+                                  << pktgen::HexDump(frame));
+  REQUIRE(moved == 1);
+  REQUIRE(o.verdict != BALLAST_V_MAX);
+  return o;
+}
+
+uint32_t LbFixture::Predict(uint32_t vip_id, const ballast_flow_key& key) const {
+  const auto& t = tables_.at(vip_id);
+  return t[ballast_flow_hash(&key) % t.size()];
+}
+
+uint32_t LbFixture::BackendAt(const Addr& outer_dst) const {
+  for (const auto& [id, addr] : backend_addrs_)
+    if (addr == outer_dst) return id;
+  return 0;
+}
+
+std::optional<ballast_flow> LbFixture::Flow(const ballast_flow_key& key) const {
+  ballast_flow f;
+  if (bpf_map_lookup_elem(dp_->map_fd("flows"), &key, &f) != 0) return std::nullopt;
+  return f;
+}
+
+ballast_backend_stats LbFixture::BackendStats(uint32_t id) const {
+  auto s = dp_->BackendStats(id);
+  INFO(s.status().ToString());
+  REQUIRE(s.ok());
+  return *s;
+}
+
+ballast_vip_stats LbFixture::VipStats(uint32_t vip_id) const {
+  auto s = dp_->VipStats(vip_id);
+  INFO(s.status().ToString());
+  REQUIRE(s.ok());
+  return *s;
+}
+
+std::vector<uint32_t> CyclingTable(const std::vector<uint32_t>& ids, size_t m) {
+  std::vector<uint32_t> t(m);
+  for (size_t i = 0; i < m; ++i) t[i] = ids[i % ids.size()];
+  return t;
+}
+
+void SetUpLab(LbFixture& fx) {
+  for (int i = 1; i <= 3; ++i) fx.AddBackend(static_cast<uint32_t>(i), Lab::Backend4(i));
+  for (int i = 1; i <= 3; ++i) fx.AddBackend(static_cast<uint32_t>(10 + i), Lab::Backend6(i));
+  fx.AddVip(Lab::Vip4(), 80, IPPROTO_TCP, kVipTcp4);
+  fx.AddVip(Lab::Vip6(), 443, IPPROTO_TCP, kVipTcp6);
+  fx.AddVip(Lab::Vip4(), 443, IPPROTO_TCP, kVip4To6);
+  fx.AddVip(Lab::Vip4(), 53, IPPROTO_UDP, kVipUdp4);
+  fx.AddVip(Lab::Vip6(), 80, IPPROTO_TCP, kVipMixed6);
+  fx.SetTable(kVipTcp4, CyclingTable({1, 2, 3}));
+  fx.SetTable(kVipTcp6, CyclingTable({11, 12, 13}));
+  fx.SetTable(kVip4To6, CyclingTable({11, 12, 13}));
+  fx.SetTable(kVipUdp4, CyclingTable({1, 2, 3}));
+  fx.SetTable(kVipMixed6, CyclingTable({1}));
+}
+
+pktgen::PacketBuilder FromClient4(const Addr& vip) {
+  pktgen::PacketBuilder b;
+  b.Eth(Lab::TorMac(), Lab::RouterMac()).Ip4(Lab::Client4(), vip);
+  return b;
+}
+
+pktgen::PacketBuilder FromClient6(const Addr& vip) {
+  pktgen::PacketBuilder b;
+  b.Eth(Lab::TorMac(), Lab::RouterMac()).Ip6(Lab::Client6(), vip);
+  return b;
+}
+
+pktgen::IpView CheckEncapsulated(const Bytes& out, const EncapExpect& e) {
+  auto f = pktgen::ParseFrame(out);
+  INFO("output frame:\n" << pktgen::HexDump(out));
+  INFO("parse: " << f.status().ToString());
+  REQUIRE(f.ok());
+  CHECK(f->src == Lab::NexthopSmac());
+  CHECK(f->dst == Lab::NexthopDmac());
+  CHECK_FALSE(f->vlan.has_value());
+  REQUIRE(f->ip.has_value());
+  const pktgen::IpView& ip = *f->ip;
+  REQUIRE(ip.family == e.outer_family);
+  CHECK(ip.src == e.outer_src);
+  CHECK(ip.dst == e.outer_dst);
+  CHECK(ip.ttl == 64);
+  CHECK(ip.tos == e.outer_tos);
+  CHECK(ip.total_len == ip.header_len + e.inner_ip.size());
+  CHECK(out.size() == 14 + ip.total_len);  // nothing after the packet
+  if (ip.family == 4) {
+    CHECK(ip.header_len == 20);
+    CHECK(ip.header_checksum_ok);
+    CHECK_FALSE(ip.is_fragment);
+  } else {
+    CHECK(ip.header_len == 40);
+    CHECK(ip.ext_types.empty());
+  }
+  const uint8_t want_proto = e.inner_ip[0] >> 4 == 4 ? pktgen::proto::kIpip : pktgen::proto::kIpv6;
+  CHECK(ip.proto == want_proto);
+  const Bytes inner(ip.bytes.begin() + static_cast<long>(ip.header_len), ip.bytes.end());
+  INFO("inner packet sent:\n" << pktgen::HexDump(e.inner_ip));
+  CHECK(inner == e.inner_ip);
+  REQUIRE(ip.inner != nullptr);
+  const absl::Status cs = pktgen::CheckChecksums(ip);
+  INFO(cs.ToString());
+  CHECK(cs.ok());
+  return ip;
+}
+
+}  // namespace ballast::bpftest

@@ -1,0 +1,148 @@
+// The SETUP half of the lb program's BPF tests, and the CHECK helpers.
+//
+// A test reads as PKTGEN / SETUP / CHECK:
+//   PKTGEN  build a frame with pktgen::PacketBuilder;
+//   SETUP   LbFixture: load the real xdp_lb object through the data-plane
+//           library (nothing pinned), write settings, VIPs, backends with a
+//           pre-filled next hop (ifindex 1 = the test run's ingress device, so
+//           forwarding is XDP_TX and independent of the host's routes),
+//           Maglev tables; then Run() jumps into the program;
+//   CHECK   Run() itself asserts that exactly one verdict counter moved, by
+//           one, and returns it with the action and output frame; the
+//           Check* helpers parse the output with the independent parser.
+//
+// Each LbFixture owns a freshly loaded program and fresh maps, so counters
+// start at zero. Not thread-safe. Failures are Catch2 assertions.
+#ifndef BALLAST_TESTS_BPF_LB_FIXTURE_H_
+#define BALLAST_TESTS_BPF_LB_FIXTURE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "agent/dataplane/dataplane.h"
+#include "ballast_abi.h"
+#include "tests/bpf/xdp_run.h"
+#include "tests/lib/packet.h"
+#include "tests/lib/parse.h"
+
+namespace ballast::bpftest {
+
+using pktgen::Addr;
+using pktgen::Bytes;
+using pktgen::Mac;
+
+// Lab addresses (198.18.0.0/15, 2001:db8::/32), used by every test.
+struct Lab {
+  static Addr Vip4() { return Addr::Parse("198.18.0.10"); }
+  static Addr Vip6() { return Addr::Parse("2001:db8::10"); }
+  static Addr Client4() { return Addr::Parse("198.18.100.1"); }
+  static Addr Client6() { return Addr::Parse("2001:db8:100::1"); }
+  static Addr Src4() { return Addr::Parse("198.18.0.1"); }  // router's outer source
+  static Addr Src6() { return Addr::Parse("2001:db8::1"); }
+  static Addr Backend4(int i) { return Addr::Parse("198.18.1." + std::to_string(i)); }
+  static Addr Backend6(int i) { return Addr::Parse("2001:db8:1::" + std::to_string(i)); }
+  static Mac TorMac() { return Mac::Parse("02:00:00:00:00:aa"); }     // client side peer
+  static Mac RouterMac() { return Mac::Parse("02:00:00:00:00:01"); }  // our NIC
+  static Mac NexthopSmac() { return Mac::Parse("02:00:00:00:01:01"); }
+  static Mac NexthopDmac() { return Mac::Parse("02:00:00:00:02:02"); }
+};
+
+// Flow key as the program builds it (client -> VIP).
+ballast_flow_key FlowKey(const Addr& client, const Addr& vip, uint16_t sport, uint16_t dport,
+                         uint8_t proto);
+
+struct Outcome {
+  int action = -1;
+  ballast_verdict verdict = BALLAST_V_MAX;
+  Bytes out;
+};
+
+class LbFixture {
+ public:
+  // Loads the program with a connection table of `flow_capacity` entries and
+  // writes default settings (src4/src6 above, ICMP too-big policy).
+  explicit LbFixture(uint32_t flow_capacity = 4096);
+  ~LbFixture();
+
+  dataplane::Dataplane& dp() { return *dp_; }
+
+  // ---- SETUP ----
+  void SetPolicy(uint32_t policy);
+  void SetSettings(const dataplane::Settings& s);
+  // VIP (addr, port, proto) -> vip_id.
+  void AddVip(const Addr& addr, uint16_t port, uint8_t proto, uint32_t vip_id, uint32_t flags = 0,
+              uint64_t owner_deadline_ns = 0);
+  // Backend `id` at `addr` in `state`, with a next hop on ifindex 1 whose
+  // MTU is `mtu` (valid for an hour).
+  void AddBackend(uint32_t id, const Addr& addr,
+                  ballast_backend_state state = BALLAST_BACKEND_ACTIVE,
+                  uint64_t drain_deadline_ns = 0, uint32_t mtu = 1500);
+  void SetBackendState(uint32_t id, ballast_backend_state state, uint64_t drain_deadline_ns = 0);
+  void SetNexthop(uint32_t id, uint32_t mtu, uint32_t ifindex = 1);
+  // Publishes `table` (M = table.size(), prime) for vip_id.
+  void SetTable(uint32_t vip_id, const std::vector<uint32_t>& table);
+  // A table of M = 13 slots all pointing at `backend_id`.
+  void SetUniformTable(uint32_t vip_id, uint32_t backend_id);
+
+  // ---- run ----
+  // One BPF_PROG_TEST_RUN; asserts exactly one verdict counter moved by one.
+  Outcome Run(const Bytes& frame, uint32_t ingress_ifindex = 1);
+  uint64_t runs() const { return runs_; }
+
+  // ---- CHECK ----
+  // The backend the table of vip_id picks for `key` (ballast_flow_hash % M).
+  uint32_t Predict(uint32_t vip_id, const ballast_flow_key& key) const;
+  // Backend id whose address is `outer_dst` (0 if none).
+  uint32_t BackendAt(const Addr& outer_dst) const;
+  std::optional<ballast_flow> Flow(const ballast_flow_key& key) const;
+  ballast_backend_stats BackendStats(uint32_t id) const;
+  ballast_vip_stats VipStats(uint32_t vip_id) const;
+  std::array<uint64_t, BALLAST_V_MAX> Verdicts() const;
+  const Addr& BackendAddr(uint32_t id) const { return backend_addrs_.at(id); }
+
+ private:
+  std::unique_ptr<dataplane::Dataplane> dp_;
+  std::map<uint32_t, std::vector<uint32_t>> tables_;
+  std::map<uint32_t, Addr> backend_addrs_;
+  uint64_t runs_ = 0;
+};
+
+// What an encapsulated output must look like.
+struct EncapExpect {
+  int outer_family = 4;  // 4: IPv4 outer, 6: IPv6 outer
+  Addr outer_src;
+  Addr outer_dst;
+  Bytes inner_ip;  // the original IP packet, byte for byte
+  uint8_t outer_tos = 0;
+};
+
+// Asserts Ethernet (next hop MACs, no VLAN), the outer header (version,
+// protocol 4/41, addresses, TTL 64, lengths, IPv4 header checksum) and that
+// the inner packet is `inner_ip` unchanged with valid checksums. Returns the
+// parsed outer view.
+pktgen::IpView CheckEncapsulated(const Bytes& out, const EncapExpect& expect);
+
+// Converts a pktgen address to the data-plane library's type.
+IpAddress ToIpAddress(const Addr& a);
+
+// ---- the standard lab SETUP used by most tests ----
+inline constexpr uint32_t kVipTcp4 = 1;    // 198.18.0.10:80/tcp -> IPv4 backends 1,2,3
+inline constexpr uint32_t kVipTcp6 = 2;    // [2001:db8::10]:443/tcp -> IPv6 backends 11,12,13
+inline constexpr uint32_t kVip4To6 = 3;    // 198.18.0.10:443/tcp -> IPv6 backends 11,12,13
+inline constexpr uint32_t kVipUdp4 = 4;    // 198.18.0.10:53/udp -> IPv4 backends 1,2,3
+inline constexpr uint32_t kVipMixed6 = 5;  // [2001:db8::10]:80/tcp -> IPv4 backend 1
+// Tables are 13 slots cycling through the backends (1,2,3,1,2,3,...), so
+// different flows really land on different backends.
+std::vector<uint32_t> CyclingTable(const std::vector<uint32_t>& ids, size_t m = 13);
+void SetUpLab(LbFixture& fx);
+
+// PKTGEN shorthands: Ethernet from the ToR to the router, client -> VIP.
+pktgen::PacketBuilder FromClient4(const Addr& vip = Lab::Vip4());
+pktgen::PacketBuilder FromClient6(const Addr& vip = Lab::Vip6());
+
+}  // namespace ballast::bpftest
+
+#endif  // BALLAST_TESTS_BPF_LB_FIXTURE_H_

@@ -1,0 +1,241 @@
+// ICMP: errors about a VIP flow go to the flow's backend; oversize packets
+// get ICMP too-big back (or a counted drop); other ICMP is the kernel's.
+#include <linux/bpf.h>
+#include <netinet/in.h>
+
+#include <catch2/catch.hpp>
+
+#include "tests/bpf/lb_fixture.h"
+
+namespace ballast::bpftest {
+namespace {
+
+using pktgen::PacketBuilder;
+namespace tcp = pktgen::tcp;
+
+const Addr kPathRouter4 = Addr::Parse("198.18.200.1");
+const Addr kPathRouter6 = Addr::Parse("2001:db8:200::1");
+
+// The backend's reply (VIP -> client, sent directly by the backend: DSR).
+Bytes Reply4(uint16_t client_port, size_t payload) {
+  return PacketBuilder()
+      .Ip4(Lab::Vip4(), Lab::Client4())
+      .Tcp(80, client_port, tcp::kAck | tcp::kPsh, 5001, 101)
+      .PayloadSize(payload)
+      .BuildIp();
+}
+Bytes Reply6(uint16_t client_port, size_t payload) {
+  return PacketBuilder()
+      .Ip6(Lab::Vip6(), Lab::Client6())
+      .Tcp(443, client_port, tcp::kAck | tcp::kPsh, 5001, 101)
+      .PayloadSize(payload)
+      .BuildIp();
+}
+
+TEST_CASE("ICMP frag-needed about a VIP flow goes to the backend that owns the flow",
+          "[lb][icmp]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  fx.SetUniformTable(kVipTcp4, 2);
+  REQUIRE(fx.Run(FromClient4().Tcp(42000, 80, tcp::kSyn).Build()).verdict == BALLAST_V_TX);
+  fx.Run(FromClient4().Tcp(42000, 80, tcp::kAck, 101, 5001).Build());
+  fx.SetUniformTable(kVipTcp4, 3);  // the flow stays on 2; so must its ICMP
+
+  const Bytes in = PacketBuilder()
+                       .Eth(Lab::TorMac(), Lab::RouterMac())
+                       .Ip4(kPathRouter4, Lab::Vip4())
+                       .Icmp(3, 4, 1280)
+                       .Quote(Reply4(42000, 1400), 28)
+                       .Build();
+  const Outcome o = fx.Run(in);
+  REQUIRE(o.action == XDP_TX);
+  REQUIRE(o.verdict == BALLAST_V_ICMP_FWD_TX);
+  const auto outer = CheckEncapsulated(o.out, {.outer_family = 4,
+                                               .outer_src = Lab::Src4(),
+                                               .outer_dst = Lab::Backend4(2),
+                                               .inner_ip = pktgen::IpPacketOf(in)});
+  REQUIRE(outer.inner->l4);
+  CHECK(outer.inner->l4->icmp_type == 3);
+
+  SECTION("a quote of a longer original (full IPv4 + TCP header) works too") {
+    const Bytes in2 = PacketBuilder()
+                          .Eth(Lab::TorMac(), Lab::RouterMac())
+                          .Ip4(kPathRouter4, Lab::Vip4())
+                          .Icmp(3, 4, 1280)
+                          .Quote(Reply4(42000, 1400), 576 - 28)
+                          .Build();
+    const Outcome o2 = fx.Run(in2);
+    CHECK(o2.verdict == BALLAST_V_ICMP_FWD_TX);
+    CheckEncapsulated(o2.out, {.outer_family = 4,
+                               .outer_src = Lab::Src4(),
+                               .outer_dst = Lab::Backend4(2),
+                               .inner_ip = pktgen::IpPacketOf(in2)});
+  }
+}
+
+TEST_CASE("ICMPv6 packet-too-big about a VIP flow goes to the flow's backend", "[lb][icmp]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  fx.SetUniformTable(kVipTcp6, 12);
+  REQUIRE(fx.Run(FromClient6().Tcp(42000, 443, tcp::kSyn).Build()).verdict == BALLAST_V_TX);
+  fx.SetUniformTable(kVipTcp6, 13);
+  fx.Run(FromClient6().Tcp(42000, 443, tcp::kAck, 101, 5001).Build());  // completes on 12
+
+  const Bytes in = PacketBuilder()
+                       .Eth(Lab::TorMac(), Lab::RouterMac())
+                       .Ip6(kPathRouter6, Lab::Vip6())
+                       .Icmp(2, 0, 1280)
+                       .Quote(Reply6(42000, 1400), 1232)
+                       .Build();
+  const Outcome o = fx.Run(in);
+  REQUIRE(o.action == XDP_TX);
+  REQUIRE(o.verdict == BALLAST_V_ICMP_FWD_TX);
+  CheckEncapsulated(o.out, {.outer_family = 6,
+                            .outer_src = Lab::Src6(),
+                            .outer_dst = Lab::Backend6(2),
+                            .inner_ip = pktgen::IpPacketOf(in)});
+}
+
+TEST_CASE("Other ICMP to a VIP address is the kernel's", "[lb][icmp]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  struct Case {
+    const char* what;
+    Bytes frame;
+    ballast_verdict verdict;
+  };
+  const std::vector<Case> cases = {
+      {"echo request", FromClient4().Icmp(8, 0, 0x00010001).PayloadSize(56).Build(),
+       BALLAST_V_PASS_ICMP_NOT_ERR},
+      {"ICMPv6 echo request", FromClient6().Icmp(128, 0, 0x00010001).PayloadSize(56).Build(),
+       BALLAST_V_PASS_ICMP_NOT_ERR},
+      {"error quoting a packet from another source",
+       PacketBuilder()
+           .Eth(Lab::TorMac(), Lab::RouterMac())
+           .Ip4(kPathRouter4, Lab::Vip4())
+           .Icmp(3, 4, 1280)
+           .Quote(PacketBuilder()
+                      .Ip4(Addr::Parse("198.18.5.5"), Lab::Client4())
+                      .Tcp(80, 1, tcp::kAck)
+                      .BuildIp(),
+                  28)
+           .Build(),
+       BALLAST_V_PASS_ICMP_UNMATCHED},
+      {"error quoting a VIP packet to a port without VIP",
+       PacketBuilder()
+           .Eth(Lab::TorMac(), Lab::RouterMac())
+           .Ip4(kPathRouter4, Lab::Vip4())
+           .Icmp(3, 4, 1280)
+           .Quote(
+               PacketBuilder().Ip4(Lab::Vip4(), Lab::Client4()).Tcp(8080, 1, tcp::kAck).BuildIp(),
+               28)
+           .Build(),
+       BALLAST_V_PASS_ICMP_UNMATCHED},
+      {"error with a quote cut inside the IP header",
+       PacketBuilder()
+           .Eth(Lab::TorMac(), Lab::RouterMac())
+           .Ip4(kPathRouter4, Lab::Vip4())
+           .Icmp(3, 4, 1280)
+           .Quote(Reply4(42000, 100), 12)
+           .Build(),
+       BALLAST_V_PASS_ICMP_UNMATCHED},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    const Outcome o = fx.Run(c.frame);
+    CHECK(o.action == XDP_PASS);
+    CHECK(o.verdict == c.verdict);
+    CHECK(o.out == c.frame);
+  }
+}
+
+// Checks an ICMP too-big answer to `in` (the client's oversize frame).
+void CheckTooBig(const Bytes& out, const Bytes& in, uint32_t want_mtu) {
+  auto v = pktgen::ParseFrame(out);
+  INFO("output:\n" << pktgen::HexDump(out));
+  INFO(v.status().ToString());
+  REQUIRE(v.ok());
+  const auto sent = pktgen::ParseFrame(in);
+  // Back where it came from: MACs swapped, no VLAN.
+  CHECK(v->src == sent->dst);
+  CHECK(v->dst == sent->src);
+  CHECK_FALSE(v->vlan.has_value());
+  REQUIRE(v->ip);
+  const pktgen::IpView& ip = *v->ip;
+  CHECK(ip.family == sent->ip->family);
+  CHECK(ip.src == sent->ip->dst);  // from the VIP
+  CHECK(ip.dst == sent->ip->src);  // to the client
+  CHECK(ip.ttl > 1);
+  CHECK(out.size() == 14 + ip.total_len);
+  REQUIRE(ip.l4);
+  CHECK(ip.l4->complete);
+  const absl::Status cs = pktgen::CheckChecksums(ip);
+  INFO(cs.ToString());
+  CHECK(cs.ok());
+  CHECK(ip.l4->checksum_ok == true);
+  if (ip.family == 4) {
+    CHECK(ip.proto == pktgen::proto::kIcmp);
+    CHECK(ip.l4->icmp_type == 3);
+    CHECK(ip.l4->icmp_code == 4);
+    CHECK((ip.l4->icmp_rest & 0xffff) == want_mtu);
+    CHECK(ip.total_len <= 576);
+  } else {
+    CHECK(ip.proto == pktgen::proto::kIcmp6);
+    CHECK(ip.l4->icmp_type == 2);
+    CHECK(ip.l4->icmp_code == 0);
+    CHECK(ip.l4->icmp_rest == want_mtu);
+    CHECK(ip.total_len <= 1280);
+  }
+  // The quote is the start of the client's packet, byte for byte.
+  const Bytes orig = pktgen::IpPacketOf(in);
+  const Bytes& quote = ip.l4->payload;
+  REQUIRE(quote.size() >= (ip.family == 4 ? 28u : 48u));
+  REQUIRE(quote.size() <= orig.size());
+  CHECK(Bytes(orig.begin(), orig.begin() + static_cast<long>(quote.size())) == quote);
+}
+
+TEST_CASE("Oversize once encapsulated: ICMP too-big back to the client, or a counted drop",
+          "[lb][icmp]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  for (uint32_t id : {1u, 2u, 3u}) fx.SetNexthop(id, 1000);
+  for (uint32_t id : {11u, 12u, 13u}) fx.SetNexthop(id, 1400);
+  // IP lengths: 980 fits in 1000 once +20; 981 does not.
+  const Bytes fits4 = FromClient4().Tcp(43000, 80, tcp::kAck, 1, 1).PayloadSize(980 - 40).Build();
+  const Bytes big4 = FromClient4().Tcp(43000, 80, tcp::kAck, 1, 1).PayloadSize(981 - 40).Build();
+  const Bytes big4vlan =
+      FromClient4().Vlan(5).Tcp(43000, 80, tcp::kAck, 1, 1).PayloadSize(1200).Build();
+  const Bytes fits6 = FromClient6().Tcp(43000, 443, tcp::kAck, 1, 1).PayloadSize(1360 - 60).Build();
+  const Bytes big6 = FromClient6().Tcp(43000, 443, tcp::kAck, 1, 1).PayloadSize(1361 - 60).Build();
+
+  SECTION("ICMP too-big policy") {
+    CHECK(fx.Run(fits4).verdict == BALLAST_V_TX);
+    Outcome o = fx.Run(big4);
+    CHECK(o.action == XDP_TX);
+    REQUIRE(o.verdict == BALLAST_V_ICMP_TOO_BIG_SENT);
+    CheckTooBig(o.out, big4, 980);
+    o = fx.Run(big4vlan);
+    REQUIRE(o.verdict == BALLAST_V_ICMP_TOO_BIG_SENT);
+    CheckTooBig(o.out, big4vlan, 980);
+
+    CHECK(fx.Run(fits6).verdict == BALLAST_V_TX);
+    o = fx.Run(big6);
+    CHECK(o.action == XDP_TX);
+    REQUIRE(o.verdict == BALLAST_V_ICMP_TOO_BIG_SENT);
+    CheckTooBig(o.out, big6, 1360);
+    CHECK(fx.VipStats(kVipTcp4).dropped == 2);
+  }
+  SECTION("drop policy") {
+    fx.SetPolicy(0);
+    CHECK(fx.Run(fits4).verdict == BALLAST_V_TX);
+    Outcome o = fx.Run(big4);
+    CHECK(o.action == XDP_DROP);
+    CHECK(o.verdict == BALLAST_V_DROP_TOO_BIG);
+    o = fx.Run(big6);
+    CHECK(o.action == XDP_DROP);
+    CHECK(o.verdict == BALLAST_V_DROP_TOO_BIG);
+  }
+}
+
+}  // namespace
+}  // namespace ballast::bpftest
