@@ -151,8 +151,10 @@ class Dataplane {
   absl::Status DeleteVip(const VipKey& key);
   absl::StatusOr<std::vector<VipEntry>> Vips() const;
 
-  // backend id in 1..BALLAST_MAX_BACKENDS-1. A changed address invalidates
-  // the cached next hop. drain_deadline_ns only with DRAINING (0 = none).
+  // backend id in 1..BALLAST_MAX_BACKENDS-1. A changed address clears the
+  // cached next hop (a packet racing with the change may re-cache the old
+  // one; it expires after Settings::fib_ttl_ns). drain_deadline_ns only with
+  // DRAINING (0 = none), absolute CLOCK_MONOTONIC ns.
   absl::Status SetBackend(uint32_t id, const IpAddress& addr, ballast_backend_state state,
                           uint64_t drain_deadline_ns = 0);
   // Marks the slot UNUSED (its flows are re-steered), clears its next hop

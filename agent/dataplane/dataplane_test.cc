@@ -531,6 +531,26 @@ TEST_CASE("attach and detach on a veth in native and generic mode", "[dataplane]
   CHECK(AttachedId("dpt0") == 0);
 }
 
+TEST_CASE("auto mode falls back to generic where native XDP is unsupported",
+          "[dataplane][bpf][netns]") {
+  RequireRoot();
+  TestNetns ns;  // its own loopback: lo has no native XDP support
+  REQUIRE(Run("ip link set dev lo up").empty());
+  auto dp = OpenUnpinned();
+  CHECK(dp->Attach("lo", AttachMode::kNative).code() != absl::StatusCode::kOk);
+  CHECK(AttachedId("lo") == 0);
+  REQUIRE(dp->Attach("lo", AttachMode::kAuto).ok());  // warns on stderr
+  auto st = QueryXdp(*IfIndex("lo"));
+  REQUIRE(st.ok());
+  CHECK(st->prog_id == ProgId(dp->prog_fd()));
+  CHECK(st->mode == AttachMode::kGeneric);
+  auto mode = dp->AttachedMode("lo");
+  REQUIRE(mode.ok());
+  CHECK(*mode == AttachMode::kGeneric);
+  REQUIRE(dp->Detach("lo").ok());
+  CHECK(AttachedId("lo") == 0);
+}
+
 TEST_CASE("a restarted agent adopts the attached program without re-attaching",
           "[dataplane][bpf][netns]") {
   RequireRoot();
