@@ -49,6 +49,8 @@ checks=0
 pass() { checks=$((checks + 1)); printf 'e2e: PASS %s\n' "$*"; }
 fail() { checks=$((checks + 1)); failures=$((failures + 1)); printf 'e2e: FAIL %s\n' "$*"; }
 fatal() { printf 'e2e: FATAL %s\n' "$*"; exit 1; }
+# errs FILE: " (first error: ...)" when FILE is not empty
+errs() { [[ -s $1 ]] && printf ' (first error: %s)' "$(head -n 1 "$1" | head -c 200)"; }
 # check COND-EXIT-STATUS MESSAGE
 check() { if [[ $1 == 0 ]]; then pass "$2"; else fail "$2"; fi; }
 
@@ -83,12 +85,12 @@ proportions() {
   local fam=$1 vip_id=$2 url=$3 n=$4 i
   local args=()
   for ((i = 0; i < n; i++)); do args+=("$url"); done
-  "${LAB[@]}" exec client curl -g -sS -H 'Connection: close' --connect-timeout 1 --max-time 2 \
+  "${LAB[@]}" exec client curl -g -sS --fail-early -H 'Connection: close' --connect-timeout 1 --max-time 2 \
     "${args[@]}" >"$work/curl.$fam" 2>"$work/curl.$fam.err"
   local got
   got=$(grep -c '^backend-' "$work/curl.$fam")
   [[ $got == "$n" ]]
-  check $? "IPv$fam: $got of $n requests through $url answered ($(head -c 200 "$work/curl.$fam.err"))"
+  check $? "IPv$fam: $got of $n requests through $url answered$(errs "$work/curl.$fam.err")"
 
   declare -A slots=()
   local m=0 id s mm
@@ -173,9 +175,9 @@ reqs=$(sed -nE 's/^ *([0-9]+) requests in .*/\1/p' "$work/wrk.out")
 [[ -n $reqs && $reqs -gt 0 ]]
 check $? "wrk completed ${reqs:-0} requests"
 ! grep -q 'Socket errors' "$work/wrk.out"
-check $? "wrk: no socket errors ($(grep 'Socket errors' "$work/wrk.out" | sed 's/^ *//'))"
+check $? "wrk: no socket errors$(grep 'Socket errors' "$work/wrk.out" | sed 's/^ */: /')"
 ! grep -q 'Non-2xx' "$work/wrk.out"
-check $? "wrk: no non-2xx responses ($(grep 'Non-2xx' "$work/wrk.out" | sed 's/^ *//'))"
+check $? "wrk: no non-2xx responses$(grep 'Non-2xx' "$work/wrk.out" | sed 's/^ */: /')"
 
 # Every connection (client port) is seen on exactly one backend.
 for ((i = 1; i <= NBACKENDS; i++)); do
@@ -201,7 +203,7 @@ check $? "backend-$target (weight 0) kept its established connections: $pinned_a
 # Fresh connections now avoid backend-target entirely.
 args=()
 for ((i = 0; i < 100; i++)); do args+=("http://$VIP4:$VIP_PORT/"); done
-"${LAB[@]}" exec client curl -g -sS -H 'Connection: close' --connect-timeout 1 --max-time 2 \
+"${LAB[@]}" exec client curl -g -sS --fail-early -H 'Connection: close' --connect-timeout 1 --max-time 2 \
   "${args[@]}" >"$work/curl.after"
 got=$(grep -c '^backend-' "$work/curl.after")
 on_target=$(grep -cx "backend-$target" "$work/curl.after")
