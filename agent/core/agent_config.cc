@@ -1,0 +1,79 @@
+#include "agent/core/agent_config.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/core/validate.h"
+#include "ballast_abi.h"
+#include "absl/strings/string_view.h"
+
+namespace ballast::core {
+namespace {
+
+class Collector final : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit Collector(absl::string_view name) : name_(name) {}
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    errors_.push_back(absl::StrCat(name_, ":", line + 1, ":", column + 1, ": ", message));
+  }
+  const std::vector<std::string>& errors() const { return errors_; }
+
+ private:
+  std::string name_;
+  std::vector<std::string> errors_;
+};
+
+}  // namespace
+
+absl::StatusOr<v1::AgentConfig> ParseAgentConfig(absl::string_view text, absl::string_view name) {
+  v1::AgentConfig config;
+  Collector collector(name);
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&collector);
+  if (!parser.ParseFromString(std::string(text), &config)) {
+    if (collector.errors().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": not a valid AgentConfig"));
+    }
+    return absl::InvalidArgumentError(absl::StrJoin(collector.errors(), "\n"));
+  }
+  if (auto s = ValidateAgentConfig(config); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": ", s.message()));
+  }
+  return config;
+}
+
+absl::StatusOr<v1::AgentConfig> LoadAgentConfig(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) {
+    const int err = errno;
+    return absl::Status(
+        err == ENOENT ? absl::StatusCode::kNotFound : absl::StatusCode::kPermissionDenied,
+        absl::StrCat("cannot read config file ", path, ": ", strerror(err)));
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ParseAgentConfig(ss.str(), path);
+}
+
+v1::AgentConfig WithDefaults(const v1::AgentConfig& in) {
+  v1::AgentConfig c = in;
+  if (c.admin().socket_path().empty()) c.mutable_admin()->set_socket_path(kDefaultSocketPath);
+  if (c.admin().socket_group().empty()) c.mutable_admin()->set_socket_group("root");
+  if (c.state_file().empty()) c.set_state_file(kDefaultStateFile);
+  if (c.audit_log().empty()) c.set_audit_log(kDefaultAuditLog);
+  if (c.pin_dir().empty()) c.set_pin_dir(BALLAST_PIN_DIR);
+  if (c.attach_mode().empty()) c.set_attach_mode("auto");
+  if (c.flow_capacity() == 0) c.set_flow_capacity(BALLAST_DEFAULT_FLOWS);
+  return c;
+}
+
+}  // namespace ballast::core

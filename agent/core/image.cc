@@ -1,0 +1,227 @@
+#include "agent/core/image.h"
+
+#include <netinet/in.h>
+
+#include <algorithm>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "agent/core/ids.h"
+#include "agent/core/names.h"
+#include "agent/core/validate.h"
+#include "absl/strings/string_view.h"
+
+namespace ballast::core {
+
+absl::string_view BackendModeName(BackendMode m) {
+  switch (m) {
+    case BackendMode::kActive:
+      return "active";
+    case BackendMode::kDraining:
+      return "draining";
+    case BackendMode::kEvicted:
+      return "evicted";
+    case BackendMode::kPinned:
+      return "pinned";
+  }
+  return "active";
+}
+
+const v1::BackendOverride* FindOverride(const v1::State& state, const v1::VipKey& vip,
+                                        const std::string& address) {
+  const std::string want = BackendIdKey(vip, address);
+  for (const v1::BackendOverride& o : state.overrides()) {
+    if (BackendIdKey(o.vip(), o.address()) == want) return &o;
+  }
+  return nullptr;
+}
+
+namespace {
+
+BackendView ViewFrom(const v1::BackendOverride* o, const v1::Backend& b) {
+  BackendView v;
+  v.nominal_weight = b.weight();
+  v.effective_weight = b.weight();
+  if (o == nullptr) return v;
+  v.drain_deadline_unix_ms = o->drain_deadline_unix_ms();
+  if (o->pinned()) {
+    v.mode = BackendMode::kPinned;
+  } else if (o->evicted()) {
+    v.mode = BackendMode::kEvicted;
+  } else if (o->drain_deadline_unix_ms() > 0) {
+    v.mode = BackendMode::kDraining;
+  }
+  if (v.mode != BackendMode::kActive) v.effective_weight = 0;
+  return v;
+}
+
+}  // namespace
+
+BackendView ViewOf(const v1::State& state, const v1::VipKey& vip, const v1::Backend& backend) {
+  return ViewFrom(FindOverride(state, vip, backend.address()), backend);
+}
+
+size_t TableHash(std::span<const uint32_t> table) {
+  return absl::Hash<std::vector<uint32_t>>{}(std::vector<uint32_t>(table.begin(), table.end()));
+}
+
+dataplane::Settings SettingsOf(const v1::Global& g) {
+  dataplane::Settings s;
+  if (!g.source_v4().empty()) {
+    if (auto a = IpAddress::Parse(g.source_v4()); a.ok()) s.src4 = *a;
+  }
+  if (!g.source_v6().empty()) {
+    if (auto a = IpAddress::Parse(g.source_v6()); a.ok()) s.src6 = *a;
+  }
+  s.policy = 0;
+  if (g.drop_malformed()) s.policy |= BALLAST_POLICY_DROP_MALFORMED;
+  if (!g.no_icmp_too_big()) s.policy |= BALLAST_POLICY_ICMP_TOO_BIG;
+  const EffectiveTimeouts t = TimeoutsOf(g);
+  constexpr uint64_t kNsPerS = 1'000'000'000ull;
+  s.tcp_idle_ns = t.tcp_idle_s * kNsPerS;
+  s.udp_idle_ns = t.udp_idle_s * kNsPerS;
+  s.linger_ns = t.linger_s * kNsPerS;
+  s.syn_idle_ns = t.syn_idle_s * kNsPerS;
+  return s;
+}
+
+uint64_t ToMonotonicNs(int64_t deadline_unix_ms, int64_t now_unix_ms, uint64_t now_mono_ns) {
+  const int64_t delta_ms = deadline_unix_ms - now_unix_ms;
+  const int64_t mono = static_cast<int64_t>(now_mono_ns) + delta_ms * 1'000'000;
+  return mono > 0 ? static_cast<uint64_t>(mono) : 1;  // 0 would mean "no deadline"
+}
+
+absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previous) {
+  BuiltImage out;
+  Image& img = out.image;
+  img.settings = SettingsOf(state.config().global());
+  img.interface = state.config().global().interface();
+
+  std::map<std::string, const v1::BackendOverride*> overrides;
+  for (const v1::BackendOverride& o : state.overrides()) {
+    overrides[BackendIdKey(o.vip(), o.address())] = &o;
+  }
+  std::map<uint32_t, const VipImage*> prev_by_id;
+  if (previous != nullptr) {
+    for (const auto& [k, v] : previous->vips) prev_by_id[v.vip_id] = &v;
+  }
+
+  for (const v1::Vip& vip : state.config().vips()) {
+    auto key = ToDataplaneKey(vip.key());
+    if (!key.ok()) return key.status();
+    VipImage vi;
+    vi.key = *key;
+    vi.vip_id = VipIdOf(state, vip.key());
+    if (vi.vip_id == 0) {
+      return absl::InternalError(absl::StrCat("no vip id for ", VipKeyText(vip.key())));
+    }
+    vi.table_size = EffectiveTableSize(vip);
+    for (const v1::Backend& b : vip.backends()) {
+      const std::string bkey = BackendIdKey(vip.key(), b.address());
+      const uint32_t id = BackendIdOf(state, vip.key(), b.address());
+      if (id == 0) return absl::InternalError(absl::StrCat("no backend id for ", bkey));
+      auto it = overrides.find(bkey);
+      const BackendView view = ViewFrom(it == overrides.end() ? nullptr : it->second, b);
+      auto addr = IpAddress::Parse(b.address());
+      if (!addr.ok()) return addr.status();
+      BackendImage bi;
+      bi.addr = *addr;
+      switch (view.mode) {
+        case BackendMode::kActive:
+          bi.state = BALLAST_BACKEND_ACTIVE;
+          break;
+        case BackendMode::kDraining:
+          bi.state = BALLAST_BACKEND_DRAINING;
+          bi.drain_deadline_unix_ms = view.drain_deadline_unix_ms;
+          break;
+        case BackendMode::kEvicted:
+        case BackendMode::kPinned:
+          bi.state = BALLAST_BACKEND_EVICTED;
+          break;
+      }
+      img.backends[id] = bi;
+      vi.inputs.push_back(maglev::Backend{id, addr->ToString(), view.effective_weight});
+    }
+    std::sort(vi.inputs.begin(), vi.inputs.end(),
+              [](const maglev::Backend& a, const maglev::Backend& b) { return a.key < b.key; });
+    img.vip_addresses.insert(key->addr);
+
+    const VipImage* prev = nullptr;
+    if (auto it = prev_by_id.find(vi.vip_id); it != prev_by_id.end()) prev = it->second;
+    const auto same_inputs = [&](const VipImage& p) {
+      if (p.table_size != vi.table_size || p.inputs.size() != vi.inputs.size()) return false;
+      for (size_t i = 0; i < p.inputs.size(); ++i) {
+        const auto& x = p.inputs[i];
+        const auto& y = vi.inputs[i];
+        if (x.id != y.id || x.key != y.key || x.weight != y.weight) return false;
+      }
+      return true;
+    };
+    if (prev != nullptr && prev->table_hash != 0 && same_inputs(*prev)) {
+      vi.table_hash = prev->table_hash;
+      vi.slots = prev->slots;
+    } else {
+      auto table = maglev::BuildTable(vi.inputs, vi.table_size);
+      if (!table.ok()) {
+        return absl::Status(table.status().code(),
+                            absl::StrCat("building the Maglev table of vip ", VipKeyText(vip.key()),
+                                         ": ", table.status().message()));
+      }
+      vi.table_hash = TableHash(*table);
+      for (uint32_t id : *table) {
+        if (id != BALLAST_INVALID_ID) ++vi.slots[id];
+      }
+      out.tables[vi.vip_id] = std::move(*table);
+    }
+    const std::string text = dataplane::VipKeyString(vi.key);
+    img.vips[text] = std::move(vi);
+  }
+  return out;
+}
+
+absl::StatusOr<Image> ReadImage(const dataplane::Dataplane& dp, int64_t now_unix_ms,
+                                uint64_t now_mono_ns) {
+  Image img;
+  auto settings = dp.GetSettings();
+  if (!settings.ok()) return settings.status();
+  img.settings = *settings;
+  auto vips = dp.Vips();
+  if (!vips.ok()) return vips.status();
+  for (const dataplane::VipEntry& e : *vips) {
+    if (e.key.proto == BALLAST_VIP_ADDR_MARKER && e.key.port == 0) {
+      img.vip_addresses.insert(e.key.addr);
+      continue;
+    }
+    VipImage vi;
+    vi.key = e.key;
+    vi.vip_id = e.meta.vip_id;
+    auto table = dp.GetTable(e.meta.vip_id);
+    if (table.ok()) {
+      vi.table_size = static_cast<uint32_t>(table->size());
+      vi.table_hash = TableHash(*table);
+      for (uint32_t id : *table) {
+        if (id != BALLAST_INVALID_ID) ++vi.slots[id];
+      }
+    } else if (table.status().code() != absl::StatusCode::kNotFound) {
+      return table.status();
+    }
+    const std::string text = dataplane::VipKeyString(e.key);
+    img.vips[text] = std::move(vi);
+  }
+  auto backends = dp.Backends();
+  if (!backends.ok()) return backends.status();
+  for (const dataplane::BackendEntry& b : *backends) {
+    BackendImage bi;
+    bi.addr = b.addr;
+    bi.state = b.state;
+    if (b.state == BALLAST_BACKEND_DRAINING && b.drain_deadline_ns != 0) {
+      const int64_t delta_ns =
+          static_cast<int64_t>(b.drain_deadline_ns) - static_cast<int64_t>(now_mono_ns);
+      bi.drain_deadline_unix_ms = now_unix_ms + delta_ns / 1'000'000;
+    }
+    img.backends[b.id] = bi;
+  }
+  return img;
+}
+
+}  // namespace ballast::core

@@ -1,0 +1,103 @@
+// The data-plane image: what the BPF maps must hold for a given State.
+//
+// The engine never edits maps ad hoc. It computes the image of the state it
+// wants (BuildImage), compares it with the image of what the maps hold (the
+// image it programmed last, or ReadImage() of the maps at start-up), and
+// writes only the difference. This is also how a restarted agent adopts the
+// pinned maps: same state, same ids, same tables -> nothing is rewritten.
+//
+// Tables are not kept in an image (100 VIPs x 65537 slots would be 25 MiB);
+// an image keeps each table's inputs, a hash of its contents and the slot
+// count per backend. BuildImage() returns the tables it had to build.
+//
+// Effective weight of a backend = its nominal weight, or 0 when it is
+// draining, evicted or pinned. Map state: active -> ACTIVE; draining ->
+// DRAINING with the deadline; evicted or pinned -> EVICTED (flows move).
+//
+// Pure functions (no I/O) except ReadImage(), which reads the maps. Thread
+// safety: values; ReadImage() follows Dataplane's one-thread rule.
+#ifndef BALLAST_AGENT_CORE_IMAGE_H_
+#define BALLAST_AGENT_CORE_IMAGE_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/dataplane/dataplane.h"
+#include "agent/maglev/maglev.h"
+#include "ballast/v1/agent.pb.h"
+#include "absl/strings/string_view.h"
+
+namespace ballast::core {
+
+// An operator-visible backend mode, derived from the state's overrides.
+enum class BackendMode { kActive, kDraining, kEvicted, kPinned };
+absl::string_view BackendModeName(BackendMode m);  // active | draining | evicted | pinned
+
+struct BackendView {
+  BackendMode mode = BackendMode::kActive;
+  uint32_t nominal_weight = 0;
+  uint32_t effective_weight = 0;
+  int64_t drain_deadline_unix_ms = 0;  // draining (and evicted: when it was due)
+};
+
+// The view of `backend` of `vip` in `state` (overrides matched by key).
+BackendView ViewOf(const v1::State& state, const v1::VipKey& vip, const v1::Backend& backend);
+// The override of a backend, or nullptr.
+const v1::BackendOverride* FindOverride(const v1::State& state, const v1::VipKey& vip,
+                                        const std::string& address);
+
+struct BackendImage {
+  IpAddress addr;
+  ballast_backend_state state = BALLAST_BACKEND_ACTIVE;
+  int64_t drain_deadline_unix_ms = 0;  // DRAINING only, else 0
+  bool operator==(const BackendImage&) const = default;
+};
+
+struct VipImage {
+  dataplane::VipKey key;
+  uint32_t vip_id = 0;
+  uint32_t table_size = 0;
+  std::vector<maglev::Backend> inputs;  // effective weights, sorted by key
+  size_t table_hash = 0;                // TableHash() of the table's contents
+  std::map<uint32_t, uint32_t> slots;   // backend id -> slots it holds
+};
+
+struct Image {
+  dataplane::Settings settings;
+  std::string interface;                 // where the program must be attached ("" = nowhere)
+  std::map<std::string, VipImage> vips;  // by VipKeyText
+  std::map<uint32_t, BackendImage> backends;
+  std::set<IpAddress> vip_addresses;  // one BALLAST_VIP_ADDR_MARKER entry each
+};
+
+struct BuiltImage {
+  Image image;
+  // vip_id -> table, for every VIP whose table inputs differ from those of
+  // the same vip_id in `previous` (all VIPs when previous is null).
+  std::map<uint32_t, std::vector<uint32_t>> tables;
+};
+
+size_t TableHash(std::span<const uint32_t> table);
+
+dataplane::Settings SettingsOf(const v1::Global& global);
+
+// The image of a validated state whose ids are assigned (AssignIds).
+absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previous);
+
+// What the maps hold now (VIPs, markers, backends, tables' hashes, settings).
+// `now_unix_ms`/`now_mono_ns` convert the maps' monotonic drain deadlines to
+// unix ms (same conversion as the engine's programming, inverted).
+absl::StatusOr<Image> ReadImage(const dataplane::Dataplane& dp, int64_t now_unix_ms,
+                                uint64_t now_mono_ns);
+
+// The monotonic deadline for a unix-ms deadline, relative to the two "now"s.
+uint64_t ToMonotonicNs(int64_t deadline_unix_ms, int64_t now_unix_ms, uint64_t now_mono_ns);
+
+}  // namespace ballast::core
+
+#endif  // BALLAST_AGENT_CORE_IMAGE_H_

@@ -1,0 +1,82 @@
+#include "agent/core/log.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+
+#include "agent/core/clock.h"
+#include "agent/core/json.h"
+#include "absl/strings/string_view.h"
+
+namespace ballast::core {
+namespace {
+
+std::atomic<int> g_log_fd{2};
+std::atomic<int> g_min_level{static_cast<int>(LogLevel::kInfo)};
+
+}  // namespace
+
+absl::string_view LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarning:
+      return "warning";
+    case LogLevel::kError:
+      return "error";
+  }
+  return "info";
+}
+
+LogField::LogField(absl::string_view key, absl::string_view value)
+    : key_(key), json_(JsonQuote(value)) {}
+
+LogField::LogField(absl::string_view key, bool value)
+    : key_(key), json_(value ? "true" : "false") {}
+
+std::string FormatLogLine(int64_t unix_ms, LogLevel level, absl::string_view msg,
+                          std::initializer_list<LogField> fields) {
+  std::string line = "{\"ts\":\"";
+  line += Rfc3339Ms(unix_ms);
+  line += "\",\"level\":\"";
+  line += std::string(LogLevelName(level));
+  line += "\",\"msg\":";
+  JsonAppendQuoted(&line, msg);
+  if (fields.size() != 0) {
+    line += ",\"fields\":{";
+    bool first = true;
+    for (const LogField& f : fields) {
+      if (!first) line += ',';
+      first = false;
+      JsonAppendQuoted(&line, f.key());
+      line += ':';
+      line += f.json();
+    }
+    line += '}';
+  }
+  line += "}\n";
+  return line;
+}
+
+void Log(LogLevel level, absl::string_view msg, std::initializer_list<LogField> fields) {
+  if (static_cast<int>(level) < g_min_level.load(std::memory_order_relaxed)) return;
+  const std::string line = FormatLogLine(SystemClock().NowUnixMs(), level, msg, fields);
+  const int fd = g_log_fd.load(std::memory_order_relaxed);
+  size_t off = 0;
+  while (off < line.size()) {
+    const ssize_t n = write(fd, line.data() + off, line.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // nowhere left to report a failing log sink
+    }
+    off += static_cast<size_t>(n);
+  }
+}
+
+void SetLogFd(int fd) { g_log_fd.store(fd); }
+void SetMinLogLevel(LogLevel level) { g_min_level.store(static_cast<int>(level)); }
+
+}  // namespace ballast::core

@@ -1,0 +1,264 @@
+#include "agent/core/metrics.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "agent/core/names.h"
+#include "absl/strings/string_view.h"
+
+namespace ballast::core {
+namespace {
+
+class Writer {
+ public:
+  // Starts a family: HELP and TYPE lines.
+  void Family(absl::string_view name, absl::string_view type, absl::string_view help) {
+    absl::StrAppend(&out_, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+  }
+  void Sample(absl::string_view name, absl::string_view labels, double value) {
+    absl::StrAppend(&out_, name, labels.empty() ? "" : "{", labels, labels.empty() ? "" : "}", " ",
+                    Num(value), "\n");
+  }
+  void Sample(absl::string_view name, absl::string_view labels, uint64_t value) {
+    absl::StrAppend(&out_, name, labels.empty() ? "" : "{", labels, labels.empty() ? "" : "}", " ",
+                    value, "\n");
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  static std::string Num(double v) {
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%.17g", v);
+    return buf;
+  }
+  std::string out_;
+};
+
+std::string Label(absl::string_view k, absl::string_view v) {
+  return absl::StrCat(k, "=\"", EscapeLabelValue(v), "\"");
+}
+
+struct BackendRow {
+  std::string labels;  // vip="...",backend="..."
+  const v1::BackendStatus* b;
+};
+
+}  // namespace
+
+std::string EscapeLabelValue(absl::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<ProcessStats> ReadProcessStats() {
+  ProcessStats p;
+  const long page = sysconf(_SC_PAGESIZE);
+  const long hz = sysconf(_SC_CLK_TCK);
+  {
+    std::ifstream f("/proc/self/statm");
+    uint64_t size = 0;
+    uint64_t resident = 0;
+    if (!(f >> size >> resident)) return absl::InternalError("reading /proc/self/statm");
+    p.resident_bytes = resident * static_cast<uint64_t>(page);
+  }
+  uint64_t start_ticks = 0;
+  {
+    std::ifstream f("/proc/self/stat");
+    std::string line;
+    if (!std::getline(f, line)) return absl::InternalError("reading /proc/self/stat");
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    const size_t rp = line.rfind(')');
+    if (rp == std::string::npos) return absl::InternalError("parsing /proc/self/stat");
+    std::vector<std::string> fields = absl::StrSplit(line.substr(rp + 2), ' ');
+    // fields[0] is field 3 (state); utime = field 14, stime = 15, starttime = 22.
+    if (fields.size() < 20) return absl::InternalError("parsing /proc/self/stat");
+    const uint64_t utime = std::stoull(fields[11]);
+    const uint64_t stime = std::stoull(fields[12]);
+    start_ticks = std::stoull(fields[19]);
+    p.cpu_seconds = static_cast<double>(utime + stime) / static_cast<double>(hz);
+  }
+  {
+    std::ifstream f("/proc/stat");
+    std::string key;
+    uint64_t btime = 0;
+    while (f >> key) {
+      if (key == "btime") {
+        f >> btime;
+        break;
+      }
+      f.ignore(1 << 20, '\n');
+    }
+    p.start_time_seconds =
+        static_cast<double>(btime) + static_cast<double>(start_ticks) / static_cast<double>(hz);
+  }
+  if (DIR* d = opendir("/proc/self/fd"); d != nullptr) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') ++p.open_fds;
+    }
+    closedir(d);
+    if (p.open_fds > 0) --p.open_fds;  // the directory stream itself
+  }
+  return p;
+}
+
+std::string RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
+                          const ProcessStats* process) {
+  Writer w;
+  w.Family("ballast_up", "gauge", "1 if the agent could read its data plane for this scrape.");
+  w.Sample("ballast_up", "", uint64_t{status != nullptr ? 1u : 0u});
+  w.Family("ballast_agent_info", "gauge", "Agent version and where its program is attached.");
+  w.Sample("ballast_agent_info",
+           status == nullptr ? ""
+                             : absl::StrCat(Label("version", status->agent_version()), ",",
+                                            Label("interface", status->interface()), ",",
+                                            Label("attach_mode", status->attach_mode())),
+           uint64_t{1});
+  w.Family("ballast_config_generation", "gauge", "Generation of the applied state.");
+  w.Sample("ballast_config_generation", "", health.generation);
+  w.Family("ballast_last_map_update_timestamp_seconds", "gauge",
+           "Unix time of the last successful update of the data plane's maps.");
+  w.Sample("ballast_last_map_update_timestamp_seconds", "",
+           static_cast<double>(health.last_map_update_unix_ms) / 1000.0);
+  w.Family("ballast_map_update_errors_total", "counter",
+           "Programming passes of the data plane that failed (and were rolled back).");
+  w.Sample("ballast_map_update_errors_total", "", health.map_update_errors);
+  w.Family("ballast_evictions_total", "counter",
+           "Draining backends evicted because their drain deadline passed.");
+  w.Sample("ballast_evictions_total", "", health.evictions);
+  w.Family("ballast_agent_start_time_seconds", "gauge", "Unix time the agent started.");
+  w.Sample("ballast_agent_start_time_seconds", "",
+           static_cast<double>(health.started_unix_ms) / 1000.0);
+
+  if (status != nullptr) {
+    w.Family("ballast_verdict_packets_total", "counter",
+             "Packets seen by the lb XDP program, by verdict.");
+    // Sorted by name (the map is unordered).
+    std::map<std::string, uint64_t> verdicts(status->verdicts().begin(), status->verdicts().end());
+    for (const auto& [name, n] : verdicts) {
+      w.Sample("ballast_verdict_packets_total", Label("verdict", name), n);
+    }
+
+    std::vector<std::pair<std::string, const v1::VipStatus*>> vips;
+    std::vector<BackendRow> rows;
+    for (const v1::VipStatus& v : status->vips()) {
+      const std::string vl = Label("vip", VipKeyText(v.key()));
+      vips.emplace_back(vl, &v);
+      for (const v1::BackendStatus& b : v.backends()) {
+        rows.push_back({absl::StrCat(vl, ",", Label("backend", b.address())), &b});
+      }
+    }
+    auto vip_family = [&](absl::string_view name, absl::string_view type, absl::string_view help,
+                          auto get) {
+      w.Family(name, type, help);
+      for (const auto& [l, v] : vips) w.Sample(name, l, static_cast<uint64_t>(get(*v)));
+    };
+    vip_family("ballast_vip_packets_total", "counter", "Packets to the VIP.",
+               [](const v1::VipStatus& v) { return v.packets(); });
+    vip_family("ballast_vip_bytes_total", "counter", "Bytes to the VIP.",
+               [](const v1::VipStatus& v) { return v.bytes(); });
+    vip_family("ballast_vip_dropped_total", "counter",
+               "Packets to the VIP that were dropped (no backend, fenced, too big, ...).",
+               [](const v1::VipStatus& v) { return v.dropped(); });
+    vip_family("ballast_vip_table_size", "gauge", "Slots of the VIP's Maglev table.",
+               [](const v1::VipStatus& v) { return v.table_size(); });
+    vip_family("ballast_vip_backends", "gauge", "Backends configured for the VIP.",
+               [](const v1::VipStatus& v) { return v.backends_size(); });
+
+    auto backend_family = [&](absl::string_view name, absl::string_view type,
+                              absl::string_view help, auto get) {
+      w.Family(name, type, help);
+      for (const BackendRow& r : rows) w.Sample(name, r.labels, static_cast<uint64_t>(get(*r.b)));
+    };
+    backend_family("ballast_backend_nominal_weight", "gauge", "Configured weight (0..1000).",
+                   [](const v1::BackendStatus& b) { return b.nominal_weight(); });
+    backend_family("ballast_backend_effective_weight", "gauge",
+                   "Weight the Maglev table uses (0 while draining, evicted or pinned).",
+                   [](const v1::BackendStatus& b) { return b.effective_weight(); });
+    w.Family("ballast_backend_state", "gauge",
+             "1 for the backend's current state (active, draining, evicted, pinned).");
+    for (const BackendRow& r : rows) {
+      for (const char* st : {"active", "draining", "evicted", "pinned"}) {
+        w.Sample("ballast_backend_state", absl::StrCat(r.labels, ",", Label("state", st)),
+                 uint64_t{r.b->state() == st ? 1u : 0u});
+      }
+    }
+    w.Family("ballast_backend_drain_deadline_timestamp_seconds", "gauge",
+             "Unix time at which a draining backend's remaining flows are re-steered (0 = none).");
+    for (const BackendRow& r : rows) {
+      w.Sample("ballast_backend_drain_deadline_timestamp_seconds", r.labels,
+               static_cast<double>(r.b->drain_deadline_unix_ms()) / 1000.0);
+    }
+    backend_family("ballast_backend_score", "gauge", "Health score 0..100.",
+                   [](const v1::BackendStatus& b) { return b.score(); });
+    backend_family("ballast_backend_table_slots", "gauge",
+                   "Slots of the VIP's Maglev table that point at the backend.",
+                   [](const v1::BackendStatus& b) { return b.table_slots(); });
+    backend_family("ballast_backend_flows", "gauge",
+                   "Live connections on the backend in the connection table (bounded scan).",
+                   [](const v1::BackendStatus& b) { return b.flows(); });
+    backend_family("ballast_backend_new_flows_total", "counter",
+                   "New flows steered to the backend.",
+                   [](const v1::BackendStatus& b) { return b.counters().new_flows(); });
+    backend_family("ballast_backend_packets_total", "counter", "Packets forwarded to the backend.",
+                   [](const v1::BackendStatus& b) { return b.counters().packets(); });
+    backend_family("ballast_backend_bytes_total", "counter", "Bytes forwarded to the backend.",
+                   [](const v1::BackendStatus& b) { return b.counters().bytes(); });
+    backend_family("ballast_backend_syn_retransmits_total", "counter",
+                   "Client SYNs repeated while waiting for the backend's handshake.",
+                   [](const v1::BackendStatus& b) { return b.counters().syn_retransmits(); });
+    backend_family("ballast_backend_client_rsts_total", "counter",
+                   "RSTs sent by clients on the backend's flows.",
+                   [](const v1::BackendStatus& b) { return b.counters().client_rsts(); });
+    backend_family("ballast_backend_resteered_away_total", "counter",
+                   "Flows moved off the backend (evicted, drain deadline).",
+                   [](const v1::BackendStatus& b) { return b.counters().resteered_away(); });
+    w.Family("ballast_backend_handshake_seconds", "summary",
+             "TCP handshake time seen by the data plane (SYN to the client's completing ACK).");
+    for (const BackendRow& r : rows) {
+      w.Sample("ballast_backend_handshake_seconds_sum", r.labels,
+               static_cast<double>(r.b->counters().handshake_ns_sum()) / 1e9);
+      w.Sample("ballast_backend_handshake_seconds_count", r.labels,
+               r.b->counters().handshake_count());
+    }
+    w.Family("ballast_backend_first_response_seconds", "summary",
+             "Time from the client's first payload to its first ACK of server bytes.");
+    for (const BackendRow& r : rows) {
+      w.Sample("ballast_backend_first_response_seconds_sum", r.labels,
+               static_cast<double>(r.b->counters().first_response_ns_sum()) / 1e9);
+      w.Sample("ballast_backend_first_response_seconds_count", r.labels,
+               r.b->counters().first_response_count());
+    }
+  }
+
+  if (process != nullptr) {
+    w.Family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    w.Sample("process_resident_memory_bytes", "", process->resident_bytes);
+    w.Family("process_cpu_seconds_total", "counter", "User and system CPU time in seconds.");
+    w.Sample("process_cpu_seconds_total", "", process->cpu_seconds);
+    w.Family("process_start_time_seconds", "gauge", "Unix time the process started.");
+    w.Sample("process_start_time_seconds", "", process->start_time_seconds);
+    w.Family("process_open_fds", "gauge", "Open file descriptors.");
+    w.Sample("process_open_fds", "", process->open_fds);
+  }
+  return w.Take();
+}
+
+}  // namespace ballast::core

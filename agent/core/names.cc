@@ -1,0 +1,80 @@
+#include "agent/core/names.h"
+
+#include <netinet/in.h>
+
+#include "absl/strings/str_cat.h"
+#include "agent/dataplane/ip_address.h"
+#include "absl/strings/string_view.h"
+
+namespace ballast::core {
+
+std::string ProtocolName(v1::Protocol p) {
+  switch (p) {
+    case v1::TCP:
+      return "tcp";
+    case v1::UDP:
+      return "udp";
+    default:
+      return absl::StrCat("proto", static_cast<int>(p));
+  }
+}
+
+std::string CanonicalAddress(absl::string_view text) {
+  auto a = IpAddress::Parse(std::string(text));
+  if (!a.ok()) return std::string(text);
+  return a->ToString();
+}
+
+std::string VipKeyText(const v1::VipKey& key) {
+  std::string addr = CanonicalAddress(key.address());
+  if (addr.find(':') != std::string::npos) addr = absl::StrCat("[", addr, "]");
+  return absl::StrCat(addr, ":", key.port(), "/", ProtocolName(key.protocol()));
+}
+
+absl::StatusOr<v1::VipKey> ParseVipKeyText(absl::string_view text) {
+  auto k = dataplane::ParseVipKey(std::string(text));
+  if (!k.ok()) return k.status();
+  v1::VipKey out;
+  out.set_address(k->addr.ToString());
+  out.set_port(k->port);
+  out.set_protocol(k->proto == IPPROTO_TCP ? v1::TCP : v1::UDP);
+  return out;
+}
+
+absl::StatusOr<dataplane::VipKey> ToDataplaneKey(const v1::VipKey& key) {
+  auto addr = IpAddress::Parse(key.address());
+  if (!addr.ok()) return addr.status();
+  if (key.port() > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("VIP ", VipKeyText(key), ": port ", key.port(), " is out of range 0..65535"));
+  }
+  dataplane::VipKey out;
+  out.addr = *addr;
+  out.port = static_cast<uint16_t>(key.port());
+  switch (key.protocol()) {
+    case v1::TCP:
+      out.proto = IPPROTO_TCP;
+      break;
+    case v1::UDP:
+      out.proto = IPPROTO_UDP;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("VIP ", VipKeyText(key), ": protocol must be TCP or UDP"));
+  }
+  return out;
+}
+
+v1::VipKey CanonicalVipKey(const v1::VipKey& key) {
+  v1::VipKey out = key;
+  out.set_address(CanonicalAddress(key.address()));
+  return out;
+}
+
+std::string VipIdKey(const v1::VipKey& key) { return absl::StrCat("vip ", VipKeyText(key)); }
+
+std::string BackendIdKey(const v1::VipKey& vip, absl::string_view address) {
+  return absl::StrCat("backend ", VipKeyText(vip), " ", CanonicalAddress(address));
+}
+
+}  // namespace ballast::core

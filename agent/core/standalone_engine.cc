@@ -1,0 +1,965 @@
+#include "agent/core/standalone_engine.h"
+
+#include <bpf/bpf.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/core/diff.h"
+#include "agent/core/ids.h"
+#include "agent/core/log.h"
+#include "agent/core/names.h"
+#include "agent/core/validate.h"
+#include "agent/dataplane/verdict.h"
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+#include "absl/strings/string_view.h"
+
+namespace ballast::core {
+namespace {
+
+std::string ToJson(const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
+  return out;
+}
+
+bool SettingsEqual(const dataplane::Settings& a, const dataplane::Settings& b) {
+  return a.src4 == b.src4 && a.src6 == b.src6 && a.policy == b.policy &&
+         a.tcp_idle_ns == b.tcp_idle_ns && a.udp_idle_ns == b.udp_idle_ns &&
+         a.linger_ns == b.linger_ns && a.syn_idle_ns == b.syn_idle_ns &&
+         a.fib_ttl_ns == b.fib_ttl_ns;
+}
+
+// Map contents read back carry deadlines converted through two clocks, so
+// compare them with a tolerance.
+bool BackendClose(const BackendImage& a, const BackendImage& b) {
+  return a.addr == b.addr && a.state == b.state &&
+         std::llabs(a.drain_deadline_unix_ms - b.drain_deadline_unix_ms) <= 1000;
+}
+
+ballast_vip_key MarkerKey(const IpAddress& addr) {
+  ballast_vip_key k = {};
+  std::memcpy(k.addr, addr.bytes().data(), sizeof(k.addr));
+  k.port = 0;
+  k.proto = BALLAST_VIP_ADDR_MARKER;
+  k.family = addr.family();
+  return k;
+}
+
+absl::Status MapErrno(int err, absl::string_view what) {
+  return absl::InternalError(absl::StrCat(what, ": ", strerror(err)));
+}
+
+// Canonical request parts.
+std::string Canon(const std::string& address) { return CanonicalAddress(address); }
+
+absl::Status Annotate(const absl::Status& s, absl::string_view what) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+}
+
+v1::Event MakeEvent(std::string kind, std::string vip, std::string backend, std::string message) {
+  v1::Event e;
+  e.set_kind(std::move(kind));
+  e.set_vip(std::move(vip));
+  e.set_backend(std::move(backend));
+  e.set_message(std::move(message));
+  return e;
+}
+
+v1::BackendOverride* FindOverrideMut(v1::State& state, const v1::VipKey& vip,
+                                     const std::string& address) {
+  const std::string want = BackendIdKey(vip, address);
+  for (v1::BackendOverride& o : *state.mutable_overrides()) {
+    if (BackendIdKey(o.vip(), o.address()) == want) return &o;
+  }
+  return nullptr;
+}
+
+void EraseOverride(v1::State& state, const v1::VipKey& vip, const std::string& address) {
+  const std::string want = BackendIdKey(vip, address);
+  auto* o = state.mutable_overrides();
+  for (int i = 0; i < o->size(); ++i) {
+    if (BackendIdKey(o->Get(i).vip(), o->Get(i).address()) == want) {
+      o->DeleteSubrange(i, 1);
+      return;
+    }
+  }
+}
+
+// Drops overrides of backends the config no longer has, and overrides that
+// hold nothing.
+void PruneOverrides(v1::State& state) {
+  std::set<std::string> present;
+  for (const v1::Vip& vip : state.config().vips()) {
+    for (const v1::Backend& b : vip.backends())
+      present.insert(BackendIdKey(vip.key(), b.address()));
+  }
+  auto* o = state.mutable_overrides();
+  for (int i = o->size() - 1; i >= 0; --i) {
+    const v1::BackendOverride& x = o->Get(i);
+    const bool empty = x.drain_deadline_unix_ms() == 0 && !x.evicted() && !x.pinned();
+    if (empty || present.count(BackendIdKey(x.vip(), x.address())) == 0) o->DeleteSubrange(i, 1);
+  }
+}
+
+v1::Vip* FindVip(v1::State& state, const v1::VipKey& key) {
+  const std::string want = VipKeyText(key);
+  for (v1::Vip& v : *state.mutable_config()->mutable_vips()) {
+    if (VipKeyText(v.key()) == want) return &v;
+  }
+  return nullptr;
+}
+
+absl::string_view AttachModeText(dataplane::AttachMode m) {
+  switch (m) {
+    case dataplane::AttachMode::kNative:
+      return "native";
+    case dataplane::AttachMode::kGeneric:
+      return "generic";
+    case dataplane::AttachMode::kAuto:
+      return "auto";
+  }
+  return "auto";
+}
+
+}  // namespace
+
+// ---- construction ----------------------------------------------------------------
+
+StandaloneEngine::StandaloneEngine(std::unique_ptr<dataplane::Dataplane> dp, EngineOptions options,
+                                   const Clock* clock, std::unique_ptr<AuditLog> audit)
+    : dp_(std::move(dp)),
+      options_(std::move(options)),
+      clock_(clock),
+      audit_(std::move(audit)),
+      store_(options_.state_file) {}
+
+StandaloneEngine::~StandaloneEngine() = default;
+
+absl::StatusOr<std::unique_ptr<StandaloneEngine>> StandaloneEngine::Start(
+    std::unique_ptr<dataplane::Dataplane> dp, const EngineOptions& options, const Clock* clock,
+    const v1::Config& initial) {
+  if (dp == nullptr) return absl::InvalidArgumentError("no data plane");
+  auto audit = AuditLog::Open(options.audit_log);
+  if (!audit.ok()) return audit.status();
+  std::unique_ptr<StandaloneEngine> e(
+      new StandaloneEngine(std::move(dp), options, clock, std::move(*audit)));
+  std::lock_guard<std::mutex> lock(e->mu_);
+  e->health_.started_unix_ms = clock->NowUnixMs();
+
+  auto loaded = e->store_.Load();
+  v1::State state;
+  if (loaded.ok()) {
+    state = std::move(*loaded);
+    if (auto s = ValidateState(state); !s.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          "state file ", options.state_file, " holds an invalid state (", s.message(),
+          "); refusing to start. Inspect it with `lbagent --dump-state ", options.state_file, "`"));
+    }
+    Log(LogLevel::kInfo, "state loaded",
+        {{"file", options.state_file},
+         {"generation", state.generation()},
+         {"vips", state.config().vips_size()}});
+  } else if (loaded.status().code() == absl::StatusCode::kNotFound) {
+    if (auto s = ValidateConfig(initial, FieldPath::Index("initial")); !s.ok()) return s;
+    *state.mutable_config() = CanonicalConfig(initial);
+    if (auto s = AssignIds(&state); !s.ok()) return s;
+    state.set_generation(1);
+    if (auto s = e->store_.Save(state); !s.ok()) {
+      return Annotate(s, "saving the initial state");
+    }
+    Log(LogLevel::kInfo, "first start: state initialised from the config's initial section",
+        {{"file", options.state_file}, {"vips", state.config().vips_size()}});
+  } else {
+    return loaded.status();
+  }
+
+  if (auto s = e->ReconcileLocked(state, &e->health_.start_reconcile); !s.ok()) {
+    return Annotate(s, "reconciling the data plane with the state");
+  }
+  e->state_ = std::move(state);
+  e->health_.generation = e->state_.generation();
+  e->health_.last_map_update_unix_ms = clock->NowUnixMs();
+  const ProgramStats& st = e->health_.start_reconcile;
+  Log(LogLevel::kInfo, "data plane reconciled with the state",
+      {{"adopted_program", e->dp_->adopted()},
+       {"settings", st.settings},
+       {"backends_set", st.backends_set},
+       {"backends_cleared", st.backends_cleared},
+       {"vips_upserted", st.vips_upserted},
+       {"vips_deleted", st.vips_deleted},
+       {"tables_set", st.tables_set},
+       {"attached", st.attached}});
+  return e;
+}
+
+// ---- programming -------------------------------------------------------------------
+
+absl::Status StandaloneEngine::Program(const Image& from, const BuiltImage& built,
+                                       ProgramStats* stats) {
+  const Image& to = built.image;
+  dataplane::Dataplane& dp = *dp_;
+  const int64_t now_ms = clock_->NowUnixMs();
+  const uint64_t now_ns = clock_->NowMonotonicNs();
+
+  if (!SettingsEqual(from.settings, to.settings)) {
+    if (auto s = dp.SetSettings(to.settings); !s.ok()) return s;
+    ++stats->settings;
+  }
+  // Backends first, so that a new table never names a backend the map lacks.
+  for (const auto& [id, b] : to.backends) {
+    auto it = from.backends.find(id);
+    if (it != from.backends.end() && BackendClose(it->second, b)) continue;
+    const uint64_t deadline_ns = b.state == BALLAST_BACKEND_DRAINING && b.drain_deadline_unix_ms > 0
+                                     ? ToMonotonicNs(b.drain_deadline_unix_ms, now_ms, now_ns)
+                                     : 0;
+    if (auto s = dp.SetBackend(id, b.addr, b.state, deadline_ns); !s.ok()) return s;
+    ++stats->backends_set;
+  }
+  // VIPs that go away (or whose id changes) before tables are written, so a
+  // reused vip_id never has its new table deleted.
+  for (const auto& [k, v] : from.vips) {
+    auto it = to.vips.find(k);
+    if (it != to.vips.end() && it->second.vip_id == v.vip_id) continue;
+    if (auto s = dp.DeleteVip(v.key); !s.ok() && s.code() != absl::StatusCode::kNotFound) return s;
+    ++stats->vips_deleted;
+  }
+  for (const auto& [k, v] : to.vips) {
+    auto it = from.vips.find(k);
+    const bool same = it != from.vips.end() && it->second.vip_id == v.vip_id &&
+                      it->second.table_size == v.table_size &&
+                      it->second.table_hash == v.table_hash;
+    if (same) continue;
+    auto t = built.tables.find(v.vip_id);
+    if (t == built.tables.end()) {
+      return absl::InternalError(
+          absl::StrCat("the table of vip ", k, " changed but was not built"));
+    }
+    if (auto s = dp.SetTable(v.vip_id, t->second); !s.ok()) return s;
+    ++stats->tables_set;
+  }
+  for (const auto& [k, v] : to.vips) {
+    auto it = from.vips.find(k);
+    if (it != from.vips.end() && it->second.vip_id == v.vip_id) continue;
+    if (auto s = dp.UpsertVip(v.key, v.vip_id); !s.ok()) return s;
+    ++stats->vips_upserted;
+  }
+  const int vips_fd = dp.map_fd("vips");
+  for (const IpAddress& a : to.vip_addresses) {
+    if (from.vip_addresses.count(a) != 0) continue;
+    const ballast_vip_key k = MarkerKey(a);
+    const ballast_vip_meta meta = {};
+    if (bpf_map_update_elem(vips_fd, &k, &meta, BPF_ANY) != 0) {
+      return MapErrno(errno, absl::StrCat("writing the VIP address marker of ", a.ToString()));
+    }
+    ++stats->markers_set;
+  }
+  for (const IpAddress& a : from.vip_addresses) {
+    if (to.vip_addresses.count(a) != 0) continue;
+    const ballast_vip_key k = MarkerKey(a);
+    if (bpf_map_delete_elem(vips_fd, &k) != 0 && errno != ENOENT) {
+      return MapErrno(errno, absl::StrCat("deleting the VIP address marker of ", a.ToString()));
+    }
+    ++stats->markers_deleted;
+  }
+  // Backends that go away last: no table names them any more.
+  for (const auto& [id, b] : from.backends) {
+    if (to.backends.count(id) != 0) continue;
+    if (auto s = dp.ClearBackend(id); !s.ok()) return s;
+    ++stats->backends_cleared;
+  }
+  // Attachment: attach where the config says (a no-op when our program
+  // already runs there); detach only from a device the config moved away from.
+  if (!to.interface.empty() && to.interface != attached_if_) {
+    if (auto s = dp.Attach(to.interface, options_.attach_mode); !s.ok()) {
+      return Annotate(s, absl::StrCat("attaching to ", to.interface));
+    }
+    ++stats->attached;
+    if (!attached_if_.empty()) {
+      if (auto s = dp.Detach(attached_if_); !s.ok() && s.code() != absl::StatusCode::kNotFound) {
+        Log(LogLevel::kWarning, "could not detach from the previous interface",
+            {{"interface", attached_if_}, {"error", std::string(s.message())}});
+      }
+      ++stats->detached;
+    }
+    attached_if_ = to.interface;
+  } else if (to.interface.empty() && !attached_if_.empty()) {
+    if (auto s = dp.Detach(attached_if_); !s.ok() && s.code() != absl::StatusCode::kNotFound) {
+      return Annotate(s, absl::StrCat("detaching from ", attached_if_));
+    }
+    ++stats->detached;
+    attached_if_.clear();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StandaloneEngine::ReconcileLocked(const v1::State& state, ProgramStats* stats) {
+  auto actual = ReadImage(*dp_, clock_->NowUnixMs(), clock_->NowMonotonicNs());
+  if (!actual.ok()) return Annotate(actual.status(), "reading the data plane's maps");
+  auto built = BuildImage(state, nullptr);
+  if (!built.ok()) return built.status();
+  // The attachment is not part of what the maps say; on start-up the
+  // engine has attached nothing yet, and Attach() is a no-op where our
+  // program already runs.
+  actual->interface = attached_if_;
+  if (auto s = Program(*actual, *built, stats); !s.ok()) return s;
+  image_ = std::move(built->image);
+  return absl::OkStatus();
+}
+
+// ---- commit --------------------------------------------------------------------------
+
+absl::StatusOr<StandaloneEngine::CommitResult> StandaloneEngine::CommitLocked(
+    Mutation& m, const Change& change, bool dry_run, absl::StatusCode whole_state_code) {
+  if (health_.torn_down) {
+    return absl::FailedPreconditionError(
+        "the data plane was torn down; the agent is stopping and accepts no changes");
+  }
+  v1::State next = state_;
+  if (auto s = change(next, m); !s.ok()) return s;
+  PruneOverrides(next);
+  if (auto s = ValidateConfig(next.config(), FieldPath::Named()); !s.ok()) {
+    return absl::Status(whole_state_code, s.message());
+  }
+  if (auto s = AssignIds(&next); !s.ok()) return s;
+  CommitResult result;
+  result.diff = DiffConfig(state_.config(), next.config());
+  result.generation = state_.generation();
+  next.set_generation(state_.generation());
+  if (google::protobuf::util::MessageDifferencer::Equals(next, state_)) return result;  // no-op
+  if (dry_run) return result;
+
+  auto built = BuildImage(next, &image_);
+  if (!built.ok()) return absl::Status(whole_state_code, built.status().message());
+  next.set_generation(state_.generation() + 1);
+  if (auto s = store_.Save(next); !s.ok()) {
+    return Annotate(s, "persisting the new state (nothing was changed)");
+  }
+  ProgramStats stats;
+  if (auto s = Program(image_, *built, &stats); !s.ok()) {
+    ++health_.map_update_errors;
+    Log(LogLevel::kError, "programming the data plane failed; restoring the previous state",
+        {{"error", std::string(s.message())}});
+    absl::Status restore = store_.Save(state_);
+    ProgramStats ignored;
+    if (restore.ok()) restore = ReconcileLocked(state_, &ignored);
+    if (!restore.ok()) {
+      Log(LogLevel::kError, "restoring the previous state failed",
+          {{"error", std::string(restore.message())}});
+      return absl::InternalError(
+          absl::StrCat("programming the data plane: ", s.message(),
+                       "; restoring the previous state also failed: ", restore.message()));
+    }
+    return absl::Status(
+        s.code() == absl::StatusCode::kInvalidArgument ? absl::StatusCode::kInternal : s.code(),
+        absl::StrCat("programming the data plane: ", s.message(),
+                     " (the previous state was restored)"));
+  }
+  state_ = std::move(next);
+  image_ = std::move(built->image);
+  health_.generation = state_.generation();
+  health_.last_map_update_unix_ms = clock_->NowUnixMs();
+  result.generation = state_.generation();
+  return result;
+}
+
+absl::StatusOr<StandaloneEngine::CommitResult> StandaloneEngine::Commit(
+    const Actor& actor, Mutation m, const Change& change, bool dry_run,
+    absl::StatusCode whole_state_code) {
+  absl::StatusOr<CommitResult> r;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    r = CommitLocked(m, change, dry_run, whole_state_code);
+  }
+  if (!dry_run) Finish(actor, m, r.status(), r.ok() ? r->generation : health_.generation);
+  return r;
+}
+
+void StandaloneEngine::Finish(const Actor& actor, const Mutation& m, const absl::Status& result,
+                              uint64_t generation) {
+  const int64_t now = clock_->NowUnixMs();
+  for (const AuditEntry& a : m.audit) {
+    v1::AuditRecord rec;
+    rec.set_unix_ms(now);
+    rec.set_actor(actor.name.empty() ? "unknown" : actor.name);
+    rec.set_action(a.action);
+    rec.set_vip(a.vip);
+    rec.set_backend(a.backend);
+    rec.set_inputs_json(a.inputs_json);
+    rec.set_result(result.ok() ? "ok" : std::string(result.ToString()));
+    if (auto s = audit_->Append(rec); !s.ok()) {
+      Log(LogLevel::kError, "audit record lost", {{"error", std::string(s.message())}});
+    }
+    if (result.ok()) {
+      Log(LogLevel::kInfo, a.action,
+          {{"actor", rec.actor()},
+           {"vip", a.vip},
+           {"backend", a.backend},
+           {"generation", generation}});
+    } else {
+      Log(LogLevel::kWarning, absl::StrCat(a.action, " rejected"),
+          {{"actor", rec.actor()},
+           {"vip", a.vip},
+           {"backend", a.backend},
+           {"error", std::string(result.message())}});
+    }
+  }
+  if (!result.ok()) return;
+  std::vector<EventSink> sinks;
+  {
+    std::lock_guard<std::mutex> lock(sinks_mu_);
+    for (const auto& [h, s] : sinks_) sinks.push_back(s);
+  }
+  for (v1::Event e : m.events) {
+    e.set_unix_ms(now);
+    e.set_generation(generation);
+    for (const EventSink& s : sinks) s(e);
+  }
+}
+
+absl::Status StandaloneEngine::FindBackend(v1::State& state, const v1::VipKey& vip,
+                                           const std::string& address, v1::Vip** vip_out,
+                                           v1::Backend** backend_out) {
+  v1::Vip* v = FindVip(state, vip);
+  if (v == nullptr)
+    return absl::NotFoundError(absl::StrCat("vip ", VipKeyText(vip), " does not exist"));
+  const std::string want = Canon(address);
+  for (v1::Backend& b : *v->mutable_backends()) {
+    if (Canon(b.address()) == want) {
+      if (vip_out != nullptr) *vip_out = v;
+      if (backend_out != nullptr) *backend_out = &b;
+      return absl::OkStatus();
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("vip ", VipKeyText(vip), " has no backend ", address));
+}
+
+// ---- VIPs ----------------------------------------------------------------------------
+
+absl::Status StandaloneEngine::AddVip(const v1::Vip& vip, const Actor& actor) {
+  const std::string key = VipKeyText(vip.key());
+  v1::AddVipRequest req;
+  *req.mutable_vip() = vip;
+  Mutation m;
+  m.audit.push_back({"add_vip", key, "", ToJson(req)});
+  m.events.push_back(
+      MakeEvent("vip_added", key, "",
+                absl::StrCat("vip ", key, " added with ", vip.backends_size(), " backends")));
+  auto r = Commit(
+      actor, std::move(m),
+      [&](v1::State& st, Mutation&) -> absl::Status {
+        if (auto s = ValidateVip(vip, FieldPath::Named(absl::StrCat("vip ", key))); !s.ok()) {
+          return s;
+        }
+        if (FindVip(st, vip.key()) != nullptr) {
+          return absl::AlreadyExistsError(absl::StrCat("vip ", key, " already exists"));
+        }
+        v1::Config one;
+        *one.add_vips() = vip;
+        *st.mutable_config()->add_vips() = CanonicalConfig(one).vips(0);
+        return absl::OkStatus();
+      },
+      false, absl::StatusCode::kFailedPrecondition);
+  return r.status();
+}
+
+absl::Status StandaloneEngine::DeleteVip(const v1::VipKey& vkey, const Actor& actor) {
+  const std::string key = VipKeyText(vkey);
+  v1::DeleteVipRequest req;
+  *req.mutable_key() = vkey;
+  Mutation m;
+  m.audit.push_back({"delete_vip", key, "", ToJson(req)});
+  m.events.push_back(MakeEvent("vip_deleted", key, "", absl::StrCat("vip ", key, " deleted")));
+  auto r = Commit(
+      actor, std::move(m),
+      [&](v1::State& st, Mutation&) -> absl::Status {
+        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "key")); !s.ok()) return s;
+        auto* vips = st.mutable_config()->mutable_vips();
+        for (int i = 0; i < vips->size(); ++i) {
+          if (VipKeyText(vips->Get(i).key()) == key) {
+            vips->DeleteSubrange(i, 1);
+            return absl::OkStatus();
+          }
+        }
+        return absl::NotFoundError(absl::StrCat("vip ", key, " does not exist"));
+      },
+      false, absl::StatusCode::kFailedPrecondition);
+  return r.status();
+}
+
+std::vector<v1::Vip> StandaloneEngine::ListVips() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {state_.config().vips().begin(), state_.config().vips().end()};
+}
+
+// ---- backends ------------------------------------------------------------------------
+
+absl::Status StandaloneEngine::AddBackend(const v1::VipKey& vkey, const v1::Backend& backend,
+                                          const Actor& actor) {
+  const std::string key = VipKeyText(vkey);
+  v1::AddBackendRequest req;
+  *req.mutable_vip() = vkey;
+  *req.mutable_backend() = backend;
+  Mutation m;
+  m.audit.push_back({"add_backend", key, backend.address(), ToJson(req)});
+  m.events.push_back(MakeEvent("backend_added", key, Canon(backend.address()),
+                               absl::StrCat("backend ", backend.address(), " added to ", key,
+                                            " with weight ", backend.weight())));
+  auto r = Commit(
+      actor, std::move(m),
+      [&](v1::State& st, Mutation&) -> absl::Status {
+        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
+        const FieldPath at =
+            FieldPath::Named(absl::StrCat("vip ", key, " backend ", backend.address()));
+        if (auto s = ValidateBackend(backend, vkey, at); !s.ok()) return s;
+        v1::Vip* v = FindVip(st, vkey);
+        if (v == nullptr) return absl::NotFoundError(absl::StrCat("vip ", key, " does not exist"));
+        const std::string addr = Canon(backend.address());
+        for (const v1::Backend& b : v->backends()) {
+          if (Canon(b.address()) == addr) {
+            return absl::AlreadyExistsError(
+                absl::StrCat("vip ", key, " already has backend ", addr));
+          }
+        }
+        v1::Backend* nb = v->add_backends();
+        *nb = backend;
+        nb->set_address(addr);
+        return absl::OkStatus();
+      },
+      false, absl::StatusCode::kFailedPrecondition);
+  return r.status();
+}
+
+absl::Status StandaloneEngine::DeleteBackend(const v1::VipKey& vkey, const std::string& address,
+                                             const Actor& actor) {
+  const std::string key = VipKeyText(vkey);
+  v1::DeleteBackendRequest req;
+  *req.mutable_vip() = vkey;
+  req.set_address(address);
+  Mutation m;
+  m.audit.push_back({"delete_backend", key, address, ToJson(req)});
+  m.events.push_back(MakeEvent("backend_deleted", key, Canon(address),
+                               absl::StrCat("backend ", address, " deleted from ", key)));
+  auto r = Commit(
+      actor, std::move(m),
+      [&](v1::State& st, Mutation&) -> absl::Status {
+        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
+        if (auto s = ValidateAddress(address, FieldPath::Named("", "address")); !s.ok()) return s;
+        v1::Vip* v = nullptr;
+        if (auto s = FindBackend(st, vkey, address, &v, nullptr); !s.ok()) return s;
+        const std::string want = Canon(address);
+        auto* bs = v->mutable_backends();
+        for (int i = 0; i < bs->size(); ++i) {
+          if (Canon(bs->Get(i).address()) == want) {
+            bs->DeleteSubrange(i, 1);
+            break;
+          }
+        }
+        return absl::OkStatus();
+      },
+      false, absl::StatusCode::kFailedPrecondition);
+  return r.status();
+}
+
+absl::Status StandaloneEngine::SetWeight(const v1::VipKey& vkey, const std::string& address,
+                                         uint32_t weight, const Actor& actor) {
+  const std::string key = VipKeyText(vkey);
+  v1::SetWeightRequest req;
+  *req.mutable_vip() = vkey;
+  req.set_address(address);
+  req.set_weight(weight);
+  Mutation m;
+  m.audit.push_back({"set_weight", key, address, ToJson(req)});
+  uint32_t old_weight = 0;
+  auto r = Commit(
+      actor, std::move(m),
+      [&](v1::State& st, Mutation& mm) -> absl::Status {
+        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
+        if (auto s = ValidateAddress(address, FieldPath::Named("", "address")); !s.ok()) return s;
+        if (auto s = ValidateWeight(
+                weight,
+                FieldPath::Named(absl::StrCat("vip ", key, " backend ", address), "weight"));
+            !s.ok()) {
+          return s;
+        }
+        v1::Backend* b = nullptr;
+        if (auto s = FindBackend(st, vkey, address, nullptr, &b); !s.ok()) return s;
+        old_weight = b->weight();
+        b->set_weight(weight);
+        mm.events.push_back(MakeEvent("weight_changed", key, Canon(address),
+                                      absl::StrCat("weight ", old_weight, " -> ", weight)));
+        return absl::OkStatus();
+      },
+      false, absl::StatusCode::kFailedPrecondition);
+  return r.status();
+}
+
+absl::Status StandaloneEngine::Drain(const v1::VipKey& vkey, const std::string& address,
+                                     uint32_t deadline_s, const Actor& actor) {
+  const std::string key = VipKeyText(vkey);
+  v1::DrainRequest req;
+  *req.mutable_vip() = vkey;
+  req.set_address(address);
+  req.set_deadline_s(deadline_s);
+  Mutation m;
+  m.audit.push_back({"drain", key, address, ToJson(req)});
+  auto r = Commit(
+      actor, std::move(m),
+      [&](v1::State& st, Mutation& mm) -> absl::Status {
+        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
+        if (auto s = ValidateAddress(address, FieldPath::Named("", "address")); !s.ok()) return s;
+        if (auto s = ValidateDrainDeadline(deadline_s, FieldPath::Named("", "deadline_s"));
+            !s.ok()) {
+          return s;
+        }
+        v1::Backend* b = nullptr;
+        if (auto s = FindBackend(st, vkey, address, nullptr, &b); !s.ok()) return s;
+        const BackendView view = ViewOf(st, vkey, *b);
+        if (view.mode == BackendMode::kPinned) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("vip ", key, " backend ", address,
+                           " is pinned out by flap damping; release it first"));
+        }
+        if (view.mode == BackendMode::kEvicted) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("vip ", key, " backend ", address,
+                           " is already evicted (its drain deadline passed); undrain it first"));
+        }
+        const uint32_t secs = deadline_s != 0 ? deadline_s : DrainTimeoutOf(st.config().global());
+        const int64_t deadline = clock_->NowUnixMs() + static_cast<int64_t>(secs) * 1000;
+        v1::BackendOverride* o = FindOverrideMut(st, vkey, address);
+        if (o == nullptr) {
+          o = st.add_overrides();
+          *o->mutable_vip() = CanonicalVipKey(vkey);
+          o->set_address(Canon(address));
+        }
+        o->set_drain_deadline_unix_ms(deadline);
+        o->set_evicted(false);
+        mm.events.push_back(MakeEvent(
+            "backend_drained", key, Canon(address),
+            absl::StrCat("draining: no new flows; existing flows may stay ", secs, " s")));
+        return absl::OkStatus();
+      },
+      false, absl::StatusCode::kFailedPrecondition);
+  return r.status();
+}
+
+absl::Status StandaloneEngine::Undrain(const v1::VipKey& vkey, const std::string& address,
+                                       const Actor& actor) {
+  const std::string key = VipKeyText(vkey);
+  v1::UndrainRequest req;
+  *req.mutable_vip() = vkey;
+  req.set_address(address);
+  Mutation m;
+  m.audit.push_back({"undrain", key, address, ToJson(req)});
+  m.events.push_back(MakeEvent("backend_undrained", key, Canon(address),
+                               "back in service with its nominal weight"));
+  auto r = Commit(
+      actor, std::move(m),
+      [&](v1::State& st, Mutation&) -> absl::Status {
+        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
+        if (auto s = ValidateAddress(address, FieldPath::Named("", "address")); !s.ok()) return s;
+        v1::Backend* b = nullptr;
+        if (auto s = FindBackend(st, vkey, address, nullptr, &b); !s.ok()) return s;
+        const BackendView view = ViewOf(st, vkey, *b);
+        if (view.mode == BackendMode::kPinned) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "vip ", key, " backend ", address, " is pinned out by flap damping; use release"));
+        }
+        if (view.mode == BackendMode::kActive) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("vip ", key, " backend ", address, " is not draining or evicted"));
+        }
+        EraseOverride(st, vkey, address);
+        return absl::OkStatus();
+      },
+      false, absl::StatusCode::kFailedPrecondition);
+  return r.status();
+}
+
+absl::Status StandaloneEngine::Release(const v1::VipKey& vkey, const std::string& address,
+                                       const Actor& actor) {
+  const std::string key = VipKeyText(vkey);
+  v1::ReleaseRequest req;
+  *req.mutable_vip() = vkey;
+  req.set_address(address);
+  Mutation m;
+  m.audit.push_back({"release", key, address, ToJson(req)});
+  m.events.push_back(
+      MakeEvent("backend_released", key, Canon(address), "released from flap damping"));
+  auto r = Commit(
+      actor, std::move(m),
+      [&](v1::State& st, Mutation&) -> absl::Status {
+        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
+        if (auto s = ValidateAddress(address, FieldPath::Named("", "address")); !s.ok()) return s;
+        v1::Backend* b = nullptr;
+        if (auto s = FindBackend(st, vkey, address, nullptr, &b); !s.ok()) return s;
+        v1::BackendOverride* o = FindOverrideMut(st, vkey, address);
+        if (o == nullptr || !o->pinned()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("vip ", key, " backend ", address, " is not pinned"));
+        }
+        o->set_pinned(false);
+        return absl::OkStatus();
+      },
+      false, absl::StatusCode::kFailedPrecondition);
+  return r.status();
+}
+
+// ---- declarative config ----------------------------------------------------------------
+
+v1::Config StandaloneEngine::GetConfig() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_.config();
+}
+
+absl::StatusOr<v1::ApplyConfigResponse> StandaloneEngine::ApplyConfig(const v1::Config& config,
+                                                                      bool dry_run,
+                                                                      const Actor& actor) {
+  v1::ApplyConfigRequest req;
+  *req.mutable_config() = config;
+  req.set_dry_run(dry_run);
+  Mutation m;
+  m.audit.push_back({"apply_config", "", "", ToJson(req)});
+  auto r = Commit(
+      actor, std::move(m),
+      [&](v1::State& st, Mutation& mm) -> absl::Status {
+        if (auto s = ValidateConfig(config, FieldPath::Index()); !s.ok()) return s;
+        const v1::Config canonical = CanonicalConfig(config);
+        const std::vector<std::string> diff = DiffConfig(st.config(), canonical);
+        *st.mutable_config() = canonical;
+        mm.events.push_back(
+            MakeEvent("config_applied", "", "",
+                      absl::StrCat(diff.size(), " changes: ", absl::StrJoin(diff, "; "))));
+        return absl::OkStatus();
+      },
+      dry_run, absl::StatusCode::kInvalidArgument);
+  if (!r.ok()) return r.status();
+  v1::ApplyConfigResponse resp;
+  for (std::string& line : r->diff) resp.add_diff(std::move(line));
+  resp.set_generation(r->generation);
+  return resp;
+}
+
+// ---- status ---------------------------------------------------------------------------
+
+absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::StatusResponse out;
+  out.set_config_generation(state_.generation());
+  out.set_last_map_update_unix_ms(health_.last_map_update_unix_ms);
+  out.set_interface(state_.config().global().interface());
+  out.set_agent_version(options_.agent_version);
+  if (!attached_if_.empty()) {
+    if (auto mode = dp_->AttachedMode(attached_if_); mode.ok()) {
+      out.set_attach_mode(std::string(AttachModeText(*mode)));
+    }
+  }
+  if (health_.torn_down) return out;
+
+  auto verdicts = dp_->Verdicts();
+  if (!verdicts.ok()) return verdicts.status();
+  for (int v = 0; v < BALLAST_V_MAX; ++v) {
+    (*out.mutable_verdicts())[std::string(
+        dataplane::VerdictName(static_cast<ballast_verdict>(v)))] = (*verdicts)[v];
+  }
+
+  // Live flows per backend id (entries not yet expired by their state's
+  // timeout), from a bounded walk of the connection table.
+  std::map<uint32_t, uint64_t> flows;
+  auto entries = dp_->Flows(options_.flow_scan_limit);
+  if (!entries.ok()) return entries.status();
+  const uint64_t now_ns = clock_->NowMonotonicNs();
+  const dataplane::Settings& set = image_.settings;
+  for (const auto& [k, f] : *entries) {
+    uint64_t ttl = set.tcp_idle_ns;
+    switch (f.state) {
+      case BALLAST_FLOW_SYN_SENT:
+        ttl = set.syn_idle_ns;
+        break;
+      case BALLAST_FLOW_CLOSING:
+        ttl = set.linger_ns;
+        break;
+      case BALLAST_FLOW_UDP:
+        ttl = set.udp_idle_ns;
+        break;
+      default:
+        break;
+    }
+    if (f.last_seen_ns + ttl + BALLAST_TOUCH_NS < now_ns) continue;
+    ++flows[f.backend_id];
+  }
+
+  for (const v1::Vip& vip : state_.config().vips()) {
+    v1::VipStatus* vs = out.add_vips();
+    *vs->mutable_key() = vip.key();
+    vs->set_name(vip.name());
+    const uint32_t vip_id = VipIdOf(state_, vip.key());
+    vs->set_vip_id(vip_id);
+    vs->set_table_size(EffectiveTableSize(vip));
+    if (auto st = dp_->VipStats(vip_id); st.ok()) {
+      vs->set_packets(st->packets);
+      vs->set_bytes(st->bytes);
+      vs->set_dropped(st->dropped);
+    } else {
+      return st.status();
+    }
+    const VipImage* vi = nullptr;
+    if (auto it = image_.vips.find(VipKeyText(vip.key())); it != image_.vips.end()) {
+      vi = &it->second;
+    }
+    for (const v1::Backend& b : vip.backends()) {
+      v1::BackendStatus* bs = vs->add_backends();
+      const uint32_t id = BackendIdOf(state_, vip.key(), b.address());
+      const BackendView view = ViewOf(state_, vip.key(), b);
+      bs->set_address(b.address());
+      bs->set_backend_id(id);
+      bs->set_nominal_weight(view.nominal_weight);
+      bs->set_effective_weight(view.effective_weight);
+      bs->set_state(std::string(BackendModeName(view.mode)));
+      bs->set_drain_deadline_unix_ms(view.drain_deadline_unix_ms);
+      bs->set_score(100);
+      if (vi != nullptr) {
+        if (auto it = vi->slots.find(id); it != vi->slots.end()) bs->set_table_slots(it->second);
+      }
+      if (auto it = flows.find(id); it != flows.end()) bs->set_flows(it->second);
+      auto st = dp_->BackendStats(id);
+      if (!st.ok()) return st.status();
+      v1::BackendCounters* c = bs->mutable_counters();
+      c->set_new_flows(st->new_flows);
+      c->set_packets(st->packets);
+      c->set_bytes(st->bytes);
+      c->set_syn_retransmits(st->syn_retransmits);
+      c->set_client_rsts(st->client_rsts);
+      c->set_handshake_ns_sum(st->handshake_ns_sum);
+      c->set_handshake_count(st->handshake_count);
+      c->set_first_response_ns_sum(st->first_response_ns_sum);
+      c->set_first_response_count(st->first_response_count);
+      c->set_resteered_away(st->resteered_away);
+    }
+  }
+  return out;
+}
+
+// ---- audit, events, teardown ------------------------------------------------------------
+
+absl::StatusOr<std::vector<v1::AuditRecord>> StandaloneEngine::QueryAudit(int64_t since_unix_ms,
+                                                                          uint32_t limit) const {
+  return audit_->Query(since_unix_ms, limit);
+}
+
+absl::StatusOr<size_t> StandaloneEngine::PruneAudit(uint32_t days) {
+  if (days == 0) return 0;
+  return audit_->Prune(clock_->NowUnixMs() - static_cast<int64_t>(days) * 86'400'000);
+}
+
+uint64_t StandaloneEngine::Subscribe(EventSink sink) {
+  std::lock_guard<std::mutex> lock(sinks_mu_);
+  const uint64_t h = next_sink_++;
+  sinks_[h] = std::move(sink);
+  return h;
+}
+
+void StandaloneEngine::Unsubscribe(uint64_t handle) {
+  std::lock_guard<std::mutex> lock(sinks_mu_);
+  sinks_.erase(handle);
+}
+
+absl::Status StandaloneEngine::Teardown(const Actor& actor) {
+  Mutation m;
+  v1::TeardownRequest req;
+  req.set_confirm(true);
+  m.audit.push_back({"teardown", "", "", ToJson(req)});
+  m.events.push_back(MakeEvent("teardown", "", "", "data plane detached and unpinned"));
+  absl::Status s;
+  uint64_t gen = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (health_.torn_down) {
+      s = absl::FailedPreconditionError("the data plane is already torn down");
+    } else {
+      s = dp_->Teardown();
+      health_.torn_down = true;  // even a partial teardown: stop programming
+      attached_if_.clear();
+      gen = health_.generation;
+    }
+  }
+  shutdown_ = true;
+  Finish(actor, m, s, gen);
+  return s;
+}
+
+bool StandaloneEngine::ShutdownRequested() const { return shutdown_.load(); }
+
+// ---- tick -------------------------------------------------------------------------------
+
+absl::StatusOr<int> StandaloneEngine::Tick() {
+  const auto due = [](const v1::BackendOverride& o, int64_t now) {
+    return !o.evicted() && !o.pinned() && o.drain_deadline_unix_ms() != 0 &&
+           o.drain_deadline_unix_ms() <= now;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (health_.torn_down) return 0;
+    const int64_t now = clock_->NowUnixMs();
+    bool any = false;
+    for (const v1::BackendOverride& o : state_.overrides()) any = any || due(o, now);
+    if (!any) return 0;
+  }
+  int evicted = 0;
+  auto r = Commit(
+      Actor{"automation"}, Mutation{},
+      [&](v1::State& st, Mutation& mm) -> absl::Status {
+        const int64_t now = clock_->NowUnixMs();
+        evicted = 0;
+        for (v1::BackendOverride& o : *st.mutable_overrides()) {
+          if (!due(o, now)) continue;
+          const std::string vip = VipKeyText(o.vip());
+          mm.audit.push_back(
+              {"evict", vip, o.address(),
+               absl::StrCat("{\"drain_deadline_unix_ms\":", o.drain_deadline_unix_ms(),
+                            ",\"now_unix_ms\":", now, "}")});
+          mm.events.push_back(MakeEvent("backend_evicted", vip, o.address(),
+                                        "drain deadline passed: remaining flows are re-steered"));
+          o.set_evicted(true);
+          ++evicted;
+        }
+        return absl::OkStatus();
+      },
+      false, absl::StatusCode::kInternal);
+  if (!r.ok()) return r.status();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    health_.evictions += static_cast<uint64_t>(evicted);
+  }
+  return evicted;
+}
+
+// ---- accessors -------------------------------------------------------------------------
+
+EngineHealth StandaloneEngine::Health() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return health_;
+}
+
+v1::State StandaloneEngine::State() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_;
+}
+
+absl::StatusOr<std::vector<uint32_t>> StandaloneEngine::ReadTable(const v1::VipKey& vip) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint32_t id = VipIdOf(state_, vip);
+  if (id == 0) return absl::NotFoundError(absl::StrCat("vip ", VipKeyText(vip), " does not exist"));
+  return dp_->GetTable(id);
+}
+
+}  // namespace ballast::core

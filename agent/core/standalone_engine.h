@@ -1,0 +1,204 @@
+// The Engine of a standalone router: state in a local file (StateStore),
+// the data plane in this process (Dataplane), audit records in a local
+// append-only file (AuditLog).
+//
+// Life cycle (lbagent):
+//   auto dp = Dataplane::Open(...);                 // adopts pinned maps/program
+//   auto engine = StandaloneEngine::Start(std::move(dp), options, clock, initial);
+//     - loads the state file; a missing file is the first start and the
+//       state becomes `initial` (validated); a corrupt or invalid file is an
+//       error (the agent refuses to start, it never resets silently);
+//     - reconciles the maps with the state: writes everything the state
+//       says, removes VIPs, markers and backends the state does not have,
+//       rewrites only the tables whose contents differ (a restart with the
+//       same state rewrites none);
+//     - attaches the program to global.interface if it is not attached
+//       (never detaches: restart and crash keep forwarding).
+//   serve the API over `*engine`; call Tick() periodically (drain deadlines);
+//   destroy the engine on SIGTERM: the program and maps stay attached.
+//
+// Everything in the Engine contract (engine.h) holds. Additionally:
+//  - A mutation that changes nothing (e.g. the same weight again) is not
+//    persisted and does not bump the generation; it is still audited.
+//  - Requests are checked in this order: the request's own fields
+//    (INVALID_ARGUMENT, named like "vip 198.18.0.10:80/tcp backend 198.18.1.7:
+//    weight 3000 is out of range 0..1000"), existence (NOT_FOUND /
+//    ALREADY_EXISTS), then the whole state with the change applied
+//    (FAILED_PRECONDITION for limits and cross-field rules, e.g. too many
+//    VIPs, or an IPv4 backend without global.source_v4). ApplyConfig reports
+//    every config problem as INVALID_ARGUMENT with an index path
+//    ("vips[0].backends[2].weight: ...").
+//  - After Teardown() every mutation fails with FAILED_PRECONDITION.
+//  - Backends: pinned and evicted backends are EVICTED in the map (their
+//    flows move); draining ones are DRAINING with the deadline converted to
+//    CLOCK_MONOTONIC through the injected Clock.
+//
+// Thread-safety: as Engine (one mutex; the Dataplane is only touched with it
+// held). Tick() and the accessors below follow the same rule.
+#ifndef BALLAST_AGENT_CORE_STANDALONE_ENGINE_H_
+#define BALLAST_AGENT_CORE_STANDALONE_ENGINE_H_
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/core/audit_log.h"
+#include "agent/core/clock.h"
+#include "agent/core/engine.h"
+#include "agent/core/image.h"
+#include "agent/core/state_store.h"
+#include "agent/dataplane/dataplane.h"
+
+namespace ballast::core {
+
+struct EngineOptions {
+  std::string state_file = "/var/lib/ballast/state.pb";
+  std::string audit_log = "/var/lib/ballast/audit.jsonl";
+  dataplane::AttachMode attach_mode = dataplane::AttachMode::kAuto;
+  // Status counts flows per backend by walking at most this many entries of
+  // the connection table (the walk holds the engine's lock).
+  size_t flow_scan_limit = 65536;
+  std::string agent_version = "0.1.0";
+};
+
+// What one programming pass wrote (for logs, tests and the benchmark).
+struct ProgramStats {
+  int settings = 0;
+  int backends_set = 0;
+  int backends_cleared = 0;
+  int vips_upserted = 0;
+  int vips_deleted = 0;
+  int tables_set = 0;
+  int markers_set = 0;
+  int markers_deleted = 0;
+  int attached = 0;
+  int detached = 0;
+  int total() const {
+    return settings + backends_set + backends_cleared + vips_upserted + vips_deleted + tables_set +
+           markers_set + markers_deleted + attached + detached;
+  }
+};
+
+struct EngineHealth {
+  uint64_t generation = 0;
+  int64_t started_unix_ms = 0;
+  int64_t last_map_update_unix_ms = 0;  // last successful programming pass
+  uint64_t map_update_errors = 0;       // failed programming passes since start
+  uint64_t evictions = 0;               // drain deadlines that passed since start
+  ProgramStats start_reconcile;         // what the start-up reconciliation wrote
+  bool torn_down = false;
+};
+
+class StandaloneEngine final : public Engine {
+ public:
+  // See the file comment. `clock` must outlive the engine. Errors: DataLoss
+  // (corrupt or invalid state file), the state file's or audit log's I/O
+  // errors, the data plane's errors (reconcile, attach).
+  static absl::StatusOr<std::unique_ptr<StandaloneEngine>> Start(
+      std::unique_ptr<dataplane::Dataplane> dp, const EngineOptions& options, const Clock* clock,
+      const v1::Config& initial);
+  ~StandaloneEngine() override;
+
+  // Engine.
+  absl::Status AddVip(const v1::Vip& vip, const Actor& actor) override;
+  absl::Status DeleteVip(const v1::VipKey& key, const Actor& actor) override;
+  std::vector<v1::Vip> ListVips() const override;
+  absl::Status AddBackend(const v1::VipKey& vip, const v1::Backend& backend,
+                          const Actor& actor) override;
+  absl::Status DeleteBackend(const v1::VipKey& vip, const std::string& address,
+                             const Actor& actor) override;
+  absl::Status SetWeight(const v1::VipKey& vip, const std::string& address, uint32_t weight,
+                         const Actor& actor) override;
+  absl::Status Drain(const v1::VipKey& vip, const std::string& address, uint32_t deadline_s,
+                     const Actor& actor) override;
+  absl::Status Undrain(const v1::VipKey& vip, const std::string& address,
+                       const Actor& actor) override;
+  absl::Status Release(const v1::VipKey& vip, const std::string& address,
+                       const Actor& actor) override;
+  absl::StatusOr<v1::StatusResponse> GetStatus() const override;
+  v1::Config GetConfig() const override;
+  absl::StatusOr<v1::ApplyConfigResponse> ApplyConfig(const v1::Config& config, bool dry_run,
+                                                      const Actor& actor) override;
+  absl::StatusOr<std::vector<v1::AuditRecord>> QueryAudit(int64_t since_unix_ms,
+                                                          uint32_t limit) const override;
+  uint64_t Subscribe(EventSink sink) override;
+  void Unsubscribe(uint64_t handle) override;
+  absl::Status Teardown(const Actor& actor) override;
+  bool ShutdownRequested() const override;
+
+  // Evicts every draining backend whose deadline (by the Clock) has passed:
+  // state, file, data plane, event and audit record (actor "automation").
+  // Returns how many were evicted.
+  absl::StatusOr<int> Tick();
+
+  // Drops audit records older than `days` days (0 = keep everything).
+  absl::StatusOr<size_t> PruneAudit(uint32_t days);
+
+  EngineHealth Health() const;
+  v1::State State() const;  // a copy of the current state
+  // The table the data plane holds for a VIP (read back from the map).
+  absl::StatusOr<std::vector<uint32_t>> ReadTable(const v1::VipKey& vip) const;
+
+ private:
+  struct AuditEntry {
+    std::string action;
+    std::string vip;
+    std::string backend;
+    std::string inputs_json;
+  };
+  struct Mutation {
+    std::vector<AuditEntry> audit;  // at least one
+    std::vector<v1::Event> events;  // kind/vip/backend/message; time and generation filled in
+  };
+  using Change = std::function<absl::Status(v1::State&, Mutation&)>;
+  struct CommitResult {
+    std::vector<std::string> diff;
+    uint64_t generation = 0;
+  };
+
+  StandaloneEngine(std::unique_ptr<dataplane::Dataplane> dp, EngineOptions options,
+                   const Clock* clock, std::unique_ptr<AuditLog> audit);
+
+  // Applies `change` to a copy of the state, validates, persists, programs;
+  // see the contract. Audits and emits events after releasing the lock.
+  absl::StatusOr<CommitResult> Commit(const Actor& actor, Mutation m, const Change& change,
+                                      bool dry_run, absl::StatusCode whole_state_code);
+  absl::StatusOr<CommitResult> CommitLocked(Mutation& m, const Change& change, bool dry_run,
+                                            absl::StatusCode whole_state_code);
+  // Writes the difference between `from` (what the maps hold) and `to`.
+  absl::Status Program(const Image& from, const BuiltImage& to, ProgramStats* stats);
+  // Reads the maps and programs `state` over them (start-up, and recovery
+  // after a failed programming pass).
+  absl::Status ReconcileLocked(const v1::State& state, ProgramStats* stats);
+  void Finish(const Actor& actor, const Mutation& m, const absl::Status& result,
+              uint64_t generation);
+  // Finds a backend of a VIP in the state; NOT_FOUND naming what is missing.
+  static absl::Status FindBackend(v1::State& state, const v1::VipKey& vip,
+                                  const std::string& address, v1::Vip** vip_out,
+                                  v1::Backend** backend_out);
+
+  std::unique_ptr<dataplane::Dataplane> dp_;
+  const EngineOptions options_;
+  const Clock* const clock_;
+  std::unique_ptr<AuditLog> audit_;
+  StateStore store_;
+
+  mutable std::mutex mu_;
+  v1::State state_;
+  Image image_;              // what the maps hold (as last programmed)
+  std::string attached_if_;  // device the program was attached to by this engine
+  EngineHealth health_;
+  std::atomic<bool> shutdown_{false};
+
+  std::mutex sinks_mu_;
+  uint64_t next_sink_ = 1;
+  std::map<uint64_t, EventSink> sinks_;
+};
+
+}  // namespace ballast::core
+
+#endif  // BALLAST_AGENT_CORE_STANDALONE_ENGINE_H_

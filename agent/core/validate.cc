@@ -1,0 +1,573 @@
+#include "agent/core/validate.h"
+
+#include <net/if.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/core/names.h"
+#include "agent/dataplane/ip_address.h"
+#include "agent/maglev/maglev.h"
+#include "absl/strings/string_view.h"
+
+namespace ballast::core {
+namespace {
+
+std::string Range(uint64_t lo, uint64_t hi) { return absl::StrCat(lo, "..", hi); }
+
+absl::Status CheckRange(uint64_t v, uint64_t lo, uint64_t hi, const FieldPath& at) {
+  if (v < lo || v > hi) return at.Invalid(absl::StrCat(v, " is out of range ", Range(lo, hi)));
+  return absl::OkStatus();
+}
+
+// 0 means "default"; anything else must be in lo..hi.
+absl::Status CheckOptionalRange(uint64_t v, uint64_t lo, uint64_t hi, uint64_t def,
+                                const FieldPath& at) {
+  if (v == 0) return absl::OkStatus();
+  if (v < lo || v > hi) {
+    return at.Invalid(
+        absl::StrCat(v, " is out of range ", Range(lo, hi), " (0 = default ", def, ")"));
+  }
+  return absl::OkStatus();
+}
+
+bool IsMulticast(const IpAddress& a) {
+  const auto& b = a.bytes();
+  return a.is_v4() ? (b[0] & 0xF0) == 0xE0 : b[0] == 0xFF;
+}
+
+bool IsLoopback(const IpAddress& a) {
+  const auto& b = a.bytes();
+  if (a.is_v4()) return b[0] == 127;
+  for (int i = 0; i < 15; ++i) {
+    if (b[i] != 0) return false;
+  }
+  return b[15] == 1;
+}
+
+bool Printable(absl::string_view s) {
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) return false;
+  }
+  return true;
+}
+
+absl::Status CheckSource(absl::string_view text, bool want_v4, const FieldPath& at) {
+  if (text.empty()) return absl::OkStatus();
+  auto a = IpAddress::Parse(std::string(text));
+  if (!a.ok()) {
+    return at.Invalid(
+        absl::StrCat("\"", text, "\" is not an ", want_v4 ? "IPv4" : "IPv6", " address"));
+  }
+  if (a->is_v4() != want_v4) {
+    return at.Invalid(absl::StrCat(text, " is not an ", want_v4 ? "IPv4" : "IPv6", " address"));
+  }
+  if (a->is_unspecified() || IsMulticast(*a)) {
+    return at.Invalid(absl::StrCat(text,
+                                   " cannot be an outer source address (unspecified or "
+                                   "multicast)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckAbsolutePath(absl::string_view path, const FieldPath& at) {
+  if (path.empty()) return absl::OkStatus();
+  if (path.front() != '/')
+    return at.Invalid(absl::StrCat("\"", path, "\" is not an absolute path"));
+  if (!Printable(path)) return at.Invalid("contains control characters");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// ---- effective values ---------------------------------------------------------
+
+uint32_t EffectiveTableSize(const v1::Vip& vip) {
+  return vip.table_size() == 0 ? kDefaultTableSize : vip.table_size();
+}
+
+EffectiveTimeouts TimeoutsOf(const v1::Global& g) {
+  const v1::Timeouts& t = g.timeouts();
+  return EffectiveTimeouts{t.tcp_idle_s() ? t.tcp_idle_s() : 300,
+                           t.udp_idle_s() ? t.udp_idle_s() : 30, t.linger_s() ? t.linger_s() : 10,
+                           t.syn_idle_s() ? t.syn_idle_s() : 5};
+}
+
+uint32_t DrainTimeoutOf(const v1::Global& g) {
+  return g.drain_timeout_s() ? g.drain_timeout_s() : 300;
+}
+
+uint32_t ProbeIntervalOf(const v1::ProbeSpec& p) {
+  return p.interval_ms() ? p.interval_ms() : 1000;
+}
+
+uint32_t ProbeTimeoutOf(const v1::ProbeSpec& p) {
+  if (p.timeout_ms() != 0) return p.timeout_ms();
+  return std::min<uint32_t>(500, ProbeIntervalOf(p));
+}
+
+// ---- FieldPath ------------------------------------------------------------------
+
+FieldPath FieldPath::Child(absl::string_view field) const {
+  FieldPath out = *this;
+  out.path_ = path_.empty() ? std::string(field) : absl::StrCat(path_, ".", field);
+  return out;
+}
+
+FieldPath FieldPath::Element(absl::string_view field, size_t i, absl::string_view name) const {
+  FieldPath out = *this;
+  if (style_ == Style::kIndex) {
+    out.path_ = absl::StrCat(path_, path_.empty() ? "" : ".", field, "[", i, "]");
+  } else {
+    out.entity_ = entity_.empty() ? std::string(name) : absl::StrCat(entity_, " ", name);
+    out.path_.clear();
+  }
+  return out;
+}
+
+std::string FieldPath::Describe(absl::string_view problem) const {
+  if (style_ == Style::kIndex || entity_.empty()) {
+    return path_.empty() ? std::string(problem) : absl::StrCat(path_, ": ", problem);
+  }
+  return path_.empty() ? absl::StrCat(entity_, ": ", problem)
+                       : absl::StrCat(entity_, ": ", path_, " ", problem);
+}
+
+absl::Status FieldPath::Invalid(absl::string_view problem) const {
+  return absl::InvalidArgumentError(Describe(problem));
+}
+
+// ---- single values ----------------------------------------------------------------
+
+absl::Status ValidateWeight(uint32_t weight, const FieldPath& at) {
+  return CheckRange(weight, 0, kMaxWeight, at);
+}
+
+absl::Status ValidateTableSize(uint32_t m, const FieldPath& at) {
+  if (m == 0) return absl::OkStatus();
+  if (m < kMinTableSize || m > kMaxTableSize) {
+    return at.Invalid(absl::StrCat(m, " is out of range ", Range(kMinTableSize, kMaxTableSize),
+                                   " (a prime; 0 = default ", kDefaultTableSize, ")"));
+  }
+  if (!maglev::IsPrime(m)) {
+    return at.Invalid(absl::StrCat(m, " is not a prime (allowed: a prime in ",
+                                   Range(kMinTableSize, kMaxTableSize), "; 0 = default ",
+                                   kDefaultTableSize, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDrainDeadline(uint32_t deadline_s, const FieldPath& at) {
+  if (deadline_s > 86400) {
+    return at.Invalid(absl::StrCat(deadline_s, " is out of range ", Range(1, 86400),
+                                   " (0 = the global drain_timeout_s)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateAddress(absl::string_view address, const FieldPath& at) {
+  if (address.empty()) return at.Invalid("required (an IPv4 or IPv6 address)");
+  auto a = IpAddress::Parse(std::string(address));
+  if (!a.ok()) {
+    return at.Invalid(absl::StrCat("\"", address,
+                                   "\" is not an IPv4 or IPv6 address (e.g. 198.18.0.10 or "
+                                   "2001:db8::10)"));
+  }
+  if (a->is_unspecified()) return at.Invalid(absl::StrCat(address, " is the unspecified address"));
+  if (IsMulticast(*a)) return at.Invalid(absl::StrCat(address, " is a multicast address"));
+  if (IsLoopback(*a)) return at.Invalid(absl::StrCat(address, " is a loopback address"));
+  return absl::OkStatus();
+}
+
+// ---- messages --------------------------------------------------------------------
+
+absl::Status ValidateVipKey(const v1::VipKey& key, const FieldPath& at) {
+  if (auto s = ValidateAddress(key.address(), at.Child("address")); !s.ok()) return s;
+  if (auto s = CheckRange(key.port(), 0, 65535, at.Child("port")); !s.ok()) return s;
+  if (key.protocol() != v1::TCP && key.protocol() != v1::UDP) {
+    if (key.protocol() == v1::PROTOCOL_UNSPECIFIED) {
+      return at.Child("protocol").Invalid("required (TCP or UDP)");
+    }
+    return at.Child("protocol")
+        .Invalid(absl::StrCat(static_cast<int>(key.protocol()), " is not TCP (1) or UDP (2)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateProbe(const v1::ProbeSpec& p, const FieldPath& at) {
+  if (!v1::ProbeSpec::Kind_IsValid(p.kind())) {
+    return at.Child("kind").Invalid(absl::StrCat(static_cast<int>(p.kind()),
+                                                 " is not a probe kind (TCP, HTTP, HTTPS, GRPC, "
+                                                 "TLS)"));
+  }
+  if (auto s = CheckOptionalRange(p.interval_ms(), 50, 60000, 1000, at.Child("interval_ms"));
+      !s.ok()) {
+    return s;
+  }
+  const uint32_t interval = ProbeIntervalOf(p);
+  if (p.timeout_ms() != 0 && (p.timeout_ms() < 10 || p.timeout_ms() > interval)) {
+    return at.Child("timeout_ms")
+        .Invalid(absl::StrCat(p.timeout_ms(), " is out of range ", Range(10, interval),
+                              " (10..interval_ms; 0 = default 500)"));
+  }
+  if (p.jitter_ms() > interval / 2) {
+    return at.Child("jitter_ms")
+        .Invalid(absl::StrCat(p.jitter_ms(), " is out of range ", Range(0, interval / 2),
+                              " (0..interval_ms/2)"));
+  }
+  const bool http = p.kind() == v1::ProbeSpec::HTTP || p.kind() == v1::ProbeSpec::HTTPS;
+  if (!p.http_path().empty()) {
+    if (!http) return at.Child("http_path").Invalid("is only used by HTTP and HTTPS probes");
+    if (p.http_path().front() != '/' || p.http_path().size() > 2048 ||
+        p.http_path().find_first_of(" \t\r\n") != std::string::npos || !Printable(p.http_path())) {
+      return at.Child("http_path")
+          .Invalid(absl::StrCat("\"", p.http_path(),
+                                "\" must start with / and contain no spaces or control "
+                                "characters (at most 2048 bytes)"));
+    }
+  }
+  if (!p.http_host().empty()) {
+    if (!http) return at.Child("http_host").Invalid("is only used by HTTP and HTTPS probes");
+    if (p.http_host().size() > 255 ||
+        p.http_host().find_first_of(" \t\r\n/") != std::string::npos || !Printable(p.http_host())) {
+      return at.Child("http_host")
+          .Invalid(absl::StrCat("\"", p.http_host(), "\" is not a host name (at most 255 bytes)"));
+    }
+  }
+  for (int i = 0; i < p.http_status_size(); ++i) {
+    if (!http) return at.Child("http_status").Invalid("is only used by HTTP and HTTPS probes");
+    if (auto s =
+            CheckRange(p.http_status(i), 100, 599, at.Child(absl::StrCat("http_status[", i, "]")));
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (p.body_contains().size() > 4096) {
+    return at.Child("body_contains")
+        .Invalid(absl::StrCat("is ", p.body_contains().size(), " bytes, at most 4096"));
+  }
+  if (p.kind() == v1::ProbeSpec::GRPC) {
+    const std::string& m = p.grpc_method();
+    const size_t slash = m.rfind('/');
+    if (m.empty())
+      return at.Child("grpc_method").Invalid("required for GRPC probes (\"/pkg.Service/Method\")");
+    if (m.front() != '/' || slash == 0 || slash + 1 >= m.size() ||
+        m.find_first_of(" \t\r\n") != std::string::npos) {
+      return at.Child("grpc_method")
+          .Invalid(absl::StrCat("\"", m, "\" is not of the form \"/pkg.Service/Method\""));
+    }
+  } else if (!p.grpc_method().empty()) {
+    return at.Child("grpc_method").Invalid("is only used by GRPC probes");
+  }
+  return CheckRange(p.port(), 0, 65535, at.Child("port"));
+}
+
+absl::Status ValidateBackend(const v1::Backend& b, const v1::VipKey& vip, const FieldPath& at) {
+  if (auto s = ValidateAddress(b.address(), at.Child("address")); !s.ok()) return s;
+  if (auto s = ValidateWeight(b.weight(), at.Child("weight")); !s.ok()) return s;
+  auto vip_addr = IpAddress::Parse(vip.address());
+  auto addr = IpAddress::Parse(b.address());
+  if (vip_addr.ok() && !vip_addr->is_v4() && addr->is_v4()) {
+    return at.Child("address").Invalid(absl::StrCat(
+        b.address(), " is IPv4 but VIP ", VipKeyText(vip),
+        " is IPv6: the data plane cannot carry IPv6 in IPv4 (use an IPv6 backend address)"));
+  }
+  if (b.has_probe()) return ValidateProbe(b.probe(), at.Child("probe"));
+  return absl::OkStatus();
+}
+
+absl::Status ValidateVip(const v1::Vip& vip, const FieldPath& at) {
+  if (auto s = ValidateVipKey(vip.key(), at.Child("key")); !s.ok()) return s;
+  if (auto s = ValidateTableSize(vip.table_size(), at.Child("table_size")); !s.ok()) return s;
+  if (!v1::ForwardingMode_IsValid(vip.mode())) {
+    return at.Child("mode").Invalid(
+        absl::StrCat(static_cast<int>(vip.mode()), " is not a forwarding mode (ENCAP)"));
+  }
+  if (vip.name().size() > kMaxNameBytes || !Printable(vip.name())) {
+    return at.Child("name").Invalid(
+        absl::StrCat("must be at most ", kMaxNameBytes, " bytes without control characters"));
+  }
+  if (static_cast<uint32_t>(vip.backends_size()) > kMaxBackendsPerVip) {
+    return at.Child("backends")
+        .Invalid(absl::StrCat(vip.backends_size(), " backends; at most ", kMaxBackendsPerVip,
+                              " per VIP"));
+  }
+  std::map<std::string, int> seen;
+  uint32_t positive = 0;
+  for (int i = 0; i < vip.backends_size(); ++i) {
+    const v1::Backend& b = vip.backends(i);
+    const FieldPath bat = at.Element("backends", i, absl::StrCat("backend ", b.address()));
+    if (auto s = ValidateBackend(b, vip.key(), bat); !s.ok()) return s;
+    const auto [it, inserted] = seen.emplace(CanonicalAddress(b.address()), i);
+    if (!inserted) {
+      return bat.Child("address").Invalid(
+          absl::StrCat(b.address(), " is a duplicate of backends[", it->second, "]"));
+    }
+    if (b.weight() > 0) ++positive;
+  }
+  const uint32_t m = EffectiveTableSize(vip);
+  if (positive > m) {
+    return at.Child("backends")
+        .Invalid(absl::StrCat(positive, " backends with a positive weight but the table has only ",
+                              m,
+                              " slots (table_size must be at least the number of such backends)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateGlobal(const v1::Global& g, const FieldPath& at) {
+  if (!g.interface().empty()) {
+    const std::string& n = g.interface();
+    if (n.size() >= IF_NAMESIZE || n == "." || n == ".." ||
+        n.find_first_of("/: \t\r\n") != std::string::npos || !Printable(n)) {
+      return at.Child("interface")
+          .Invalid(absl::StrCat("\"", n, "\" is not a network device name (1..", IF_NAMESIZE - 1,
+                                " characters, no '/', ':' or spaces)"));
+    }
+  }
+  if (auto s = CheckSource(g.source_v4(), true, at.Child("source_v4")); !s.ok()) return s;
+  if (auto s = CheckSource(g.source_v6(), false, at.Child("source_v6")); !s.ok()) return s;
+  const v1::Timeouts& t = g.timeouts();
+  const FieldPath tat = at.Child("timeouts");
+  if (auto s = CheckOptionalRange(t.tcp_idle_s(), 1, 86400, 300, tat.Child("tcp_idle_s"));
+      !s.ok()) {
+    return s;
+  }
+  if (auto s = CheckOptionalRange(t.udp_idle_s(), 1, 86400, 30, tat.Child("udp_idle_s")); !s.ok()) {
+    return s;
+  }
+  if (auto s = CheckOptionalRange(t.linger_s(), 1, 600, 10, tat.Child("linger_s")); !s.ok()) {
+    return s;
+  }
+  if (auto s = CheckOptionalRange(t.syn_idle_s(), 1, 600, 5, tat.Child("syn_idle_s")); !s.ok()) {
+    return s;
+  }
+  return CheckOptionalRange(g.drain_timeout_s(), 1, 86400, 300, at.Child("drain_timeout_s"));
+}
+
+absl::Status ValidateConfig(const v1::Config& config, const FieldPath& at) {
+  if (auto s = ValidateGlobal(config.global(), at.Child("global")); !s.ok()) return s;
+  if (static_cast<uint32_t>(config.vips_size()) > kMaxVips) {
+    return at.Child("vips").Invalid(absl::StrCat(config.vips_size(), " VIPs; at most ", kMaxVips));
+  }
+  std::map<std::string, int> seen;
+  uint64_t total = 0;
+  const v1::Backend* need_v4 = nullptr;
+  const v1::Backend* need_v6 = nullptr;
+  const v1::Vip* need_v4_vip = nullptr;
+  const v1::Vip* need_v6_vip = nullptr;
+  for (int i = 0; i < config.vips_size(); ++i) {
+    const v1::Vip& vip = config.vips(i);
+    const FieldPath vat = at.Element("vips", i, absl::StrCat("vip ", VipKeyText(vip.key())));
+    if (auto s = ValidateVip(vip, vat); !s.ok()) return s;
+    const auto [it, inserted] = seen.emplace(VipKeyText(vip.key()), i);
+    if (!inserted) {
+      return vat.Child("key").Invalid(
+          absl::StrCat(VipKeyText(vip.key()), " is a duplicate of vips[", it->second, "]"));
+    }
+    total += static_cast<uint64_t>(vip.backends_size());
+    for (const v1::Backend& b : vip.backends()) {
+      auto a = IpAddress::Parse(b.address());
+      if (a->is_v4() && need_v4 == nullptr) {
+        need_v4 = &b;
+        need_v4_vip = &vip;
+      }
+      if (!a->is_v4() && need_v6 == nullptr) {
+        need_v6 = &b;
+        need_v6_vip = &vip;
+      }
+    }
+  }
+  if (total > kMaxBackendsTotal) {
+    return at.Child("vips").Invalid(
+        absl::StrCat(total, " backends in total; at most ", kMaxBackendsTotal, " across all VIPs"));
+  }
+  if (need_v4 != nullptr && config.global().source_v4().empty()) {
+    return at.Child("global")
+        .Child("source_v4")
+        .Invalid(absl::StrCat(
+            "required: backend ", need_v4->address(), " of vip ", VipKeyText(need_v4_vip->key()),
+            " is IPv4, and IPv4 encapsulation needs an outer source address of this router"));
+  }
+  if (need_v6 != nullptr && config.global().source_v6().empty()) {
+    return at.Child("global")
+        .Child("source_v6")
+        .Invalid(absl::StrCat(
+            "required: backend ", need_v6->address(), " of vip ", VipKeyText(need_v6_vip->key()),
+            " is IPv6, and IPv6 encapsulation needs an outer source address of this router"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateState(const v1::State& state) {
+  const FieldPath root = FieldPath::Index("config");
+  if (auto s = ValidateConfig(state.config(), root); !s.ok()) return s;
+  std::set<std::string> backends;
+  for (const v1::Vip& vip : state.config().vips()) {
+    for (const v1::Backend& b : vip.backends())
+      backends.insert(BackendIdKey(vip.key(), b.address()));
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < state.overrides_size(); ++i) {
+    const v1::BackendOverride& o = state.overrides(i);
+    const std::string key = BackendIdKey(o.vip(), o.address());
+    const FieldPath at = FieldPath::Index(absl::StrCat("overrides[", i, "]"));
+    if (backends.count(key) == 0) {
+      return at.Invalid(absl::StrCat("names ", key.substr(8), ", which is not in the config"));
+    }
+    if (!seen.insert(key).second)
+      return at.Invalid(absl::StrCat("duplicate override of ", key.substr(8)));
+    if (o.drain_deadline_unix_ms() < 0) {
+      return at.Child("drain_deadline_unix_ms").Invalid("is negative");
+    }
+  }
+  std::map<uint32_t, std::string> vip_ids;
+  std::map<uint32_t, std::string> backend_ids;
+  for (const auto& [key, id] : state.ids()) {
+    const FieldPath at = FieldPath::Index(absl::StrCat("ids[\"", key, "\"]"));
+    if (key.rfind("vip ", 0) == 0) {
+      if (auto s = CheckRange(id, 1, kMaxVips, at); !s.ok()) return s;
+      if (auto [it, ok] = vip_ids.emplace(id, key); !ok) {
+        return at.Invalid(absl::StrCat("id ", id, " is also used by \"", it->second, "\""));
+      }
+    } else if (key.rfind("backend ", 0) == 0) {
+      if (auto s = CheckRange(id, 1, kMaxBackendsTotal, at); !s.ok()) return s;
+      if (auto [it, ok] = backend_ids.emplace(id, key); !ok) {
+        return at.Invalid(absl::StrCat("id ", id, " is also used by \"", it->second, "\""));
+      }
+    } else if (key == "next vip") {
+      if (auto s = CheckRange(id, 1, kMaxVips, at); !s.ok()) return s;
+    } else if (key == "next backend") {
+      if (auto s = CheckRange(id, 1, kMaxBackendsTotal, at); !s.ok()) return s;
+    } else {
+      return at.Invalid("unknown id key (expected \"vip ...\" or \"backend ...\")");
+    }
+  }
+  for (const v1::Vip& vip : state.config().vips()) {
+    if (state.ids().count(VipIdKey(vip.key())) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("ids: no id for ", VipIdKey(vip.key())));
+    }
+    for (const v1::Backend& b : vip.backends()) {
+      if (state.ids().count(BackendIdKey(vip.key(), b.address())) == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("ids: no id for ", BackendIdKey(vip.key(), b.address())));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLoopbackListen(absl::string_view listen, const FieldPath& at) {
+  const size_t colon = listen.rfind(':');
+  if (colon == absl::string_view::npos) {
+    return at.Invalid(absl::StrCat("\"", listen, "\" is not HOST:PORT (e.g. 127.0.0.1:9580)"));
+  }
+  absl::string_view host = listen.substr(0, colon);
+  const absl::string_view port = listen.substr(colon + 1);
+  unsigned p = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p == 0 ||
+      p > 65535) {
+    return at.Invalid(absl::StrCat("port \"", port, "\" is not a number in 1..65535"));
+  }
+  if (host == "localhost") return absl::OkStatus();
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != absl::string_view::npos) {
+    return at.Invalid("an IPv6 host must be written in brackets, e.g. [::1]:9580");
+  }
+  auto a = IpAddress::Parse(std::string(host));
+  if (!a.ok()) return at.Invalid(absl::StrCat("\"", host, "\" is not an IP address"));
+  if (!IsLoopback(*a)) {
+    return at.Invalid(absl::StrCat(listen,
+                                   " is not a loopback address (127.0.0.0/8 or [::1]); "
+                                   "metrics are served on loopback only"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateAgentConfig(const v1::AgentConfig& c) {
+  const FieldPath root = FieldPath::Index();
+  const v1::AdminAccess& a = c.admin();
+  const FieldPath admin = root.Child("admin");
+  if (auto s = CheckAbsolutePath(a.socket_path(), admin.Child("socket_path")); !s.ok()) return s;
+  if (!a.socket_group().empty() &&
+      (a.socket_group().size() > 32 ||
+       a.socket_group().find_first_of(" :/\t\r\n") != std::string::npos)) {
+    return admin.Child("socket_group")
+        .Invalid(absl::StrCat("\"", a.socket_group(), "\" is not a group name"));
+  }
+  if (!a.tcp_listen().empty()) {
+    if (a.tcp_listen().rfind(':') == std::string::npos) {
+      return admin.Child("tcp_listen")
+          .Invalid(absl::StrCat("\"", a.tcp_listen(), "\" is not HOST:PORT"));
+    }
+    if (a.tls_cert().empty())
+      return admin.Child("tls_cert").Invalid("required with tcp_listen (mutual TLS only)");
+    if (a.tls_key().empty())
+      return admin.Child("tls_key").Invalid("required with tcp_listen (mutual TLS only)");
+    if (a.tls_client_ca().empty()) {
+      return admin.Child("tls_client_ca").Invalid("required with tcp_listen (mutual TLS only)");
+    }
+    if (a.identities_size() == 0) {
+      return admin.Child("identities")
+          .Invalid("required with tcp_listen: the allow-list of client identities");
+    }
+  }
+  for (int i = 0; i < a.identities_size(); ++i) {
+    if (a.identities(i).name().empty()) {
+      return admin.Child(absl::StrCat("identities[", i, "]")).Child("name").Invalid("required");
+    }
+  }
+  for (const auto& [field, path] :
+       {std::pair{"tls_cert", &a.tls_cert()}, std::pair{"tls_key", &a.tls_key()},
+        std::pair{"tls_client_ca", &a.tls_client_ca()}}) {
+    if (auto s = CheckAbsolutePath(*path, admin.Child(field)); !s.ok()) return s;
+  }
+  if (!c.metrics_listen().empty()) {
+    if (auto s = ValidateLoopbackListen(c.metrics_listen(), root.Child("metrics_listen"));
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (auto s = CheckAbsolutePath(c.state_file(), root.Child("state_file")); !s.ok()) return s;
+  if (auto s = CheckAbsolutePath(c.pin_dir(), root.Child("pin_dir")); !s.ok()) return s;
+  if (auto s = CheckAbsolutePath(c.audit_log(), root.Child("audit_log")); !s.ok()) return s;
+  const std::string& m = c.attach_mode();
+  if (!m.empty() && m != "native" && m != "generic" && m != "auto") {
+    return root.Child("attach_mode")
+        .Invalid(absl::StrCat("\"", m, "\" is not native, generic or auto"));
+  }
+  if (c.flow_capacity() != 0 && (c.flow_capacity() < 1024 || c.flow_capacity() > (1u << 26))) {
+    return root.Child("flow_capacity")
+        .Invalid(absl::StrCat(c.flow_capacity(), " is out of range ", Range(1024, 1u << 26),
+                              " (0 = default ", BALLAST_DEFAULT_FLOWS, ")"));
+  }
+  if (auto s = CheckRange(c.audit_retention_days(), 0, 3650, root.Child("audit_retention_days"));
+      !s.ok()) {
+    return s;
+  }
+  return ValidateConfig(c.initial(), root.Child("initial"));
+}
+
+v1::Config CanonicalConfig(const v1::Config& config) {
+  v1::Config out = config;
+  if (!out.global().source_v4().empty()) {
+    out.mutable_global()->set_source_v4(CanonicalAddress(out.global().source_v4()));
+  }
+  if (!out.global().source_v6().empty()) {
+    out.mutable_global()->set_source_v6(CanonicalAddress(out.global().source_v6()));
+  }
+  for (v1::Vip& vip : *out.mutable_vips()) {
+    vip.mutable_key()->set_address(CanonicalAddress(vip.key().address()));
+    for (v1::Backend& b : *vip.mutable_backends()) b.set_address(CanonicalAddress(b.address()));
+  }
+  return out;
+}
+
+}  // namespace ballast::core
