@@ -5,6 +5,7 @@
 #include <bpf/libbpf.h>
 #include <dirent.h>
 #include <net/if.h>
+#include <sys/mman.h>
 #include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
@@ -194,6 +195,9 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
         ErrnoStatus(errno, "opening the embedded xdp_lb BPF object").code(),
         Cat("opening the embedded xdp_lb BPF object: ", strerror(errno), LogSuffix(log)));
   }
+  if (const bpf_map* inner = bpf_map__inner_map(dp->skel_->maps.maglev_tables)) {
+    dp->inner_flags_ = bpf_map__map_flags(inner);
+  }
   if (int err = bpf_map__set_max_entries(dp->skel_->maps.flows, options.flow_capacity); err != 0) {
     return ErrnoStatus(err, "setting the flow table capacity");
   }
@@ -289,8 +293,8 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::OpenPinned(std::string_vie
   const std::string prog_pin = Cat(dp->pin_dir_, "/", kProgPinName);
   if (!PathExists(prog_pin)) {
     if (absl::Status s = CheckOnBpffs(dp->pin_dir_); !s.ok()) return s;
-    return absl::NotFoundError(Cat("no ballast data plane is pinned at ", dp->pin_dir_,
-                                   " (", prog_pin, " does not exist); load it first: lbdp attach"));
+    return absl::NotFoundError(Cat("no ballast data plane is pinned at ", dp->pin_dir_, " (",
+                                   prog_pin, " does not exist); load it first: lbdp attach"));
   }
   // The embedded object, opened but not loaded, tells which maps to expect
   // and their layout.
@@ -302,6 +306,9 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::OpenPinned(std::string_vie
   }
   if (spec == nullptr) {
     return ErrnoStatus(errno, Cat("opening the embedded xdp_lb BPF object", LogSuffix(log)));
+  }
+  if (const bpf_map* inner = bpf_map__inner_map(spec->maps.maglev_tables)) {
+    dp->inner_flags_ = bpf_map__map_flags(inner);
   }
   absl::Status status;
   bpf_map* m = nullptr;
@@ -681,7 +688,9 @@ absl::Status Dataplane::SetTable(uint32_t vip_id, std::span<const uint32_t> tabl
     }
   }
   const uint32_t entries = static_cast<uint32_t>(m) + 1;
-  LIBBPF_OPTS(bpf_map_create_opts, create_opts, .map_flags = BPF_F_INNER_MAP);
+  // The inner map must match the program's template (type, key/value size,
+  // flags); BPF_F_INNER_MAP in the template lets the size differ.
+  LIBBPF_OPTS(bpf_map_create_opts, create_opts, .map_flags = inner_flags_);
   char name[BPF_OBJ_NAME_LEN];
   snprintf(name, sizeof(name), "maglev_%u", vip_id);
   UniqueFd inner(bpf_map_create(BPF_MAP_TYPE_ARRAY, name, sizeof(uint32_t), sizeof(uint32_t),
@@ -689,18 +698,30 @@ absl::Status Dataplane::SetTable(uint32_t vip_id, std::span<const uint32_t> tabl
   if (!inner) {
     return ErrnoStatus(errno, Cat("creating a Maglev table of ", m, " slots for vip id ", vip_id));
   }
-  std::vector<uint32_t> keys(entries);
   std::vector<uint32_t> values(entries);
-  for (uint32_t i = 0; i < entries; ++i) keys[i] = i;
   values[0] = static_cast<uint32_t>(m);
   std::copy(table.begin(), table.end(), values.begin() + 1);
-  uint32_t count = entries;
-  LIBBPF_OPTS(bpf_map_batch_opts, batch_opts);
-  if (bpf_map_update_batch(inner.get(), keys.data(), values.data(), &count, &batch_opts) != 0) {
-    // Kernels without batch ops for arrays: one update per slot.
-    for (uint32_t i = 0; i < entries; ++i) {
-      if (bpf_map_update_elem(inner.get(), &keys[i], &values[i], BPF_ANY) != 0) {
-        return ErrnoStatus(errno, Cat("filling slot ", i, " of the new table of vip id ", vip_id));
+  if ((inner_flags_ & BPF_F_MMAPABLE) != 0) {
+    // One memcpy into the map's memory instead of a syscall path per slot.
+    const size_t len = entries * sizeof(uint32_t);
+    void* mem = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, inner.get(), 0);
+    if (mem == MAP_FAILED) {
+      return ErrnoStatus(errno, Cat("mapping the new table of vip id ", vip_id));
+    }
+    std::memcpy(mem, values.data(), len);
+    munmap(mem, len);  // before freezing: a frozen map has no writable mappings
+  } else {
+    std::vector<uint32_t> keys(entries);
+    for (uint32_t i = 0; i < entries; ++i) keys[i] = i;
+    uint32_t count = entries;
+    LIBBPF_OPTS(bpf_map_batch_opts, batch_opts);
+    if (bpf_map_update_batch(inner.get(), keys.data(), values.data(), &count, &batch_opts) != 0) {
+      // Kernels without batch ops for arrays: one update per slot.
+      for (uint32_t i = 0; i < entries; ++i) {
+        if (bpf_map_update_elem(inner.get(), &keys[i], &values[i], BPF_ANY) != 0) {
+          return ErrnoStatus(errno,
+                             Cat("filling slot ", i, " of the new table of vip id ", vip_id));
+        }
       }
     }
   }
@@ -738,6 +759,17 @@ absl::StatusOr<std::vector<uint32_t>> Dataplane::GetTable(uint32_t vip_id) const
   if (m == 0 || static_cast<uint64_t>(m) + 1 != info->max_entries) {
     return absl::DataLossError(Cat("table of vip id ", vip_id, " says M = ", m, " but has ",
                                    info->max_entries, " entries"));
+  }
+  if ((info->map_flags & BPF_F_MMAPABLE) != 0) {
+    const size_t len = (static_cast<size_t>(m) + 1) * sizeof(uint32_t);
+    void* mem = mmap(nullptr, len, PROT_READ, MAP_SHARED, inner.get(), 0);
+    if (mem == MAP_FAILED) {
+      return ErrnoStatus(errno, Cat("mapping the table of vip id ", vip_id));
+    }
+    std::vector<uint32_t> out(m);
+    std::memcpy(out.data(), static_cast<const uint32_t*>(mem) + 1, m * sizeof(uint32_t));
+    munmap(mem, len);
+    return out;
   }
   std::vector<uint32_t> keys(m + 1);
   std::vector<uint32_t> values(m + 1);

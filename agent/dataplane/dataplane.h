@@ -37,6 +37,8 @@
 #ifndef BALLAST_AGENT_DATAPLANE_DATAPLANE_H_
 #define BALLAST_AGENT_DATAPLANE_DATAPLANE_H_
 
+#include <linux/bpf.h>
+
 #include <array>
 #include <cstdint>
 #include <map>
@@ -164,9 +166,13 @@ class Dataplane {
   absl::StatusOr<std::vector<BackendEntry>> Backends() const;
 
   // Publishes a new Maglev table for vip_id: a fresh inner map (M+1 entries,
-  // entry 0 = M), filled, frozen, then swapped in with one update of
-  // maglev_tables. M = table.size() must be prime and <= BALLAST_MAX_TABLE_SIZE;
-  // every slot < BALLAST_MAX_BACKENDS (0 = no backend for that slot).
+  // entry 0 = M, flags of the program's inner-map template), filled (one
+  // memcpy if the template is BPF_F_MMAPABLE, else a batch update), frozen,
+  // then swapped in with one update of maglev_tables. The kernel waits for
+  // an RCU grace period in that update, so when SetTable returns no packet
+  // is still using the old table (this costs ~10-15 ms per call). M = table.size() must be prime
+  // and <= BALLAST_MAX_TABLE_SIZE; every slot < BALLAST_MAX_BACKENDS (0 = no backend for that
+  // slot).
   absl::Status SetTable(uint32_t vip_id, std::span<const uint32_t> table);
   // The M slots of vip_id's table (without the size entry). NotFound if none.
   absl::StatusOr<std::vector<uint32_t>> GetTable(uint32_t vip_id) const;
@@ -190,6 +196,7 @@ class Dataplane {
 
   xdp_lb* skel_ = nullptr;  // null after OpenPinned(): then maps_ fds are owned
   std::map<std::string, int, std::less<>> maps_;  // ABI map name -> fd
+  uint32_t inner_flags_ = BPF_F_INNER_MAP;        // map_flags of the Maglev inner template
   std::string pin_dir_;
   int prog_fd_ = -1;
   int adopted_fd_ = -1;  // owned: pinned program of the same build, adopted
