@@ -50,14 +50,42 @@ uint64_t Finalise(uint64_t x) {
   return x;
 }
 
-uint64_t KeyHash(std::string_view key, uint64_t seed) {
-  uint64_t h = kFnvOffsetBasis ^ seed;
+// Both hashes in one pass over the key: {hash(kSeedOffset), hash(kSeedSkip)}.
+std::pair<uint64_t, uint64_t> KeyHashes(std::string_view key) {
+  uint64_t a = kFnvOffsetBasis ^ kSeedOffset;
+  uint64_t b = kFnvOffsetBasis ^ kSeedSkip;
   for (unsigned char c : key) {
-    h ^= c;
-    h *= kFnvPrime;
+    a = (a ^ c) * kFnvPrime;
+    b = (b ^ c) * kFnvPrime;
   }
-  return Finalise(h ^ seed);
+  return {Finalise(a ^ kSeedOffset), Finalise(b ^ kSeedSkip)};
 }
+
+// A backend with the first 16 bytes of its key packed big-endian (zero
+// padded), so that most key comparisons are two integer comparisons. Equal
+// prefixes fall back to comparing the whole keys; the order is exactly
+// std::string's (bytes compared as unsigned char).
+struct SortEntry {
+  uint64_t hi, lo;
+  const Backend* backend;
+
+  explicit SortEntry(const Backend& b) : hi(0), lo(0), backend(&b) {
+    const size_t n = std::min<size_t>(b.key.size(), 16);
+    for (size_t k = 0; k < n; ++k) {
+      const uint64_t byte = static_cast<unsigned char>(b.key[k]);
+      if (k < 8) {
+        hi |= byte << (56 - 8 * k);
+      } else {
+        lo |= byte << (56 - 8 * (k - 8));
+      }
+    }
+  }
+  bool operator<(const SortEntry& o) const {
+    if (hi != o.hi) return hi < o.hi;
+    if (lo != o.lo) return lo < o.lo;
+    return backend->key < o.backend->key;
+  }
+};
 
 // ---- helpers for the fill -------------------------------------------------
 
@@ -75,16 +103,18 @@ uint32_t InverseMod(uint32_t a, uint32_t m) {
   return static_cast<uint32_t>(inv);
 }
 
-// x % m for x < 2^64 via a precomputed reciprocal (Barrett reduction); m is
-// the table size, so a few multiplications replace a 64-bit division.
+// x % m for x < 2^62 via a precomputed reciprocal (Barrett reduction); m is
+// the table size, so two multiplications replace a 64-bit division. With
+// recip = floor((2^64 - 1) / m) the quotient estimate is short by at most one
+// (x * recip / 2^64 >= x / m - x / 2^63 > x / m - 1), so one conditional
+// subtraction finishes the job, without a branch.
 class FastMod {
  public:
   explicit FastMod(uint32_t m) : m_(m), recip_(~uint64_t{0} / m) {}
   uint32_t operator()(uint64_t x) const {
     const uint64_t q = static_cast<uint64_t>((static_cast<unsigned __int128>(x) * recip_) >> 64);
-    uint64_t r = x - q * m_;
-    while (r >= m_) r -= m_;
-    return static_cast<uint32_t>(r);
+    const uint64_t r = x - q * m_;
+    return static_cast<uint32_t>(r >= m_ ? r - m_ : r);
   }
 
  private:
@@ -152,9 +182,23 @@ class TableFiller {
     uint64_t* const taken = taken_.data();
     uint32_t pos = cursor_[i].pos;
     const uint32_t skip = cursor_[i].skip;
-    uint64_t word;
-    while (((word = taken[pos >> 6]) >> (pos & 63)) & 1) pos = AddMod(pos, skip, m);
-    taken[pos >> 6] = word | uint64_t{1} << (pos & 63);
+    auto is_taken = [taken](uint32_t p) { return (taken[p >> 6] >> (p & 63)) & 1; };
+    if (is_taken(pos)) {
+      // Two interleaved chains (even and odd steps) halve the latency of the
+      // modular additions; the slots are still tested in permutation order.
+      const uint32_t skip2 = AddMod(skip, skip, m);
+      uint32_t odd = AddMod(pos, skip, m);
+      for (;;) {
+        if (!is_taken(odd)) {
+          pos = odd;
+          break;
+        }
+        pos = AddMod(pos, skip2, m);
+        if (!is_taken(pos)) break;
+        odd = AddMod(odd, skip2, m);
+      }
+    }
+    taken[pos >> 6] |= uint64_t{1} << (pos & 63);
     table_[pos] = ids_[i];
     cursor_[i].pos = AddMod(pos, skip, m);
   }
@@ -250,9 +294,10 @@ bool IsPrime(uint64_t n) {
 }
 
 Permutation PermutationOf(std::string_view key, uint32_t table_size) {
+  const auto [h1, h2] = KeyHashes(key);
   return Permutation{
-      .offset = static_cast<uint32_t>(KeyHash(key, kSeedOffset) % table_size),
-      .skip = static_cast<uint32_t>(KeyHash(key, kSeedSkip) % (table_size - 1) + 1),
+      .offset = static_cast<uint32_t>(h1 % table_size),
+      .skip = static_cast<uint32_t>(h2 % (table_size - 1) + 1),
   };
 }
 
@@ -272,7 +317,7 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
 
   // Validate each backend on its own, then order them by key so that nothing
   // below depends on the order the caller used.
-  std::vector<std::pair<std::string_view, const Backend*>> sorted;
+  std::vector<SortEntry> sorted;
   sorted.reserve(backends.size());
   std::bitset<BALLAST_MAX_BACKENDS> id_seen;
   bool duplicate_id = false;
@@ -289,14 +334,13 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
     }
     duplicate_id |= id_seen.test(b.id);
     id_seen.set(b.id);
-    sorted.emplace_back(b.key, &b);
+    sorted.emplace_back(b);
   }
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(sorted.begin(), sorted.end());
   for (size_t i = 1; i < sorted.size(); ++i) {
-    if (sorted[i - 1].first == sorted[i].first) {
-      const auto [lo, hi] = std::minmax(sorted[i - 1].second->id, sorted[i].second->id);
-      return absl::InvalidArgumentError("backend " + sorted[i].second->key +
+    if (sorted[i - 1].backend->key == sorted[i].backend->key) {
+      const auto [lo, hi] = std::minmax(sorted[i - 1].backend->id, sorted[i].backend->id);
+      return absl::InvalidArgumentError("backend " + sorted[i].backend->key +
                                         ": key given twice (ids " + std::to_string(lo) + " and " +
                                         std::to_string(hi) + ")");
     }
@@ -305,10 +349,10 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
     // Report the first clash in key order (error path only, so quadratic is fine).
     for (size_t i = 0; i < sorted.size(); ++i) {
       for (size_t j = 0; j < i; ++j) {
-        if (sorted[j].second->id == sorted[i].second->id) {
-          return absl::InvalidArgumentError("backends " + sorted[j].second->key + " and " +
-                                            sorted[i].second->key + " both use id " +
-                                            std::to_string(sorted[i].second->id));
+        if (sorted[j].backend->id == sorted[i].backend->id) {
+          return absl::InvalidArgumentError("backends " + sorted[j].backend->key + " and " +
+                                            sorted[i].backend->key + " both use id " +
+                                            std::to_string(sorted[i].backend->id));
         }
       }
     }
@@ -321,7 +365,8 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
   uint64_t weight_sum = 0;
   uint64_t weight_max = 0;
   uint64_t weight_min = ~uint64_t{0};
-  for (const auto& [key, b] : sorted) {
+  for (const SortEntry& e : sorted) {
+    const Backend* b = e.backend;
     if (b->weight == 0) continue;
     active.push_back(b);
     weight_sum += b->weight;

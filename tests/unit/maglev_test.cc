@@ -255,6 +255,25 @@ TEST_CASE("BuildTable equals a straightforward implementation of the documented 
   }
 }
 
+TEST_CASE("BuildTable orders keys exactly as std::string does", "[maglev]") {
+  // Keys longer than 16 bytes sharing a prefix, a key that is a prefix of
+  // another, an embedded NUL and bytes above 0x7f: the builder's fast key
+  // comparison must agree with the reference's std::string order.
+  std::vector<Backend> backends = {
+      {1, "2001:db8:0:0:0:0:0:10", 1},
+      {2, "2001:db8:0:0:0:0:0:1", 1},
+      {3, "2001:db8:0:0:0:0:1:0", 2},
+      {4, "198.18.0.1", 1},
+      {5, "198.18.0.10", 3},
+      {6, std::string("198.18.0.1\0x", 12), 1},
+      {7, "\xff\xfe", 1},
+      {8, "\x7f", 1},
+      {9, "2001:db8:0:0:0:0:0:100", 1},
+      {10, "2001:db8:0:0:0:0:0:1000000000000", 1},
+  };
+  for (uint32_t m : {13u, 1009u, kM}) REQUIRE(Build(backends, m) == ReferenceTable(backends, m));
+}
+
 TEST_CASE("BuildTable is deterministic and independent of input order", "[maglev]") {
   std::mt19937 rng(7);
   for (const auto& backends :
