@@ -1,0 +1,66 @@
+#include "agent/api/log.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace ballast::api {
+namespace {
+
+void AppendJsonString(std::string* out, absl::string_view s) {
+  out->push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      default:
+        if (c < 0x20) {
+          absl::StrAppendFormat(out, "\\u%04x", c);
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+}  // namespace
+
+std::string JsonLogLine(absl::string_view level, absl::string_view message, int64_t unix_ms) {
+  std::string line = "{\"ts\":";
+  AppendJsonString(&line, absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(unix_ms),
+                                           absl::UTCTimeZone()));
+  line.append(",\"level\":");
+  AppendJsonString(&line, level);
+  line.append(",\"component\":\"api\",\"msg\":");
+  AppendJsonString(&line, message);
+  line.push_back('}');
+  return line;
+}
+
+void StderrJsonLog(absl::string_view level, absl::string_view message) {
+  std::string line = JsonLogLine(level, message, absl::ToUnixMillis(absl::Now()));
+  line.push_back('\n');
+  // One write per line keeps concurrent lines whole.
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+}  // namespace ballast::api

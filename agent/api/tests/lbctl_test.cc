@@ -1,0 +1,369 @@
+// lbctl end to end against the admin server (on a test socket, over the
+// recording engine): exit codes, messages, human and JSON output.
+#include <catch2/catch.hpp>
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <grp.h>
+
+#include <thread>
+
+#include "agent/api/server.h"
+#include "agent/api/tests/recording_engine.h"
+#include "agent/api/tests/test_util.h"
+#include "agent/api/tests/tls_certs.h"
+#include "tools/lbctl/commands.h"
+#include "tools/lbctl/exit_codes.h"
+
+namespace ballast::api {
+namespace {
+
+using testing::LbctlResult;
+using testing::RecordingEngine;
+using testing::TempDir;
+
+struct Fixture {
+  Fixture() {
+    v1::AdminAccess a;
+    a.set_socket_path(dir.Join("lbagent.sock"));
+    AdminServerOptions opts;
+    opts.log = [](absl::string_view, absl::string_view) {};
+    opts.shutdown_grace = std::chrono::milliseconds(500);
+    auto s = StartAdminServer(engine, a, opts);
+    if (!s.ok()) FAIL("server did not start: " << s.status());
+    server = std::move(*s);
+  }
+  LbctlResult Run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--socket", dir.Join("lbagent.sock")});
+    LbctlResult r = testing::RunLbctlCaptured(args);
+    UNSCOPED_INFO("lbctl exit " << r.exit_code << "\nstdout:\n" << r.out << "stderr:\n" << r.err);
+    return r;
+  }
+
+  TempDir dir;
+  RecordingEngine engine;
+  std::unique_ptr<AdminServer> server;
+};
+
+TEST_CASE_METHOD(Fixture, "lbctl vip add with backends, then list and status", "[lbctl]") {
+  LbctlResult r = Run({"vip", "add", "198.18.0.10:80/tcp", "--name", "web", "--table-size", "251",
+                       "--backend", "198.18.1.1:50", "--backend", "[2001:db8::1]"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == "added VIP 198.18.0.10:80/tcp with 2 backends\n");
+  std::vector<v1::Vip> vips = engine.ListVips();
+  REQUIRE(vips.size() == 1);
+  CHECK(vips[0].name() == "web");
+  CHECK(vips[0].table_size() == 251);
+  REQUIRE(vips[0].backends_size() == 2);
+  CHECK(vips[0].backends(0).weight() == 50);
+  CHECK(vips[0].backends(1).address() == "2001:db8::1");
+  CHECK(vips[0].backends(1).weight() == 100);
+
+  r = Run({"vip", "list"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("198.18.0.10:80/tcp  web"));
+  CHECK_THAT(r.out, Catch::Contains("198.18.1.1:50 [2001:db8::1]:100"));
+
+  r = Run({"status"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("VIP 198.18.0.10:80/tcp \"web\""));
+  CHECK_THAT(r.out, Catch::Contains("BACKEND"));
+  CHECK_THAT(r.out, Catch::Contains("HS-MS"));
+  CHECK_THAT(r.out, Catch::Contains("2001:db8::1"));
+}
+
+TEST_CASE_METHOD(Fixture, "lbctl --json prints the API message in protobuf's JSON mapping",
+                 "[lbctl]") {
+  REQUIRE(Run({"vip", "add", "[2001:db8::10]:443/tcp", "--backend", "2001:db8::2"}).exit_code == 0);
+  LbctlResult r = Run({"--json", "vip", "list"});
+  REQUIRE(r.exit_code == 0);
+  v1::ListVipsResponse parsed;
+  auto st = google::protobuf::util::JsonStringToMessage(r.out, &parsed);
+  REQUIRE(st.ok());
+  REQUIRE(parsed.vips_size() == 1);
+  CHECK(parsed.vips(0).key().address() == "2001:db8::10");
+  CHECK(parsed.vips(0).key().protocol() == v1::TCP);
+  CHECK_THAT(r.out, Catch::Contains("\"protocol\": \"TCP\""));
+  CHECK_THAT(r.out, Catch::Contains("\"tableSize\": 0"));  // defaults printed too
+
+  r = Run({"--json", "backend", "weight", "[2001:db8::10]:443/tcp", "2001:db8::2", "7"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == "{}\n");
+}
+
+TEST_CASE_METHOD(Fixture, "lbctl exit codes follow the API status", "[lbctl]") {
+  REQUIRE(Run({"vip", "add", "198.18.0.10:80/tcp", "--backend", "198.18.1.1"}).exit_code == 0);
+
+  SECTION("0: weight set") {
+    LbctlResult r = Run({"backend", "weight", "198.18.0.10:80/tcp", "198.18.1.1", "0"});
+    CHECK(r.exit_code == lbctl::kExitOk);
+    CHECK(engine.ListVips()[0].backends(0).weight() == 0);
+  }
+  SECTION("2: the engine's INVALID_ARGUMENT, message intact") {
+    LbctlResult r = Run({"backend", "weight", "198.18.0.10:80/tcp", "198.18.1.1", "3000"});
+    CHECK(r.exit_code == lbctl::kExitInvalid);
+    CHECK(r.err == "lbctl: backend 198.18.1.1: weight 3000 is out of range 0..1000\n");
+  }
+  SECTION("2: bad input never reaches the agent") {
+    for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+             {"backend", "weight", "198.18.0.10:80", "198.18.1.1", "5"},
+             {"backend", "weight", "198.18.0.10:80/tcp", "198.18.1.1", "-5"},
+             {"backend", "weight", "198.18.0.10:80/tcp", "backend1", "5"},
+             {"backend", "drain", "198.18.0.10:80/tcp", "198.18.1.1", "--deadline", "1.5s"},
+             {"backend", "drain", "198.18.0.10:80/tcp", "198.18.1.1", "--deadline", "0"},
+             {"vip", "add", "198.18.0.10:80/tcp", "--backend", "198.18.1.1:x"},
+             {"vip", "frobnicate"},
+             {"backend"},
+             {"audit", "--since", "yesterday"},
+             {"teardown"},
+             {"--timeout", "0s", "status"},
+         }) {
+      const size_t before = engine.calls().size();
+      LbctlResult r = Run(args);
+      CHECK(r.exit_code == lbctl::kExitInvalid);
+      CHECK_FALSE(r.err.empty());
+      CHECK(engine.calls().size() == before);
+    }
+    CHECK_FALSE(engine.ShutdownRequested());
+  }
+  SECTION("3: not found") {
+    LbctlResult r = Run({"backend", "del", "198.18.0.10:80/tcp", "198.18.1.99"});
+    CHECK(r.exit_code == lbctl::kExitNotFound);
+    CHECK_THAT(r.err, Catch::Contains("198.18.1.99 not found"));
+    CHECK(Run({"vip", "del", "198.18.0.11:80/tcp"}).exit_code == lbctl::kExitNotFound);
+  }
+  SECTION("4: already exists / failed precondition") {
+    CHECK(Run({"vip", "add", "198.18.0.10:80/tcp"}).exit_code == lbctl::kExitConflict);
+    engine.FailWith(absl::FailedPreconditionError("backend 198.18.1.1 is not draining"));
+    LbctlResult r = Run({"backend", "undrain", "198.18.0.10:80/tcp", "198.18.1.1"});
+    CHECK(r.exit_code == lbctl::kExitConflict);
+    CHECK(r.err == "lbctl: backend 198.18.1.1 is not draining\n");
+  }
+  SECTION("6: permission denied") {
+    engine.FailWith(absl::PermissionDeniedError("no"));
+    LbctlResult r = Run({"status"});
+    CHECK(r.exit_code == lbctl::kExitDenied);
+    CHECK_THAT(r.err, Catch::StartsWith("lbctl: access denied by lbagent at unix:"));
+  }
+  SECTION("1: anything else") {
+    engine.FailWith(absl::InternalError("map update failed: No space left on device"));
+    CHECK(Run({"status"}).exit_code == lbctl::kExitFailure);
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "lbctl backend verbs send what the operator typed", "[lbctl]") {
+  REQUIRE(Run({"vip", "add", "198.18.0.10:0/udp"}).exit_code == 0);
+  REQUIRE(Run({"backend", "add", "198.18.0.10:0/udp", "198.18.1.5", "--weight", "30"}).exit_code ==
+          0);
+  REQUIRE(
+      Run({"backend", "drain", "198.18.0.10:0/udp", "198.18.1.5", "--deadline", "2m"}).exit_code ==
+      0);
+  REQUIRE(Run({"backend", "drain", "198.18.0.10:0/udp", "198.18.1.5"}).exit_code == 0);
+  REQUIRE(Run({"backend", "undrain", "198.18.0.10:0/udp", "198.18.1.5"}).exit_code == 0);
+  REQUIRE(Run({"backend", "release", "198.18.0.10:0/udp", "198.18.1.5"}).exit_code == 0);
+  REQUIRE(Run({"backend", "del", "198.18.0.10:0/udp", "198.18.1.5"}).exit_code == 0);
+  std::vector<std::string> details;
+  for (const auto& c : engine.calls()) details.push_back(c.method + " " + c.detail);
+  const std::vector<std::string> want = {
+      "AddVip 198.18.0.10:0/udp",
+      "AddBackend 198.18.0.10:0/udp 198.18.1.5 weight=30",
+      "Drain 198.18.0.10:0/udp 198.18.1.5 deadline=120",
+      "Drain 198.18.0.10:0/udp 198.18.1.5 deadline=0",
+      "Undrain 198.18.0.10:0/udp 198.18.1.5",
+      "Release 198.18.0.10:0/udp 198.18.1.5",
+      "DeleteBackend 198.18.0.10:0/udp 198.18.1.5",
+  };
+  CHECK(details == want);
+}
+
+TEST_CASE_METHOD(Fixture, "lbctl config apply, diff and get", "[lbctl][config]") {
+  const std::string file = dir.Join("config.txtpb");
+  testing::WriteFile(file, R"(
+vips {
+  key { address: "198.18.0.20" port: 443 protocol: TCP }
+  name: "api"
+  backends { address: "198.18.1.1" weight: 100 }
+}
+)");
+  LbctlResult r = Run({"config", "diff", "-f", file});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == "+ vip 198.18.0.20:443/tcp\ndry run: 1 change, nothing applied\n");
+  CHECK(engine.ListVips().empty());
+
+  r = Run({"config", "apply", "--dry-run", "-f", file});
+  REQUIRE(r.exit_code == 0);
+  CHECK(engine.ListVips().empty());
+
+  r = Run({"config", "apply", "-f", file});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("applied 1 change, generation"));
+  REQUIRE(engine.ListVips().size() == 1);
+
+  r = Run({"config", "get"});
+  REQUIRE(r.exit_code == 0);
+  v1::Config parsed;
+  REQUIRE(google::protobuf::TextFormat::ParseFromString(r.out, &parsed));
+  REQUIRE(parsed.vips_size() == 1);
+  CHECK(parsed.vips(0).name() == "api");
+
+  SECTION("a syntax error names the line") {
+    testing::WriteFile(file, "vips {\n  key { adress: \"x\" }\n}\n");
+    r = Run({"config", "apply", "-f", file});
+    CHECK(r.exit_code == lbctl::kExitInvalid);
+    CHECK_THAT(r.err, Catch::Contains("2:"));
+    CHECK_THAT(r.err, Catch::Contains("adress"));
+  }
+  SECTION("an empty config needs --allow-empty") {
+    testing::WriteFile(file, "");
+    r = Run({"config", "apply", "-f", file});
+    CHECK(r.exit_code == lbctl::kExitInvalid);
+    CHECK_THAT(r.err, Catch::Contains("--allow-empty"));
+    CHECK(engine.ListVips().size() == 1);
+    r = Run({"config", "apply", "-f", file, "--allow-empty"});
+    CHECK(r.exit_code == 0);
+    CHECK(engine.ListVips().empty());
+  }
+  SECTION("a missing file") {
+    r = Run({"config", "apply", "-f", dir.Join("nope")});
+    CHECK(r.exit_code == lbctl::kExitInvalid);
+    CHECK_THAT(r.err, Catch::Contains("cannot read"));
+  }
+}
+
+TEST_CASE_METHOD(Fixture, "lbctl events prints events as they happen", "[lbctl][events]") {
+  LbctlResult r;
+  std::thread t([&] { r = Run({"events", "--count", "2"}); });
+  for (int i = 0; i < 250 && engine.subscribers() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(engine.subscribers() == 1);
+  v1::Event e;
+  e.set_unix_ms(1700000000000);
+  e.set_kind("backend_drained");
+  e.set_vip("198.18.0.10:80/tcp");
+  e.set_backend("198.18.1.1");
+  e.set_generation(4);
+  engine.Emit(e);
+  e.set_kind("weight_changed");
+  engine.Emit(e);
+  t.join();
+  CHECK(r.exit_code == 0);
+  CHECK(r.out ==
+        "2023-11-14T22:13:20.000Z  backend_drained  vip=198.18.0.10:80/tcp  backend=198.18.1.1  "
+        "(generation 4)\n"
+        "2023-11-14T22:13:20.000Z  weight_changed  vip=198.18.0.10:80/tcp  backend=198.18.1.1  "
+        "(generation 4)\n");
+}
+
+TEST_CASE_METHOD(Fixture, "lbctl audit and teardown", "[lbctl]") {
+  REQUIRE(Run({"vip", "add", "198.18.0.10:80/tcp"}).exit_code == 0);
+  LbctlResult r = Run({"audit", "--since", "1h"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("operator:unix:uid="));
+  CHECK_THAT(r.out, Catch::Contains("AddVip"));
+  r = Run({"teardown", "--yes"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(engine.ShutdownRequested());
+}
+
+TEST_CASE("lbctl: unreachable agent is exit 5 with a clear message", "[lbctl]") {
+  TempDir dir;
+  SECTION("no socket") {
+    LbctlResult r = testing::RunLbctlCaptured({"--socket", dir.Join("none.sock"), "status"});
+    CHECK(r.exit_code == lbctl::kExitUnreachable);
+    CHECK(r.err == "lbctl: cannot reach lbagent at unix:" + dir.Join("none.sock") +
+                       ": no such socket. Is lbagent running?\n");
+  }
+  SECTION("a stale socket nobody listens on") {
+    RecordingEngine engine;
+    v1::AdminAccess a;
+    a.set_socket_path(dir.Join("lbagent.sock"));
+    AdminServerOptions quiet;
+    quiet.log = [](absl::string_view, absl::string_view) {};
+    {
+      auto s = StartAdminServer(engine, a, quiet);
+      REQUIRE(s.ok());
+      // Keep the file after shutdown by renaming it away and back: a crash.
+      REQUIRE(rename(dir.Join("lbagent.sock").c_str(), dir.Join("keep.sock").c_str()) == 0);
+    }
+    REQUIRE(rename(dir.Join("keep.sock").c_str(), dir.Join("lbagent.sock").c_str()) == 0);
+    LbctlResult r = testing::RunLbctlCaptured(
+        {"--socket", dir.Join("lbagent.sock"), "--timeout", "2s", "vip", "list"});
+    CHECK(r.exit_code == lbctl::kExitUnreachable);
+    CHECK_THAT(r.err, Catch::StartsWith("lbctl: cannot reach lbagent at unix:"));
+    CHECK_THAT(r.err, Catch::EndsWith("Is lbagent running?\n"));
+  }
+  SECTION("a socket this user may not open") {
+    // Root bypasses file permissions; drop to nobody in a child process.
+    RecordingEngine engine;
+    v1::AdminAccess a;
+    a.set_socket_path(dir.Join("lbagent.sock"));
+    AdminServerOptions quiet;
+    quiet.log = [](absl::string_view, absl::string_view) {};
+    auto s = StartAdminServer(engine, a, quiet);
+    REQUIRE(s.ok());
+    REQUIRE(chmod(dir.path().c_str(), 0755) == 0);
+    // The real lbctl binary, as user nobody (a forked copy of this
+    // multi-threaded gRPC process must not use gRPC itself).
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(100);
+      execl(LBCTL_PATH, "lbctl", "--socket", a.socket_path().c_str(), "status", nullptr);
+      _exit(101);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == lbctl::kExitDenied);
+    CHECK(engine.calls().empty());
+  }
+}
+
+TEST_CASE("lbctl over mutual TLS: read-only identity", "[lbctl][tls]") {
+  TempDir dir;
+  const testing::TestPki pki = testing::GeneratePki(dir.path());
+  RecordingEngine engine;
+  v1::AdminAccess a;
+  a.set_socket_path(dir.Join("lbagent.sock"));
+  a.set_tcp_listen("127.0.0.1:0");
+  a.set_tls_cert(pki.server_crt);
+  a.set_tls_key(pki.server_key);
+  a.set_tls_client_ca(pki.ca_crt);
+  v1::Identity* ro = a.add_identities();
+  ro->set_name("reader.example");
+  ro->set_read_only(true);
+  AdminServerOptions quiet;
+  quiet.log = [](absl::string_view, absl::string_view) {};
+  auto server = StartAdminServer(engine, a, quiet);
+  REQUIRE(server.ok());
+  const std::string addr = "127.0.0.1:" + std::to_string((*server)->tcp_port());
+  auto run = [&](std::vector<std::string> args) {
+    std::vector<std::string> all = {"--addr", addr,           "--cacert", pki.ca_crt,
+                                    "--cert", pki.reader_crt, "--key",    pki.reader_key};
+    all.insert(all.end(), args.begin(), args.end());
+    return testing::RunLbctlCaptured(all);
+  };
+  CHECK(run({"status"}).exit_code == 0);
+  LbctlResult r = run({"backend", "weight", "198.18.0.10:80/tcp", "198.18.1.1", "5"});
+  CHECK(r.exit_code == lbctl::kExitDenied);
+  CHECK_THAT(r.err, Catch::StartsWith("lbctl: access denied by lbagent at " + addr));
+  CHECK_THAT(r.err, Catch::Contains("read-only"));
+
+  r = testing::RunLbctlCaptured({"--addr", addr, "status"});
+  CHECK(r.exit_code == lbctl::kExitInvalid);
+  CHECK_THAT(r.err, Catch::Contains("--addr needs --cacert, --cert and --key"));
+
+  const size_t calls = engine.calls().size();
+  r = testing::RunLbctlCaptured({"--addr", addr, "--cacert", pki.ca_crt, "--cert", pki.rogue_crt,
+                                 "--key", pki.rogue_key, "--timeout", "3s", "status"});
+  CHECK(r.exit_code == lbctl::kExitUnreachable);
+  CHECK_THAT(r.err, Catch::Contains("Is lbagent running?"));
+  CHECK(engine.calls().size() == calls);
+}
+
+}  // namespace
+}  // namespace ballast::api

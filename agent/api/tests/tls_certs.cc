@@ -1,0 +1,64 @@
+#include "agent/api/tests/tls_certs.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "agent/api/tests/test_util.h"
+
+namespace ballast::api::testing {
+
+TestPki GeneratePki(const std::string& dir) {
+  // EC P-256 keys: fast to generate. Leaf certificates carry the usual
+  // extensions (not CA, key usage, EKU) so OpenSSL's purpose checks apply.
+  const std::string script = R"SH(
+set -eu
+cd "$1"
+key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null; chmod 600 "$1.key"; }
+ca() {
+  key "$1"
+  openssl req -x509 -new -key "$1.key" -subj "/CN=$2" -days 2 -out "$1.crt" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign"
+}
+leaf() {  # name CN CA EKU SAN
+  key "$1"
+  openssl req -new -key "$1.key" -subj "/CN=$2" -out "$1.csr"
+  printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=%s\n' "$4" > "$1.ext"
+  if [ -n "$5" ]; then printf 'subjectAltName=%s\n' "$5" >> "$1.ext"; fi
+  openssl x509 -req -in "$1.csr" -CA "$3.crt" -CAkey "$3.key" -CAcreateserial -days 2 \
+    -extfile "$1.ext" -out "$1.crt" 2>/dev/null
+}
+ca ca "ballast test CA"
+ca otherca "some other CA"
+leaf server lbagent ca serverAuth "IP:127.0.0.1,DNS:localhost"
+leaf admin ops-admin ca clientAuth ""
+leaf reader reader ca clientAuth "DNS:reader.example"
+leaf uri svc ca clientAuth "URI:spiffe://ballast/admin-bot"
+leaf stranger stranger ca clientAuth "DNS:stranger.example"
+leaf rogue ops-admin otherca clientAuth ""
+)SH";
+  WriteFile(dir + "/gen.sh", script);
+  const std::string cmd = "sh " + dir + "/gen.sh " + dir + " > " + dir + "/gen.log 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    throw std::runtime_error("generating test certificates with openssl failed:\n" +
+                             ReadFileOrDie(dir + "/gen.log"));
+  }
+  TestPki p;
+  p.dir = dir;
+  auto f = [&](const char* name) { return dir + "/" + name; };
+  p.ca_crt = f("ca.crt");
+  p.server_crt = f("server.crt");
+  p.server_key = f("server.key");
+  p.admin_crt = f("admin.crt");
+  p.admin_key = f("admin.key");
+  p.reader_crt = f("reader.crt");
+  p.reader_key = f("reader.key");
+  p.uri_crt = f("uri.crt");
+  p.uri_key = f("uri.key");
+  p.stranger_crt = f("stranger.crt");
+  p.stranger_key = f("stranger.key");
+  p.rogue_crt = f("rogue.crt");
+  p.rogue_key = f("rogue.key");
+  return p;
+}
+
+}  // namespace ballast::api::testing

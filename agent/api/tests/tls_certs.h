@@ -1,0 +1,29 @@
+// Test PKI generated with the openssl command at test time: a CA, a server
+// certificate for 127.0.0.1, client certificates (admin by CN, read-only by
+// DNS SAN, a name not in any allow-list), and a second CA with a client
+// certificate that copies the admin's name.
+#ifndef BALLAST_AGENT_API_TESTS_TLS_CERTS_H_
+#define BALLAST_AGENT_API_TESTS_TLS_CERTS_H_
+
+#include <string>
+
+namespace ballast::api::testing {
+
+struct TestPki {
+  std::string dir;
+  std::string ca_crt;
+  std::string server_crt, server_key;
+  std::string admin_crt, admin_key;        // CN=ops-admin
+  std::string reader_crt, reader_key;      // CN=reader, SAN DNS:reader.example
+  std::string uri_crt, uri_key;            // CN=svc, SAN URI:spiffe://ballast/admin-bot
+  std::string stranger_crt, stranger_key;  // CN=stranger (right CA, not allowed)
+  std::string rogue_crt, rogue_key;        // CN=ops-admin signed by ANOTHER CA
+};
+
+// Creates everything under `dir`; throws std::runtime_error with openssl's
+// output if a step fails.
+TestPki GeneratePki(const std::string& dir);
+
+}  // namespace ballast::api::testing
+
+#endif  // BALLAST_AGENT_API_TESTS_TLS_CERTS_H_

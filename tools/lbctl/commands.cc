@@ -1,0 +1,550 @@
+#include "tools/lbctl/commands.h"
+
+#include <CLI/CLI.hpp>
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tools/lbctl/address.h"
+#include "tools/lbctl/duration.h"
+#include "tools/lbctl/exit_codes.h"
+#include "tools/lbctl/format.h"
+
+namespace ballast::lbctl {
+
+absl::StatusOr<Client*> Session::client() {
+  if (client_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(target_);
+    if (!c.ok()) return c.status();
+    client_ = std::move(*c);
+  }
+  return client_.get();
+}
+
+std::string Session::target_text() const {
+  return target_.addr.empty() ? absl::StrCat("unix:", target_.socket) : target_.addr;
+}
+
+namespace {
+
+#define LBCTL_RETURN_IF_ERROR(expr)                    \
+  do {                                                 \
+    if (absl::Status _s = (expr); !_s.ok()) return _s; \
+  } while (0)
+
+#define LBCTL_ASSIGN_OR_RETURN(lhs, expr)       \
+  auto lhs##_or = (expr);                       \
+  if (!lhs##_or.ok()) return lhs##_or.status(); \
+  auto& lhs = *lhs##_or
+
+void Print(std::FILE* out, absl::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), out);
+  std::fflush(out);
+}
+
+// Prints `msg` as JSON (--json) or `human` otherwise.
+absl::Status Emit(const Args& args, std::FILE* out, const google::protobuf::Message& msg,
+                  const std::string& human) {
+  if (args.json) {
+    LBCTL_ASSIGN_OR_RETURN(json, ToJson(msg, /*pretty=*/true));
+    Print(out, json);
+  } else {
+    Print(out, human);
+  }
+  return absl::OkStatus();
+}
+
+// ---- option helpers ---------------------------------------------------------
+
+void NoOptions(CLI::App&, Args&) {}
+
+void VipArg(CLI::App& cmd, Args& a) {
+  cmd.add_option("VIP", a.vip, "ADDR:PORT/PROTO, e.g. 198.18.0.10:80/tcp, [2001:db8::10]:443/tcp")
+      ->required();
+}
+
+void VipBackendArgs(CLI::App& cmd, Args& a) {
+  VipArg(cmd, a);
+  cmd.add_option("BACKEND", a.backend, "backend address, e.g. 198.18.1.10 or 2001:db8::1")
+      ->required();
+}
+
+struct Target2 {
+  v1::VipKey vip;
+  std::string address;
+};
+
+absl::StatusOr<Target2> ParseVipBackend(const Args& a) {
+  Target2 t;
+  LBCTL_ASSIGN_OR_RETURN(vip, ParseVipKey(a.vip));
+  LBCTL_ASSIGN_OR_RETURN(addr, ParseIp(a.backend));
+  t.vip = vip;
+  t.address = addr;
+  return t;
+}
+
+absl::StatusOr<std::string> ReadInput(const std::string& path) {
+  std::ostringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("-f ", path, ": cannot read: ", std::strerror(errno)));
+  }
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CollectErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    errors.push_back(absl::StrCat(line + 1, ":", column + 1, ": ", message));
+  }
+  void AddWarning(int line, int column, const std::string& message) override {
+    errors.push_back(absl::StrCat(line + 1, ":", column + 1, ": warning: ", message));
+  }
+  std::vector<std::string> errors;
+};
+
+absl::StatusOr<v1::Config> ReadConfig(const std::string& path) {
+  LBCTL_ASSIGN_OR_RETURN(text, ReadInput(path));
+  v1::Config config;
+  CollectErrors errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &config)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a ballast.v1.Config in protobuf text format:\n  ",
+                     absl::StrJoin(errors.errors, "\n  ")));
+  }
+  return config;
+}
+
+// ---- status ---------------------------------------------------------------------
+
+absl::Status RunStatus(Session& s, const Args& a, std::FILE* out) {
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::StatusResponse resp;
+  LBCTL_RETURN_IF_ERROR(
+      c->Call(c->status(), &v1::Status::Stub::GetStatus, v1::StatusRequest(), &resp));
+  return Emit(a, out, resp, FormatStatus(resp, absl::Now()));
+}
+
+// ---- vip ------------------------------------------------------------------------
+
+void VipAddOptions(CLI::App& cmd, Args& a) {
+  VipArg(cmd, a);
+  cmd.add_option("--table-size", a.table_size,
+                 "Maglev table size: a prime in 7..1048573 (default 65537)");
+  cmd.add_option("--name", a.name, "free text for operators");
+  cmd.add_option("--backend", a.backends, "ADDR[:WEIGHT], repeatable; weight 0..1000, default 100");
+}
+
+absl::Status RunVipAdd(Session& s, const Args& a, std::FILE* out) {
+  LBCTL_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
+  v1::AddVipRequest req;
+  v1::Vip* vip = req.mutable_vip();
+  *vip->mutable_key() = key;
+  vip->set_table_size(a.table_size);
+  vip->set_name(a.name);
+  for (const std::string& text : a.backends) {
+    LBCTL_ASSIGN_OR_RETURN(spec, ParseBackendSpec(text));
+    v1::Backend* b = vip->add_backends();
+    b->set_address(spec.address);
+    b->set_weight(spec.weight.value_or(100));
+  }
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::Empty resp;
+  LBCTL_RETURN_IF_ERROR(c->Call(c->vips(), &v1::Vips::Stub::AddVip, req, &resp));
+  return Emit(a, out, resp,
+              absl::StrCat("added VIP ", FormatVipKey(key), " with ", vip->backends_size(),
+                           vip->backends_size() == 1 ? " backend\n" : " backends\n"));
+}
+
+absl::Status RunVipDel(Session& s, const Args& a, std::FILE* out) {
+  LBCTL_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
+  v1::DeleteVipRequest req;
+  *req.mutable_key() = key;
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::Empty resp;
+  LBCTL_RETURN_IF_ERROR(c->Call(c->vips(), &v1::Vips::Stub::DeleteVip, req, &resp));
+  return Emit(a, out, resp, absl::StrCat("deleted VIP ", FormatVipKey(key), "\n"));
+}
+
+absl::Status RunVipList(Session& s, const Args& a, std::FILE* out) {
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::ListVipsResponse resp;
+  LBCTL_RETURN_IF_ERROR(
+      c->Call(c->vips(), &v1::Vips::Stub::ListVips, v1::ListVipsRequest(), &resp));
+  return Emit(a, out, resp, FormatVips(resp));
+}
+
+// ---- backend --------------------------------------------------------------------
+
+void BackendAddOptions(CLI::App& cmd, Args& a) {
+  VipBackendArgs(cmd, a);
+  cmd.add_option("--weight", a.add_weight, "nominal weight 0..1000 (0 = no new flows)")
+      ->capture_default_str();
+}
+
+absl::Status RunBackendAdd(Session& s, const Args& a, std::FILE* out) {
+  LBCTL_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
+  v1::AddBackendRequest req;
+  *req.mutable_vip() = t.vip;
+  req.mutable_backend()->set_address(t.address);
+  req.mutable_backend()->set_weight(a.add_weight);
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::Empty resp;
+  LBCTL_RETURN_IF_ERROR(c->Call(c->backends(), &v1::Backends::Stub::AddBackend, req, &resp));
+  return Emit(a, out, resp,
+              absl::StrCat("added backend ", t.address, " to VIP ", FormatVipKey(t.vip),
+                           " with weight ", a.add_weight, "\n"));
+}
+
+absl::Status RunBackendDel(Session& s, const Args& a, std::FILE* out) {
+  LBCTL_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
+  v1::DeleteBackendRequest req;
+  *req.mutable_vip() = t.vip;
+  req.set_address(t.address);
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::Empty resp;
+  LBCTL_RETURN_IF_ERROR(c->Call(c->backends(), &v1::Backends::Stub::DeleteBackend, req, &resp));
+  return Emit(a, out, resp,
+              absl::StrCat("deleted backend ", t.address, " from VIP ", FormatVipKey(t.vip), "\n"));
+}
+
+void BackendWeightOptions(CLI::App& cmd, Args& a) {
+  VipBackendArgs(cmd, a);
+  cmd.add_option("WEIGHT", a.weight, "nominal weight 0..1000 (0 = no new flows)")->required();
+}
+
+absl::Status RunBackendWeight(Session& s, const Args& a, std::FILE* out) {
+  LBCTL_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
+  uint32_t weight = 0;
+  if (!absl::SimpleAtoi(a.weight, &weight) || a.weight.empty() || a.weight[0] == '+' ||
+      a.weight[0] == '-') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weight '", a.weight, "' is not a whole number in 0..1000"));
+  }
+  v1::SetWeightRequest req;
+  *req.mutable_vip() = t.vip;
+  req.set_address(t.address);
+  req.set_weight(weight);
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::Empty resp;
+  LBCTL_RETURN_IF_ERROR(c->Call(c->backends(), &v1::Backends::Stub::SetWeight, req, &resp));
+  return Emit(a, out, resp,
+              absl::StrCat("backend ", t.address, " of VIP ", FormatVipKey(t.vip),
+                           ": nominal weight ", weight, "\n"));
+}
+
+void BackendDrainOptions(CLI::App& cmd, Args& a) {
+  VipBackendArgs(cmd, a);
+  cmd.add_option("--deadline", a.deadline,
+                 "how long existing flows may stay, e.g. 60s or 5m (default: the agent's "
+                 "drain_timeout_s)");
+}
+
+absl::Status RunBackendDrain(Session& s, const Args& a, std::FILE* out) {
+  LBCTL_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
+  uint32_t deadline_s = 0;
+  if (!a.deadline.empty()) {
+    LBCTL_ASSIGN_OR_RETURN(d, ParseWholeSeconds(a.deadline, "--deadline"));
+    if (d == 0) {
+      return absl::InvalidArgumentError(
+          "--deadline 0 would evict at once; use `lbctl backend del` for that, or give a "
+          "positive deadline");
+    }
+    deadline_s = d;
+  }
+  v1::DrainRequest req;
+  *req.mutable_vip() = t.vip;
+  req.set_address(t.address);
+  req.set_deadline_s(deadline_s);
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::Empty resp;
+  LBCTL_RETURN_IF_ERROR(c->Call(c->backends(), &v1::Backends::Stub::Drain, req, &resp));
+  return Emit(a, out, resp,
+              absl::StrCat("draining backend ", t.address, " of VIP ", FormatVipKey(t.vip),
+                           ": no new flows; existing flows may stay ",
+                           deadline_s > 0 ? absl::StrCat(deadline_s, "s")
+                                          : std::string("until the agent's drain timeout"),
+                           "\n"));
+}
+
+template <typename Req>
+absl::Status RunBackendSimple(Session& s, const Args& a, std::FILE* out,
+                              grpc::Status (v1::Backends::Stub::*method)(grpc::ClientContext*,
+                                                                         const Req&, v1::Empty*),
+                              absl::string_view done) {
+  LBCTL_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
+  Req req;
+  *req.mutable_vip() = t.vip;
+  req.set_address(t.address);
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::Empty resp;
+  LBCTL_RETURN_IF_ERROR(c->Call(c->backends(), method, req, &resp));
+  return Emit(
+      a, out, resp,
+      absl::StrCat("backend ", t.address, " of VIP ", FormatVipKey(t.vip), ": ", done, "\n"));
+}
+
+absl::Status RunBackendUndrain(Session& s, const Args& a, std::FILE* out) {
+  return RunBackendSimple(s, a, out, &v1::Backends::Stub::Undrain, "undrained");
+}
+
+absl::Status RunBackendRelease(Session& s, const Args& a, std::FILE* out) {
+  return RunBackendSimple(s, a, out, &v1::Backends::Stub::Release, "released");
+}
+
+// ---- config ---------------------------------------------------------------------
+
+absl::Status RunConfigGet(Session& s, const Args& a, std::FILE* out) {
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::Config resp;
+  LBCTL_RETURN_IF_ERROR(
+      c->Call(c->config(), &v1::ConfigService::Stub::GetConfig, v1::GetConfigRequest(), &resp));
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(resp, &text);
+  return Emit(a, out, resp, text);
+}
+
+void ConfigFileOption(CLI::App& cmd, Args& a) {
+  cmd.add_option("-f,--file", a.file,
+                 "ballast.v1.Config in protobuf text format (the config file's `initial` "
+                 "section); - for stdin")
+      ->required();
+  cmd.add_flag("--allow-empty", a.allow_empty, "allow a config with no VIPs (removes every VIP)");
+}
+
+void ConfigApplyOptions(CLI::App& cmd, Args& a) {
+  ConfigFileOption(cmd, a);
+  cmd.add_flag("--dry-run", a.dry_run, "show the diff, change nothing");
+}
+
+absl::Status ApplyConfig(Session& s, const Args& a, std::FILE* out, bool dry_run) {
+  LBCTL_ASSIGN_OR_RETURN(config, ReadConfig(a.file));
+  if (config.vips_size() == 0 && !a.allow_empty) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(a.file,
+                     " has no VIPs: applying it would remove every VIP. Pass --allow-empty if "
+                     "that is what you want"));
+  }
+  v1::ApplyConfigRequest req;
+  *req.mutable_config() = config;
+  req.set_dry_run(dry_run);
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::ApplyConfigResponse resp;
+  LBCTL_RETURN_IF_ERROR(c->Call(c->config(), &v1::ConfigService::Stub::ApplyConfig, req, &resp));
+  return Emit(a, out, resp, FormatApply(resp, dry_run));
+}
+
+absl::Status RunConfigApply(Session& s, const Args& a, std::FILE* out) {
+  return ApplyConfig(s, a, out, a.dry_run);
+}
+
+absl::Status RunConfigDiff(Session& s, const Args& a, std::FILE* out) {
+  return ApplyConfig(s, a, out, /*dry_run=*/true);
+}
+
+// ---- events, audit, teardown ------------------------------------------------------------
+
+void EventsOptions(CLI::App& cmd, Args& a) {
+  cmd.add_option("--count", a.count, "exit after this many events (default: run until ^C)");
+}
+
+absl::Status RunEvents(Session& s, const Args& a, std::FILE* out) {
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  std::unique_ptr<grpc::ClientContext> ctx = c->Context(/*stream=*/true);
+  std::unique_ptr<grpc::ClientReader<v1::Event>> reader =
+      c->status().WatchEvents(ctx.get(), v1::WatchEventsRequest());
+  v1::Event event;
+  uint64_t n = 0;
+  while (reader->Read(&event)) {
+    if (a.json) {
+      LBCTL_ASSIGN_OR_RETURN(json, ToJson(event, /*pretty=*/false));
+      Print(out, json);
+    } else {
+      Print(out, FormatEvent(event));
+    }
+    if (a.count > 0 && ++n >= a.count) {
+      ctx->TryCancel();
+      reader->Finish();
+      return absl::OkStatus();
+    }
+  }
+  return api::ToAbslStatus(reader->Finish());
+}
+
+void AuditOptions(CLI::App& cmd, Args& a) {
+  cmd.add_option("--since", a.since, "how far back, e.g. 1h, 30m, 7d")->capture_default_str();
+  cmd.add_option("--limit", a.limit, "at most this many records (0 = all)");
+}
+
+absl::Status RunAudit(Session& s, const Args& a, std::FILE* out) {
+  LBCTL_ASSIGN_OR_RETURN(since, ParseDuration(a.since, "--since"));
+  v1::QueryAuditRequest req;
+  req.set_since_unix_ms(std::max<int64_t>(0, absl::ToUnixMillis(absl::Now() - since)));
+  req.set_limit(a.limit);
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::QueryAuditResponse resp;
+  LBCTL_RETURN_IF_ERROR(c->Call(c->audit(), &v1::Audit::Stub::QueryAudit, req, &resp));
+  return Emit(a, out, resp, FormatAudit(resp));
+}
+
+void TeardownOptions(CLI::App& cmd, Args& a) { cmd.add_flag("--yes", a.yes, "really tear down"); }
+
+absl::Status RunTeardown(Session& s, const Args& a, std::FILE* out) {
+  if (!a.yes) {
+    return absl::InvalidArgumentError(
+        "teardown detaches the XDP program, unpins every map and stops lbagent: traffic to "
+        "every VIP stops being balanced. Run `lbctl teardown --yes` if you mean it");
+  }
+  v1::TeardownRequest req;
+  req.set_confirm(true);
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::Empty resp;
+  LBCTL_RETURN_IF_ERROR(c->Call(c->admin(), &v1::Admin::Stub::Teardown, req, &resp));
+  return Emit(a, out, resp, "torn down: program detached, maps unpinned, lbagent stopping\n");
+}
+
+constexpr Command kCommands[] = {
+    {"status", "", "per VIP and backend: weights, state, slots, flows, counters", NoOptions,
+     RunStatus},
+    {"vip", "add", "add a VIP, optionally with backends", VipAddOptions, RunVipAdd},
+    {"vip", "del", "delete a VIP and its backends", VipArg, RunVipDel},
+    {"vip", "list", "list VIPs and their backends", NoOptions, RunVipList},
+    {"backend", "add", "add a backend to a VIP", BackendAddOptions, RunBackendAdd},
+    {"backend", "del", "delete a backend (its flows are re-steered)", VipBackendArgs,
+     RunBackendDel},
+    {"backend", "weight", "set a backend's nominal weight", BackendWeightOptions, RunBackendWeight},
+    {"backend", "drain", "stop new flows to a backend; existing flows stay until the deadline",
+     BackendDrainOptions, RunBackendDrain},
+    {"backend", "undrain", "return a draining backend to service", VipBackendArgs,
+     RunBackendUndrain},
+    {"backend", "release", "release a backend that flap damping pinned out", VipBackendArgs,
+     RunBackendRelease},
+    {"config", "get", "print the running config (protobuf text format)", NoOptions, RunConfigGet},
+    {"config", "apply", "apply a config file, all or nothing (--dry-run: show the diff)",
+     ConfigApplyOptions, RunConfigApply},
+    {"config", "diff", "show what applying a config file would change", ConfigFileOption,
+     RunConfigDiff},
+    {"events", "", "stream the agent's events", EventsOptions, RunEvents},
+    {"audit", "", "show the audit log", AuditOptions, RunAudit},
+    {"teardown", "", "detach the program, unpin the maps, stop lbagent", TeardownOptions,
+     RunTeardown},
+};
+
+constexpr struct {
+  absl::string_view noun;
+  absl::string_view help;
+} kNouns[] = {
+    {"vip", "manage VIPs: add, del, list"},
+    {"backend", "manage backends: add, del, weight, drain, undrain, release"},
+    {"config", "declarative config: get, apply, diff"},
+};
+
+std::string NounHelp(absl::string_view noun) {
+  for (const auto& n : kNouns) {
+    if (n.noun == noun) return std::string(n.help);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::span<const Command> Commands() { return kCommands; }
+
+int RunLbctl(int argc, const char* const* argv, std::FILE* out, std::FILE* err) {
+  Args args;
+  CLI::App app{"lbctl: operate ballast's lbagent (layer-4 load balancer)", "lbctl"};
+  app.require_subcommand(1);
+  app.add_option("--socket", args.socket, "lbagent's admin unix socket")->capture_default_str();
+  CLI::Option* addr =
+      app.add_option("--addr", args.addr, "lbagent's admin TCP listener HOST:PORT (mutual TLS)");
+  app.add_option("--cacert", args.cacert, "CA that signed lbagent's certificate (PEM)");
+  app.add_option("--cert", args.cert, "this client's certificate (PEM)");
+  app.add_option("--key", args.key, "this client's private key (PEM)");
+  app.add_option("--tls-server-name", args.server_name,
+                 "name to expect in lbagent's certificate (default: the --addr host)");
+  app.get_option("--socket")->excludes(addr);
+  app.add_flag("--json", args.json, "print API responses in protobuf's JSON mapping");
+  app.add_option("--timeout", args.timeout, "per-call deadline, e.g. 10s")->capture_default_str();
+
+  std::map<absl::string_view, CLI::App*> nouns;
+  std::map<const CLI::App*, const Command*> command_of;
+  for (const Command& c : kCommands) {
+    CLI::App*& noun = nouns[c.noun];
+    if (noun == nullptr) {
+      noun = app.add_subcommand(std::string(c.noun),
+                                c.verb.empty() ? std::string(c.help) : NounHelp(c.noun));
+    }
+    CLI::App* leaf = noun;
+    if (!c.verb.empty()) {
+      noun->require_subcommand(1);
+      leaf = noun->add_subcommand(std::string(c.verb), std::string(c.help));
+    }
+    c.add_options(*leaf, args);
+    command_of[leaf] = &c;
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream o, er;
+    const int code = app.exit(e, o, er);
+    Print(out, o.str());
+    Print(err, er.str());
+    return code == 0 ? kExitOk : kExitInvalid;
+  }
+
+  const CLI::App* leaf = &app;
+  while (!leaf->get_subcommands().empty()) leaf = leaf->get_subcommands().front();
+  auto it = command_of.find(leaf);
+  if (it == command_of.end()) {
+    Print(err, "lbctl: no command given; see lbctl --help\n");
+    return kExitInvalid;
+  }
+
+  Target target;
+  target.socket = args.socket;
+  target.addr = args.addr;
+  target.cacert = args.cacert;
+  target.cert = args.cert;
+  target.key = args.key;
+  target.server_name = args.server_name;
+  absl::StatusOr<absl::Duration> timeout = ParseDuration(args.timeout, "--timeout");
+  if (!timeout.ok() || *timeout <= absl::ZeroDuration()) {
+    Print(err, absl::StrCat("lbctl: ",
+                            timeout.ok() ? "--timeout must be positive"
+                                         : std::string(timeout.status().message()),
+                            "\n"));
+    return kExitInvalid;
+  }
+  target.timeout = *timeout;
+
+  Session session(target);
+  absl::Status status = it->second->run(session, args, out);
+  if (status.ok()) return kExitOk;
+  // Messages from local checks (Client::Connect) are already complete.
+  const bool local = absl::StartsWith(status.message(), "cannot reach lbagent") ||
+                     absl::StartsWith(status.message(), "permission denied on ");
+  Print(err, absl::StrCat(local ? absl::StrCat("lbctl: ", status.message())
+                                : ErrorMessage(status, session.target_text()),
+                          "\n"));
+  return ExitCodeFor(status);
+}
+
+}  // namespace ballast::lbctl

@@ -1,0 +1,200 @@
+#include "tools/lbctl/format.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "tools/lbctl/address.h"
+
+namespace ballast::lbctl {
+namespace {
+
+std::string FormatTimeMs(int64_t unix_ms) {
+  if (unix_ms <= 0) return "-";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(unix_ms),
+                          absl::UTCTimeZone());
+}
+
+std::string Ago(int64_t unix_ms, absl::Time now) {
+  if (unix_ms <= 0) return "never";
+  absl::Duration d = now - absl::FromUnixMillis(unix_ms);
+  if (d < absl::ZeroDuration()) return FormatTimeMs(unix_ms);
+  return absl::StrCat(absl::FormatDuration(absl::Trunc(d, absl::Seconds(1))), " ago");
+}
+
+std::string BackendState(const v1::BackendStatus& b, absl::Time now) {
+  if (b.state() == "draining" && b.drain_deadline_unix_ms() > 0) {
+    absl::Duration left = absl::FromUnixMillis(b.drain_deadline_unix_ms()) - now;
+    if (left < absl::ZeroDuration()) left = absl::ZeroDuration();
+    return absl::StrCat("draining(", absl::FormatDuration(absl::Trunc(left, absl::Seconds(1))),
+                        ")");
+  }
+  return b.state().empty() ? "-" : b.state();
+}
+
+}  // namespace
+
+Table::Table(std::vector<std::string> header, std::string indent)
+    : indent_(std::move(indent)), header_(std::move(header)) {}
+
+void Table::AddRow(std::vector<std::string> row) {
+  row.resize(header_.size());
+  rows_.push_back(std::move(row));
+}
+
+std::string Table::Render() const {
+  std::vector<size_t> width(header_.size());
+  for (size_t i = 0; i < header_.size(); ++i) width[i] = header_[i].size();
+  for (const auto& row : rows_) {
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string l = indent_;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const bool right = i < numeric_.size() && numeric_[i];
+      const std::string pad(width[i] - cells[i].size(), ' ');
+      if (i > 0) l.append("  ");
+      if (right) l.append(pad);
+      l.append(cells[i]);
+      if (!right && i + 1 < cells.size()) l.append(pad);
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out.append(l).push_back('\n');
+  };
+  line(header_);
+  for (const auto& row : rows_) line(row);
+  return out;
+}
+
+std::string Compact(uint64_t n) {
+  if (n < 100000) return absl::StrCat(n);
+  if (n < 100000000) return absl::StrFormat("%.1fk", n / 1e3);
+  if (n < 100000000000ULL) return absl::StrFormat("%.1fM", n / 1e6);
+  return absl::StrFormat("%.1fG", n / 1e9);
+}
+
+std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
+  std::string out = absl::StrCat(
+      "lbagent ", st.agent_version().empty() ? "?" : st.agent_version(), "  interface ",
+      st.interface().empty() ? "-" : st.interface(), " (",
+      st.attach_mode().empty() ? "-" : st.attach_mode(), ")  config generation ",
+      st.config_generation(), "  last map update ", Ago(st.last_map_update_unix_ms(), now), "\n");
+  std::vector<std::pair<std::string, uint64_t>> verdicts(st.verdicts().begin(),
+                                                         st.verdicts().end());
+  std::sort(verdicts.begin(), verdicts.end());
+  std::vector<std::string> nonzero;
+  for (const auto& [name, count] : verdicts) {
+    if (count > 0) nonzero.push_back(absl::StrCat(name, "=", Compact(count)));
+  }
+  if (!nonzero.empty()) absl::StrAppend(&out, "verdicts ", absl::StrJoin(nonzero, " "), "\n");
+  if (st.vips_size() == 0) {
+    absl::StrAppend(&out, "\nno VIPs configured (lbctl vip add ADDR:PORT/PROTO ...)\n");
+    return out;
+  }
+  for (const v1::VipStatus& vip : st.vips()) {
+    absl::StrAppend(&out, "\nVIP ", FormatVipKey(vip.key()));
+    if (!vip.name().empty()) absl::StrAppend(&out, " \"", vip.name(), "\"");
+    absl::StrAppend(&out, "  id ", vip.vip_id(), "  table ", vip.table_size(), "  pkts ",
+                    Compact(vip.packets()), "  bytes ", Compact(vip.bytes()), "  dropped ",
+                    Compact(vip.dropped()), "  backends ", vip.backends_size(), "\n");
+    if (vip.backends_size() == 0) {
+      absl::StrAppend(&out, "  (no backends)\n");
+      continue;
+    }
+    Table t({"BACKEND", "STATE", "NOMINAL", "EFFECTIVE", "SLOTS", "FLOWS", "NEW", "PKTS", "SYN-RTX",
+             "RSTS", "HS-MS", "SCORE"},
+            "  ");
+    t.SetNumeric({false, false, true, true, true, true, true, true, true, true, true, true});
+    for (const v1::BackendStatus& b : vip.backends()) {
+      const v1::BackendCounters& c = b.counters();
+      std::string slots =
+          vip.table_size() > 0
+              ? absl::StrFormat("%.1f%%",
+                                100.0 * static_cast<double>(b.table_slots()) / vip.table_size())
+              : "-";
+      std::string hs =
+          c.handshake_count() > 0
+              ? absl::StrFormat("%.2f", static_cast<double>(c.handshake_ns_sum()) /
+                                            static_cast<double>(c.handshake_count()) / 1e6)
+              : "-";
+      t.AddRow({b.address(), BackendState(b, now), absl::StrCat(b.nominal_weight()),
+                absl::StrCat(b.effective_weight()), slots, Compact(b.flows()),
+                Compact(c.new_flows()), Compact(c.packets()), Compact(c.syn_retransmits()),
+                Compact(c.client_rsts()), hs, absl::StrCat(b.score())});
+    }
+    out.append(t.Render());
+  }
+  return out;
+}
+
+std::string FormatVips(const v1::ListVipsResponse& resp) {
+  if (resp.vips_size() == 0) return "no VIPs configured\n";
+  Table t({"VIP", "NAME", "TABLE", "BACKENDS"});
+  t.SetNumeric({false, false, true, false});
+  for (const v1::Vip& vip : resp.vips()) {
+    std::vector<std::string> backends;
+    for (const v1::Backend& b : vip.backends()) {
+      const bool v6 = b.address().find(':') != std::string::npos;
+      backends.push_back(v6 ? absl::StrCat("[", b.address(), "]:", b.weight())
+                            : absl::StrCat(b.address(), ":", b.weight()));
+    }
+    t.AddRow({FormatVipKey(vip.key()), vip.name().empty() ? "-" : vip.name(),
+              vip.table_size() == 0 ? "default" : absl::StrCat(vip.table_size()),
+              backends.empty() ? "-" : absl::StrJoin(backends, " ")});
+  }
+  return t.Render();
+}
+
+std::string FormatAudit(const v1::QueryAuditResponse& resp) {
+  if (resp.records_size() == 0) return "no audit records in this period\n";
+  Table t({"TIME", "ACTOR", "ACTION", "VIP", "BACKEND", "RESULT"});
+  for (const v1::AuditRecord& r : resp.records()) {
+    t.AddRow({FormatTimeMs(r.unix_ms()), r.actor(), r.action(), r.vip().empty() ? "-" : r.vip(),
+              r.backend().empty() ? "-" : r.backend(), r.result().empty() ? "-" : r.result()});
+  }
+  return t.Render();
+}
+
+std::string FormatEvent(const v1::Event& e) {
+  std::string out = absl::StrCat(FormatTimeMs(e.unix_ms()), "  ", e.kind());
+  if (!e.vip().empty()) absl::StrAppend(&out, "  vip=", e.vip());
+  if (!e.backend().empty()) absl::StrAppend(&out, "  backend=", e.backend());
+  if (!e.message().empty()) absl::StrAppend(&out, "  ", e.message());
+  if (e.generation() > 0) absl::StrAppend(&out, "  (generation ", e.generation(), ")");
+  out.push_back('\n');
+  return out;
+}
+
+std::string FormatApply(const v1::ApplyConfigResponse& resp, bool dry_run) {
+  std::string out;
+  for (const std::string& line : resp.diff()) absl::StrAppend(&out, line, "\n");
+  const int n = resp.diff_size();
+  if (n == 0) {
+    absl::StrAppend(&out, "no changes\n");
+  } else if (dry_run) {
+    absl::StrAppend(&out, "dry run: ", n, n == 1 ? " change" : " changes", ", nothing applied\n");
+  } else {
+    absl::StrAppend(&out, "applied ", n, n == 1 ? " change" : " changes", ", generation ",
+                    resp.generation(), "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> ToJson(const google::protobuf::Message& msg, bool pretty) {
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = pretty;
+  opts.always_print_primitive_fields = true;
+  std::string out;
+  auto status = google::protobuf::util::MessageToJsonString(msg, &out, opts);
+  if (!status.ok()) {
+    return absl::InternalError(absl::StrCat("cannot print as JSON: ", status.ToString()));
+  }
+  if (!pretty) out.push_back('\n');  // add_whitespace already ends with one
+  return out;
+}
+
+}  // namespace ballast::lbctl
