@@ -408,6 +408,20 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
 
   TableFiller filler(m, active);
 
+  if (weight_min == weight_max) {
+    // Equal weights: every round, every backend with quota left claims, in
+    // key order (the paper's round-robin). Same order as the general
+    // schedule below, without its bookkeeping.
+    uint32_t rounds = 0;
+    for (size_t i = 0; i < n; ++i) rounds = std::max(rounds, quota[i]);
+    for (uint32_t round = 0; round < rounds; ++round) {
+      for (size_t i = 0; i < n; ++i) {
+        if (round < quota[i]) filler.Claim(static_cast<uint32_t>(i));
+      }
+    }
+    return filler.Finish();
+  }
+
   // Claim schedule: backend i makes its k-th claim in round
   // ceil(k * w_max / w_i); a round's claims go in key order. The round of the
   // next claim is kept incrementally as k * w_max = whole * w_i + part.
@@ -435,20 +449,6 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
                    .weight = w,
                    .left = quota[i]};
     if (quota[i] > 0) max_gap = std::max(max_gap, (weight_max + w - 1) / w);
-  }
-
-  if (weight_min == weight_max) {
-    // Equal weights: every round, every backend with quota left claims, in
-    // key order (the paper's round-robin). Same order as the general
-    // schedule below, without its bookkeeping.
-    uint32_t rounds = 0;
-    for (size_t i = 0; i < n; ++i) rounds = std::max(rounds, quota[i]);
-    for (uint32_t round = 0; round < rounds; ++round) {
-      for (size_t i = 0; i < n; ++i) {
-        if (round < quota[i]) filler.Claim(static_cast<uint32_t>(i));
-      }
-    }
-    return filler.Finish();
   }
 
   const size_t words = (n + 63) / 64;
