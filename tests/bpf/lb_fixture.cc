@@ -130,7 +130,7 @@ std::array<uint64_t, BALLAST_V_MAX> LbFixture::Verdicts() const {
 
 Outcome LbFixture::Run(const Bytes& frame, uint32_t ingress_ifindex) {
   const auto before = Verdicts();
-  auto r = RunXdp(dp_->prog_fd(), frame, {.ingress_ifindex = ingress_ifindex, .repeat = 1});
+  auto r = pktgen::RunXdp(dp_->prog_fd(), frame, {.ingress_ifindex = ingress_ifindex, .repeat = 1});
   INFO(r.status().ToString());
   REQUIRE(r.ok());
   ++runs_;

@@ -22,9 +22,12 @@
 #include <optional>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "agent/dataplane/dataplane.h"
+#include "agent/dataplane/verdict.h"
 #include "ballast_abi.h"
-#include "tests/bpf/xdp_run.h"
+#include "tests/lib/xdp_run.h"
 #include "tests/lib/packet.h"
 #include "tests/lib/parse.h"
 
@@ -144,5 +147,15 @@ pktgen::PacketBuilder FromClient4(const Addr& vip = Lab::Vip4());
 pktgen::PacketBuilder FromClient6(const Addr& vip = Lab::Vip6());
 
 }  // namespace ballast::bpftest
+
+// Assertion messages show verdict names ("pass_not_vip"), not numbers.
+namespace Catch {
+template <>
+struct StringMaker<ballast_verdict> {
+  static std::string convert(ballast_verdict v) {
+    return std::string(ballast::dataplane::VerdictName(v));
+  }
+};
+}  // namespace Catch
 
 #endif  // BALLAST_TESTS_BPF_LB_FIXTURE_H_

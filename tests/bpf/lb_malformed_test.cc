@@ -68,7 +68,7 @@ TEST_CASE("A truncated Ethernet header cannot be fed through BPF_PROG_TEST_RUN",
   // into the table below.
   LbFixture fx;
   const Bytes f = Cut(FromClient4().Tcp(1, 80, tcp::kSyn).Build(), 13);
-  auto r = RunXdp(fx.dp().prog_fd(), f);
+  auto r = pktgen::RunXdp(fx.dp().prog_fd(), f);
   CHECK_FALSE(r.ok());
 }
 

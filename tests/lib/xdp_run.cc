@@ -1,4 +1,4 @@
-#include "tests/bpf/xdp_run.h"
+#include "tests/lib/xdp_run.h"
 
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
@@ -8,16 +8,16 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace ballast::bpftest {
+namespace ballast::pktgen {
 
-absl::StatusOr<XdpResult> RunXdp(int prog_fd, const pktgen::Bytes& frame,
+absl::StatusOr<XdpResult> RunXdp(int prog_fd, const Bytes& frame,
                                  const XdpRunOptions& options) {
   if (frame.size() < 14)
     return absl::InvalidArgumentError(
         absl::StrCat("BPF_PROG_TEST_RUN refuses frames shorter than an Ethernet header (",
                      frame.size(), " < 14 bytes), with or without XDP metadata in front"));
-  const pktgen::Bytes& in = frame;
-  pktgen::Bytes out(in.size() + 4096);  // room for encapsulation
+  const Bytes& in = frame;
+  Bytes out(in.size() + 4096);  // room for encapsulation
 
   xdp_md ctx_in{};
   ctx_in.data = 0;  // no metadata
@@ -68,4 +68,4 @@ const char* XdpActionName(int action) {
   return "XDP_?";
 }
 
-}  // namespace ballast::bpftest
+}  // namespace ballast::pktgen

@@ -9,15 +9,15 @@
 // a truncated Ethernet header cannot be fed to the program this way.
 //
 // Stateless; thread-safe as far as the program and its maps are.
-#ifndef BALLAST_TESTS_BPF_XDP_RUN_H_
-#define BALLAST_TESTS_BPF_XDP_RUN_H_
+#ifndef BALLAST_TESTS_LIB_XDP_RUN_H_
+#define BALLAST_TESTS_LIB_XDP_RUN_H_
 
 #include <cstdint>
 
 #include "absl/status/statusor.h"
 #include "tests/lib/packet.h"
 
-namespace ballast::bpftest {
+namespace ballast::pktgen {
 
 struct XdpRunOptions {
   uint32_t ingress_ifindex = 1;  // 0 = no device (ctx ingress_ifindex 0)
@@ -26,16 +26,16 @@ struct XdpRunOptions {
 
 struct XdpResult {
   int action = -1;           // XDP_PASS, XDP_TX, ...
-  pktgen::Bytes out;         // the frame after the (last) run
+  Bytes out;         // the frame after the (last) run
   uint32_t duration_ns = 0;  // kernel's average per run
 };
 
-absl::StatusOr<XdpResult> RunXdp(int prog_fd, const pktgen::Bytes& frame,
+absl::StatusOr<XdpResult> RunXdp(int prog_fd, const Bytes& frame,
                                  const XdpRunOptions& options = {});
 
 // "XDP_TX", "XDP_PASS", ... for messages.
 const char* XdpActionName(int action);
 
-}  // namespace ballast::bpftest
+}  // namespace ballast::pktgen
 
-#endif  // BALLAST_TESTS_BPF_XDP_RUN_H_
+#endif  // BALLAST_TESTS_LIB_XDP_RUN_H_
