@@ -106,6 +106,7 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
 				       const struct ballast_settings *s, __u64 now)
 {
+	struct ballast_flow_key inner;
 	struct ballast_vip_meta *vip;
 	int err;
 	__u32 id;
@@ -116,8 +117,12 @@ static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
 						 : icmp6_is_error(p->icmp_type);
 	if (!err)
 		return verdict(BALLAST_V_PASS_ICMP_NOT_ERR, XDP_PASS);
-	if (icmp_error_flow(ctx, p, &p->key))
+	if (icmp_header_short(ctx, p))
+		return verdict(BALLAST_V_DROP_BAD_L4, XDP_DROP);
+	if (icmp_error_flow(ctx, p, &inner))
 		return verdict(BALLAST_V_PASS_ICMP_UNMATCHED, XDP_PASS);
+	p->key = inner; /* from here on, the flow the error is about */
+	p->has_hash = 0;
 	vip = vip_lookup(p->key.dst, p->key.family, p->key.dport, p->key.proto);
 	if (!vip)
 		return verdict(BALLAST_V_PASS_ICMP_UNMATCHED, XDP_PASS);

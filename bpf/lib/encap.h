@@ -2,7 +2,7 @@
 /*
  * Encapsulation to the backend.
  *
- *   IPv4 client, IPv4 backend: IPv4-in-IPv4   (outer protocol 4)
+ *   IPv4 client, IPv4 backend: IPv4-in-IPv4   (outer protocol 4, DF copied)
  *   IPv6 client, IPv6 backend: IPv6-in-IPv6   (outer next header 41)
  *   IPv4 client, IPv6 backend: IPv4-in-IPv6   (outer next header 4)
  *   IPv6 client, IPv4 backend: not supported  (the agent refuses it)
@@ -54,7 +54,7 @@ static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
 		ip->tos = p->tos;
 		ip->tot_len = bpf_htons(p->ip_len + sizeof(*ip));
 		ip->id = 0;
-		ip->frag_off = bpf_htons(IP_DF);
+		ip->frag_off = p->df ? bpf_htons(IP_DF) : 0; /* RFC 2003: DF copied */
 		ip->ttl = ENCAP_TTL;
 		ip->protocol = IPPROTO_IPIP;
 		__builtin_memcpy(&ip->saddr, s->src4, 4);

@@ -34,9 +34,29 @@ static __always_inline int icmp6_is_error(__u8 type)
 	return type >= 1 && type <= 4; /* unreachable, too big, time exceeded, param */
 }
 
-/* Fills `key` with the client→VIP flow that the quoted packet belongs to.
- * Returns 0, or -1 when the quote is truncated or not TCP/UDP from the
- * packet's own destination. */
+static __always_inline int addr_equal(const __u8 *a, const __u8 *b)
+{
+	__u32 diff = 0;
+
+#pragma unroll
+	for (int i = 0; i < 16; i++)
+		diff |= a[i] ^ b[i];
+	return diff == 0;
+}
+
+/* True when the 8-byte ICMP header is not all there. */
+static __always_inline int icmp_header_short(struct xdp_md *ctx, const struct pkt *p)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ballast_icmphdr *icmp = data + (p->l4_off & L4_MASK);
+
+	return (void *)(icmp + 1) > data_end || p->l4_off + sizeof(*icmp) > p->l3_off + p->ip_len;
+}
+
+/* Fills `key` (which must not alias p->key) with the client→VIP flow that the quoted packet belongs
+ * to. Returns 0, or -1 when the quote is truncated or not TCP/UDP from the packet's own
+ * destination. */
 static __always_inline int icmp_error_flow(struct xdp_md *ctx, const struct pkt *p,
 					   struct ballast_flow_key *key)
 {
@@ -78,7 +98,7 @@ static __always_inline int icmp_error_flow(struct xdp_md *ctx, const struct pkt 
 	__builtin_memcpy(&key->dport, ports, 2);
 	__builtin_memcpy(&key->sport, ports + 2, 2);
 	/* The error must be addressed to the quoted packet's source. */
-	if (__builtin_memcmp(key->dst, p->key.dst, 16) != 0)
+	if (!addr_equal(key->dst, p->key.dst))
 		return -1;
 	return 0;
 }

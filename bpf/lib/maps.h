@@ -32,7 +32,7 @@ struct {
 struct maglev_inner {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, BALLAST_DEFAULT_TABLE_SIZE + 1);
-	__uint(map_flags, BPF_F_INNER_MAP);
+	__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE); /* filled through mmap */
 	__type(key, __u32);
 	__type(value, __u32);
 };
