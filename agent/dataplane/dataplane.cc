@@ -531,6 +531,7 @@ absl::StatusOr<std::vector<VipEntry>> Dataplane::Vips() const {
       if (errno == ENOENT) continue;
       return ErrnoStatus(errno, "reading the vips map");
     }
+    if (key.proto == BALLAST_VIP_ADDR_MARKER) continue;  // address marker, not a VIP
     auto addr = IpAddress::FromAbi(key.addr, key.family);
     if (!addr.ok()) return addr.status();
     out.push_back(VipEntry{VipKey{*addr, ntohs(key.port), key.proto}, meta});
@@ -567,6 +568,15 @@ absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, uint32_t f
   meta.vip_id = vip_id;
   meta.flags = flags;
   meta.owner_deadline_ns = owner_deadline_ns;
+  // The address marker first: from the moment the VIP exists, fragments and
+  // ICMP to its address are classified as VIP traffic.
+  ballast_vip_key marker = k;
+  marker.port = 0;
+  marker.proto = BALLAST_VIP_ADDR_MARKER;
+  const ballast_vip_meta marker_meta = {};
+  if (bpf_map_update_elem(map_fd("vips"), &marker, &marker_meta, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, Cat("writing the address marker of VIP ", VipKeyString(key)));
+  }
   if (bpf_map_update_elem(map_fd("vips"), &k, &meta, BPF_ANY) != 0) {
     return ErrnoStatus(errno, Cat("writing VIP ", VipKeyString(key)));
   }
@@ -584,6 +594,20 @@ absl::Status Dataplane::DeleteVip(const VipKey& key) {
   }
   if (bpf_map_delete_elem(map_fd("vips"), &k) != 0 && errno != ENOENT) {
     return ErrnoStatus(errno, Cat("deleting VIP ", VipKeyString(key)));
+  }
+  {
+    auto rest = Vips();
+    if (!rest.ok()) return rest.status();
+    bool address_in_use = false;
+    for (const VipEntry& e : *rest) address_in_use |= e.key.addr == key.addr;
+    if (!address_in_use) {
+      ballast_vip_key marker = k;
+      marker.port = 0;
+      marker.proto = BALLAST_VIP_ADDR_MARKER;
+      if (bpf_map_delete_elem(map_fd("vips"), &marker) != 0 && errno != ENOENT) {
+        return ErrnoStatus(errno, Cat("deleting the address marker of VIP ", VipKeyString(key)));
+      }
+    }
   }
   if (meta.vip_id != BALLAST_INVALID_ID && meta.vip_id < BALLAST_MAX_VIPS) {
     if (bpf_map_delete_elem(map_fd("maglev_tables"), &meta.vip_id) != 0 && errno != ENOENT) {
@@ -673,6 +697,9 @@ absl::StatusOr<std::vector<BackendEntry>> Dataplane::Backends() const {
   return out;
 }
 
+// Bytes per value in an array map's memory (kernel: round_up(value_size, 8)).
+constexpr size_t kArraySlotStride = 8;
+
 absl::Status Dataplane::SetTable(uint32_t vip_id, std::span<const uint32_t> table) {
   if (absl::Status s = CheckVipId(vip_id); !s.ok()) return s;
   const size_t m = table.size();
@@ -702,13 +729,18 @@ absl::Status Dataplane::SetTable(uint32_t vip_id, std::span<const uint32_t> tabl
   values[0] = static_cast<uint32_t>(m);
   std::copy(table.begin(), table.end(), values.begin() + 1);
   if ((inner_flags_ & BPF_F_MMAPABLE) != 0) {
-    // One memcpy into the map's memory instead of a syscall path per slot.
-    const size_t len = entries * sizeof(uint32_t);
+    // Written straight into the map's memory instead of a syscall path per
+    // slot. An array map stores each value in round_up(value_size, 8) bytes,
+    // so slot i of the table lives at byte i * kArraySlotStride.
+    const size_t len = entries * kArraySlotStride;
     void* mem = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, inner.get(), 0);
     if (mem == MAP_FAILED) {
       return ErrnoStatus(errno, Cat("mapping the new table of vip id ", vip_id));
     }
-    std::memcpy(mem, values.data(), len);
+    auto* bytes = static_cast<uint8_t*>(mem);
+    for (uint32_t i = 0; i < entries; ++i) {
+      std::memcpy(bytes + static_cast<size_t>(i) * kArraySlotStride, &values[i], sizeof(uint32_t));
+    }
     munmap(mem, len);  // before freezing: a frozen map has no writable mappings
   } else {
     std::vector<uint32_t> keys(entries);
@@ -761,13 +793,17 @@ absl::StatusOr<std::vector<uint32_t>> Dataplane::GetTable(uint32_t vip_id) const
                                    info->max_entries, " entries"));
   }
   if ((info->map_flags & BPF_F_MMAPABLE) != 0) {
-    const size_t len = (static_cast<size_t>(m) + 1) * sizeof(uint32_t);
+    const size_t len = (static_cast<size_t>(m) + 1) * kArraySlotStride;
     void* mem = mmap(nullptr, len, PROT_READ, MAP_SHARED, inner.get(), 0);
     if (mem == MAP_FAILED) {
       return ErrnoStatus(errno, Cat("mapping the table of vip id ", vip_id));
     }
+    const auto* bytes = static_cast<const uint8_t*>(mem);
     std::vector<uint32_t> out(m);
-    std::memcpy(out.data(), static_cast<const uint32_t*>(mem) + 1, m * sizeof(uint32_t));
+    for (uint32_t i = 0; i < m; ++i) {
+      std::memcpy(&out[i], bytes + (static_cast<size_t>(i) + 1) * kArraySlotStride,
+                  sizeof(uint32_t));
+    }
     munmap(mem, len);
     return out;
   }
