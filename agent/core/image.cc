@@ -1,6 +1,10 @@
 #include "agent/core/image.h"
 
+#include <bpf/bpf.h>
 #include <netinet/in.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 
@@ -179,6 +183,27 @@ absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previ
   return out;
 }
 
+std::string DescribeImage(const Image& img) {
+  std::string out;
+  const dataplane::Settings& s = img.settings;
+  absl::StrAppend(&out, "settings src4=", s.src4.ToString(), " src6=", s.src6.ToString(),
+                  " policy=", s.policy, " tcp_idle_ns=", s.tcp_idle_ns,
+                  " udp_idle_ns=", s.udp_idle_ns, " linger_ns=", s.linger_ns,
+                  " syn_idle_ns=", s.syn_idle_ns, " fib_ttl_ns=", s.fib_ttl_ns, "\n");
+  for (const auto& [k, v] : img.vips) {
+    absl::StrAppend(&out, "vip ", k, " id=", v.vip_id, " table_size=", v.table_size, " slots=");
+    for (const auto& [id, n] : v.slots) absl::StrAppend(&out, id, ":", n, ",");
+    absl::StrAppend(&out, "\n");
+  }
+  for (const auto& [id, b] : img.backends) {
+    absl::StrAppend(&out, "backend ", id, " ", b.addr.ToString(),
+                    " state=", static_cast<int>(b.state), " deadline_ms=", b.drain_deadline_unix_ms,
+                    "\n");
+  }
+  for (const IpAddress& a : img.vip_addresses) absl::StrAppend(&out, "marker ", a.ToString(), "\n");
+  return out;
+}
+
 absl::StatusOr<Image> ReadImage(const dataplane::Dataplane& dp, int64_t now_unix_ms,
                                 uint64_t now_mono_ns) {
   Image img;
@@ -188,10 +213,6 @@ absl::StatusOr<Image> ReadImage(const dataplane::Dataplane& dp, int64_t now_unix
   auto vips = dp.Vips();
   if (!vips.ok()) return vips.status();
   for (const dataplane::VipEntry& e : *vips) {
-    if (e.key.proto == BALLAST_VIP_ADDR_MARKER && e.key.port == 0) {
-      img.vip_addresses.insert(e.key.addr);
-      continue;
-    }
     VipImage vi;
     vi.key = e.key;
     vi.vip_id = e.meta.vip_id;
@@ -207,6 +228,23 @@ absl::StatusOr<Image> ReadImage(const dataplane::Dataplane& dp, int64_t now_unix
     }
     const std::string text = dataplane::VipKeyString(e.key);
     img.vips[text] = std::move(vi);
+  }
+  // Address markers (Vips() leaves them out): a raw walk of the map.
+  {
+    const int fd = dp.map_fd("vips");
+    ballast_vip_key key = {};
+    ballast_vip_key next = {};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+      key = next;
+      prev = &key;
+      if (key.proto != BALLAST_VIP_ADDR_MARKER) continue;
+      auto addr = IpAddress::FromAbi(key.addr, key.family);
+      if (addr.ok()) img.vip_addresses.insert(*addr);
+    }
+    if (errno != ENOENT) {
+      return absl::InternalError(absl::StrCat("walking the vips map: ", strerror(errno)));
+    }
   }
   auto backends = dp.Backends();
   if (!backends.ok()) return backends.status();

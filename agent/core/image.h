@@ -95,6 +95,12 @@ absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previ
 absl::StatusOr<Image> ReadImage(const dataplane::Dataplane& dp, int64_t now_unix_ms,
                                 uint64_t now_mono_ns);
 
+// A deterministic multi-line description of an image (for tests, logs and
+// `lbagent --dump-maps`): settings, VIPs with ids, table sizes and slot
+// counts, backends with states, markers. Table hashes are not included
+// (they are per process); slot counts per backend stand for the contents.
+std::string DescribeImage(const Image& image);
+
 // The monotonic deadline for a unix-ms deadline, relative to the two "now"s.
 uint64_t ToMonotonicNs(int64_t deadline_unix_ms, int64_t now_unix_ms, uint64_t now_mono_ns);
 

@@ -252,24 +252,6 @@ absl::Status StandaloneEngine::Program(const Image& from, const BuiltImage& buil
     if (auto s = dp.UpsertVip(v.key, v.vip_id); !s.ok()) return s;
     ++stats->vips_upserted;
   }
-  const int vips_fd = dp.map_fd("vips");
-  for (const IpAddress& a : to.vip_addresses) {
-    if (from.vip_addresses.count(a) != 0) continue;
-    const ballast_vip_key k = MarkerKey(a);
-    const ballast_vip_meta meta = {};
-    if (bpf_map_update_elem(vips_fd, &k, &meta, BPF_ANY) != 0) {
-      return MapErrno(errno, absl::StrCat("writing the VIP address marker of ", a.ToString()));
-    }
-    ++stats->markers_set;
-  }
-  for (const IpAddress& a : from.vip_addresses) {
-    if (to.vip_addresses.count(a) != 0) continue;
-    const ballast_vip_key k = MarkerKey(a);
-    if (bpf_map_delete_elem(vips_fd, &k) != 0 && errno != ENOENT) {
-      return MapErrno(errno, absl::StrCat("deleting the VIP address marker of ", a.ToString()));
-    }
-    ++stats->markers_deleted;
-  }
   // Backends that go away last: no table names them any more.
   for (const auto& [id, b] : from.backends) {
     if (to.backends.count(id) != 0) continue;
@@ -311,6 +293,18 @@ absl::Status StandaloneEngine::ReconcileLocked(const v1::State& state, ProgramSt
   // program already runs.
   actual->interface = attached_if_;
   if (auto s = Program(*actual, *built, stats); !s.ok()) return s;
+  // UpsertVip/DeleteVip keep one address marker per VIP address; a marker
+  // left behind by something else (no VIP uses its address) is removed here.
+  const int vips_fd = dp_->map_fd("vips");
+  for (const IpAddress& a : actual->vip_addresses) {
+    if (built->image.vip_addresses.count(a) != 0) continue;
+    const ballast_vip_key k = MarkerKey(a);
+    if (bpf_map_delete_elem(vips_fd, &k) != 0 && errno != ENOENT) {
+      return MapErrno(errno,
+                      absl::StrCat("deleting the stray VIP address marker of ", a.ToString()));
+    }
+    ++stats->markers_deleted;
+  }
   image_ = std::move(built->image);
   return absl::OkStatus();
 }
@@ -953,6 +947,11 @@ EngineHealth StandaloneEngine::Health() const {
 v1::State StandaloneEngine::State() const {
   std::lock_guard<std::mutex> lock(mu_);
   return state_;
+}
+
+absl::StatusOr<Image> StandaloneEngine::ReadDataplane() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ReadImage(*dp_, clock_->NowUnixMs(), clock_->NowMonotonicNs());
 }
 
 absl::StatusOr<std::vector<uint32_t>> StandaloneEngine::ReadTable(const v1::VipKey& vip) const {

@@ -73,13 +73,12 @@ struct ProgramStats {
   int vips_upserted = 0;
   int vips_deleted = 0;
   int tables_set = 0;
-  int markers_set = 0;
   int markers_deleted = 0;
   int attached = 0;
   int detached = 0;
   int total() const {
     return settings + backends_set + backends_cleared + vips_upserted + vips_deleted + tables_set +
-           markers_set + markers_deleted + attached + detached;
+           markers_deleted + attached + detached;
   }
 };
 
@@ -140,6 +139,9 @@ class StandaloneEngine final : public Engine {
 
   EngineHealth Health() const;
   v1::State State() const;  // a copy of the current state
+  // What the data plane's maps hold now (read back), e.g. to check that a
+  // rejected request left them untouched.
+  absl::StatusOr<Image> ReadDataplane() const;
   // The table the data plane holds for a VIP (read back from the map).
   absl::StatusOr<std::vector<uint32_t>> ReadTable(const v1::VipKey& vip) const;
 

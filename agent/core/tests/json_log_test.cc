@@ -1,0 +1,65 @@
+// JSON text helpers and the structured log line.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include "agent/core/json.h"
+#include "agent/core/log.h"
+
+namespace ballast::core {
+namespace {
+
+TEST_CASE("JsonQuote escapes quotes, backslashes, control bytes and bad UTF-8") {
+  REQUIRE(JsonQuote("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  REQUIRE(JsonQuote("l1\nl2\t\x01") == "\"l1\\nl2\\t\\u0001\"");
+  REQUIRE(JsonQuote("caf\xC3\xA9") == "\"caf\xC3\xA9\"");
+  REQUIRE(JsonQuote("bad\xFF") == "\"bad\xEF\xBF\xBD\"");
+  REQUIRE(JsonQuote("\xE2\x82") == "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");  // truncated sequence
+}
+
+TEST_CASE("Rfc3339Ms formats UTC with milliseconds") {
+  REQUIRE(Rfc3339Ms(0) == "1970-01-01T00:00:00.000Z");
+  REQUIRE(Rfc3339Ms(1764439452345) == "2025-11-29T18:04:12.345Z");
+}
+
+TEST_CASE("A log line is one JSON object with ts, level, msg and fields") {
+  const std::string line = FormatLogLine(
+      1764439452345, LogLevel::kWarning, "weight \"changed\"",
+      {{"vip", "198.18.0.10:80/tcp"}, {"weight", 3}, {"ok", true}, {"neg", int64_t{-5}}});
+  REQUIRE(line.back() == '\n');
+  REQUIRE(line.find('\n') == line.size() - 1);
+  google::protobuf::Struct parsed;
+  REQUIRE(
+      google::protobuf::util::JsonStringToMessage(line.substr(0, line.size() - 1), &parsed).ok());
+  REQUIRE(parsed.fields().at("ts").string_value() == "2025-11-29T18:04:12.345Z");
+  REQUIRE(parsed.fields().at("level").string_value() == "warning");
+  REQUIRE(parsed.fields().at("msg").string_value() == "weight \"changed\"");
+  const auto& f = parsed.fields().at("fields").struct_value().fields();
+  REQUIRE(f.at("vip").string_value() == "198.18.0.10:80/tcp");
+  REQUIRE(f.at("weight").number_value() == 3);
+  REQUIRE(f.at("ok").bool_value());
+  REQUIRE(f.at("neg").number_value() == -5);
+}
+
+TEST_CASE("Log writes whole lines to the configured fd and honours the level") {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  SetLogFd(fds[1]);
+  SetMinLogLevel(LogLevel::kInfo);
+  Log(LogLevel::kDebug, "hidden");
+  Log(LogLevel::kInfo, "shown", {{"n", 1}});
+  SetLogFd(2);
+  close(fds[1]);
+  std::string got;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) got.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  REQUIRE(got.find("hidden") == std::string::npos);
+  REQUIRE(got.find("\"msg\":\"shown\",\"fields\":{\"n\":1}}\n") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ballast::core

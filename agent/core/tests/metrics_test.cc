@@ -1,0 +1,101 @@
+// Prometheus rendering: content, escaping, and promtool's verdict.
+#include "agent/core/metrics.h"
+
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+
+#include "agent/core/tests/test_util.h"
+
+namespace ballast::core {
+namespace {
+
+v1::StatusResponse SampleStatus() {
+  v1::StatusResponse s;
+  s.set_agent_version("0.1.0");
+  s.set_interface("eth0");
+  s.set_attach_mode("native");
+  s.set_config_generation(7);
+  (*s.mutable_verdicts())["tx"] = 10;
+  (*s.mutable_verdicts())["pass_not_vip"] = 3;
+  v1::VipStatus* v = s.add_vips();
+  *v->mutable_key() = testing::Key("2001:db8:10::10", 443);
+  v->set_vip_id(2);
+  v->set_table_size(251);
+  v->set_packets(100);
+  v1::BackendStatus* b = v->add_backends();
+  b->set_address("2001:db8:1::1");
+  b->set_nominal_weight(5);
+  b->set_effective_weight(0);
+  b->set_state("draining");
+  b->set_drain_deadline_unix_ms(1764439452345);
+  b->set_flows(4);
+  b->mutable_counters()->set_handshake_ns_sum(1500000000);
+  b->mutable_counters()->set_handshake_count(3);
+  return s;
+}
+
+TEST_CASE("Metrics carry per-VIP and per-backend series with escaped labels") {
+  EngineHealth h;
+  h.generation = 7;
+  h.last_map_update_unix_ms = 1764439452000;
+  ProcessStats p;
+  p.resident_bytes = 1234;
+  const v1::StatusResponse s = SampleStatus();
+  const std::string text = RenderMetrics(&s, h, &p);
+  const std::string lb = "vip=\"[2001:db8:10::10]:443/tcp\",backend=\"2001:db8:1::1\"";
+  REQUIRE(text.find("ballast_up 1\n") != std::string::npos);
+  REQUIRE(text.find("ballast_config_generation 7\n") != std::string::npos);
+  REQUIRE(text.find("ballast_last_map_update_timestamp_seconds 1764439452\n") != std::string::npos);
+  REQUIRE(text.find("ballast_verdict_packets_total{verdict=\"pass_not_vip\"} 3\n") !=
+          std::string::npos);
+  REQUIRE(text.find("ballast_vip_packets_total{vip=\"[2001:db8:10::10]:443/tcp\"} 100\n") !=
+          std::string::npos);
+  REQUIRE(text.find("ballast_backend_nominal_weight{" + lb + "} 5\n") != std::string::npos);
+  REQUIRE(text.find("ballast_backend_effective_weight{" + lb + "} 0\n") != std::string::npos);
+  REQUIRE(text.find("ballast_backend_state{" + lb + ",state=\"draining\"} 1\n") !=
+          std::string::npos);
+  REQUIRE(text.find("ballast_backend_state{" + lb + ",state=\"active\"} 0\n") != std::string::npos);
+  REQUIRE(text.find("ballast_backend_flows{" + lb + "} 4\n") != std::string::npos);
+  REQUIRE(text.find("ballast_backend_handshake_seconds_sum{" + lb + "} 1.5\n") !=
+          std::string::npos);
+  REQUIRE(text.find("ballast_backend_handshake_seconds_count{" + lb + "} 3\n") !=
+          std::string::npos);
+  REQUIRE(text.find("process_resident_memory_bytes 1234\n") != std::string::npos);
+  REQUIRE(EscapeLabelValue("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
+}
+
+TEST_CASE("Without a status only agent and process families are written, with up 0") {
+  const std::string text = RenderMetrics(nullptr, EngineHealth{}, nullptr);
+  REQUIRE(text.find("ballast_up 0\n") != std::string::npos);
+  REQUIRE(text.find("ballast_backend_") == std::string::npos);
+}
+
+TEST_CASE("promtool check metrics accepts the output") {
+  testing::TempDir dir;
+  const v1::StatusResponse s = SampleStatus();
+  auto proc = ReadProcessStats();
+  REQUIRE(proc.ok());
+  REQUIRE(proc->resident_bytes > 0);
+  REQUIRE(proc->start_time_seconds > 1.6e9);
+  const std::string text = RenderMetrics(&s, EngineHealth{}, &*proc);
+  const std::string file = dir.File("metrics.txt");
+  std::ofstream(file) << text;
+  if (access("/usr/bin/promtool", X_OK) != 0) {
+    FAIL("promtool (Debian package prometheus) is needed to check the metrics format");
+  }
+  const std::string cmd =
+      "/usr/bin/promtool check metrics < " + file + " > " + dir.File("out.txt") + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream out(dir.File("out.txt"));
+  const std::string msg((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
+  INFO("promtool said: " << msg);
+  REQUIRE(WIFEXITED(rc));
+  REQUIRE(WEXITSTATUS(rc) == 0);
+  REQUIRE(msg.empty());
+}
+
+}  // namespace
+}  // namespace ballast::core

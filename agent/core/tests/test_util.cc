@@ -1,0 +1,115 @@
+#include "agent/core/tests/test_util.h"
+
+#include <ftw.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "absl/strings/str_cat.h"
+#include "agent/dataplane/dataplane.h"
+
+namespace ballast::core::testing {
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/ballast-core-test.XXXXXX";
+  const char* p = mkdtemp(tmpl);
+  REQUIRE(p != nullptr);
+  path_ = p;
+}
+
+TempDir::~TempDir() {
+  nftw(
+      path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return remove(p); },
+      16, FTW_DEPTH | FTW_PHYS);
+}
+
+v1::VipKey Key(const std::string& addr, uint32_t port, v1::Protocol proto) {
+  v1::VipKey k;
+  k.set_address(addr);
+  k.set_port(port);
+  k.set_protocol(proto);
+  return k;
+}
+
+v1::Backend MakeBackend(const std::string& addr, uint32_t weight) {
+  v1::Backend b;
+  b.set_address(addr);
+  b.set_weight(weight);
+  return b;
+}
+
+v1::Config SmallConfig() {
+  v1::Config c;
+  c.mutable_global()->set_source_v4("198.18.0.1");
+  c.mutable_global()->set_source_v6("2001:db8::1");
+  v1::Vip* a = c.add_vips();
+  *a->mutable_key() = Key("198.18.0.10", 80);
+  a->set_table_size(251);
+  a->set_name("web");
+  *a->add_backends() = MakeBackend("198.18.1.1", 1);
+  *a->add_backends() = MakeBackend("198.18.1.2", 1);
+  *a->add_backends() = MakeBackend("198.18.1.3", 2);
+  v1::Vip* b = c.add_vips();
+  *b->mutable_key() = Key("2001:db8:10::10", 443);
+  b->set_table_size(251);
+  *b->add_backends() = MakeBackend("2001:db8:1::1", 1);
+  *b->add_backends() = MakeBackend("2001:db8:1::2", 1);
+  return c;
+}
+
+v1::Config BigConfig(int vips, int backends, uint32_t table_size) {
+  v1::Config c;
+  c.mutable_global()->set_source_v4("198.18.0.1");
+  c.mutable_global()->set_source_v6("2001:db8::1");
+  int n = 0;
+  for (int i = 0; i < vips; ++i) {
+    v1::Vip* v = c.add_vips();
+    *v->mutable_key() = Key(absl::StrCat("198.18.", i / 250, ".", i % 250 + 1), 80);
+    v->set_table_size(table_size);
+    for (int j = 0; j < backends; ++j, ++n) {
+      *v->add_backends() = MakeBackend(absl::StrCat("198.19.", n / 250, ".", n % 250 + 1), 1);
+    }
+  }
+  return c;
+}
+
+void RequireRoot() {
+  if (geteuid() != 0) {
+    FAIL(
+        "this test programs a real XDP data plane and needs root (CAP_BPF, CAP_NET_ADMIN, "
+        "CAP_PERFMON); run core_tests as root");
+  }
+}
+
+std::unique_ptr<StandaloneEngine> StartEngine(const TempDir& dir, const Clock* clock,
+                                              const v1::Config& initial,
+                                              const std::string& pin_dir) {
+  RequireRoot();
+  dataplane::Options o;
+  o.pin_dir = pin_dir;
+  o.flow_capacity = 4096;
+  auto dp = dataplane::Dataplane::Open(o);
+  if (!dp.ok()) FAIL("opening the data plane: " << dp.status().ToString());
+  EngineOptions eo;
+  eo.state_file = dir.File("state.pb");
+  eo.audit_log = dir.File("audit.jsonl");
+  auto e = StandaloneEngine::Start(std::move(*dp), eo, clock, initial);
+  if (!e.ok()) FAIL("starting the engine: " << e.status().ToString());
+  return std::move(*e);
+}
+
+std::string Serialized(const v1::State& state) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream raw(&out);
+    google::protobuf::io::CodedOutputStream coded(&raw);
+    coded.SetSerializationDeterministic(true);
+    state.SerializeToCodedStream(&coded);
+  }
+  return out;
+}
+
+}  // namespace ballast::core::testing

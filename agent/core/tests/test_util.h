@@ -1,0 +1,54 @@
+// Shared helpers of core_tests: configs to start from, temporary
+// directories, and a real data plane.
+#ifndef BALLAST_AGENT_CORE_TESTS_TEST_UTIL_H_
+#define BALLAST_AGENT_CORE_TESTS_TEST_UTIL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/core/clock.h"
+#include "agent/core/standalone_engine.h"
+#include "ballast/v1/config.pb.h"
+
+namespace ballast::core::testing {
+
+// A fresh directory under /tmp, removed (recursively) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+v1::VipKey Key(const std::string& addr, uint32_t port, v1::Protocol proto = v1::TCP);
+v1::Backend MakeBackend(const std::string& addr, uint32_t weight);
+
+// Two VIPs: 198.18.0.10:80/tcp with 198.18.1.1..3 (weights 1,1,2) and
+// [2001:db8:10::10]:443/tcp with 2001:db8:1::1..2 (weights 1,1); table size
+// 251; sources set; no interface.
+v1::Config SmallConfig();
+
+// `vips` IPv4 VIPs 198.18.<i/250>.<i%250+1>:80/tcp with `backends` backends
+// each (198.19.x.y), weight 1, table size `table_size`.
+v1::Config BigConfig(int vips, int backends, uint32_t table_size);
+
+// Fails the current test (with the reason) unless running as root.
+void RequireRoot();
+
+// An engine over a real, unpinned data plane (pin_dir "" unless given),
+// state and audit log in `dir`.
+std::unique_ptr<StandaloneEngine> StartEngine(const TempDir& dir, const Clock* clock,
+                                              const v1::Config& initial,
+                                              const std::string& pin_dir = "");
+
+// Deterministic serialization of a state (for before/after comparisons).
+std::string Serialized(const v1::State& state);
+
+}  // namespace ballast::core::testing
+
+#endif  // BALLAST_AGENT_CORE_TESTS_TEST_UTIL_H_

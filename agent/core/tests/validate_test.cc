@@ -1,0 +1,304 @@
+// Validation as pure functions: every rule of config.proto's comments, and
+// the two message styles.
+#include "agent/core/validate.h"
+
+#include <catch2/catch.hpp>
+#include <functional>
+
+#include "agent/core/tests/test_util.h"
+
+namespace ballast::core {
+namespace {
+
+using testing::Key;
+using testing::MakeBackend;
+using testing::SmallConfig;
+
+struct Case {
+  const char* name;
+  std::function<void(v1::Config&)> mutate;
+  const char* message;  // exact message of ValidateConfig(..., FieldPath::Index())
+};
+
+TEST_CASE("ValidateConfig accepts the small config and the defaults") {
+  REQUIRE(ValidateConfig(SmallConfig(), FieldPath::Index()).ok());
+  REQUIRE(ValidateConfig(v1::Config(), FieldPath::Index()).ok());
+}
+
+TEST_CASE("ValidateConfig names the field and the allowed range of every bad input") {
+  const std::vector<Case> cases = {
+      {"weight out of range",
+       [](v1::Config& c) { c.mutable_vips(0)->mutable_backends(2)->set_weight(3000); },
+       "vips[0].backends[2].weight: 3000 is out of range 0..1000"},
+      {"vip address not an address",
+       [](v1::Config& c) { c.mutable_vips(0)->mutable_key()->set_address("198.18.0.300"); },
+       "vips[0].key.address: \"198.18.0.300\" is not an IPv4 or IPv6 address (e.g. 198.18.0.10 "
+       "or 2001:db8::10)"},
+      {"vip address missing",
+       [](v1::Config& c) { c.mutable_vips(0)->mutable_key()->clear_address(); },
+       "vips[0].key.address: required (an IPv4 or IPv6 address)"},
+      {"vip address unspecified",
+       [](v1::Config& c) { c.mutable_vips(0)->mutable_key()->set_address("0.0.0.0"); },
+       "vips[0].key.address: 0.0.0.0 is the unspecified address"},
+      {"vip address multicast",
+       [](v1::Config& c) { c.mutable_vips(1)->mutable_key()->set_address("ff02::1"); },
+       "vips[1].key.address: ff02::1 is a multicast address"},
+      {"port out of range",
+       [](v1::Config& c) { c.mutable_vips(0)->mutable_key()->set_port(70000); },
+       "vips[0].key.port: 70000 is out of range 0..65535"},
+      {"protocol missing",
+       [](v1::Config& c) { c.mutable_vips(0)->mutable_key()->clear_protocol(); },
+       "vips[0].key.protocol: required (TCP or UDP)"},
+      {"protocol unknown",
+       [](v1::Config& c) {
+         c.mutable_vips(0)->mutable_key()->set_protocol(static_cast<v1::Protocol>(9));
+       },
+       "vips[0].key.protocol: 9 is not TCP (1) or UDP (2)"},
+      {"table size not prime", [](v1::Config& c) { c.mutable_vips(0)->set_table_size(100); },
+       "vips[0].table_size: 100 is not a prime (allowed: a prime in 7..1048573; 0 = default "
+       "65537)"},
+      {"table size too small", [](v1::Config& c) { c.mutable_vips(0)->set_table_size(5); },
+       "vips[0].table_size: 5 is out of range 7..1048573 (a prime; 0 = default 65537)"},
+      {"table size too large", [](v1::Config& c) { c.mutable_vips(0)->set_table_size(1048583); },
+       "vips[0].table_size: 1048583 is out of range 7..1048573 (a prime; 0 = default 65537)"},
+      {"forwarding mode unknown",
+       [](v1::Config& c) { c.mutable_vips(0)->set_mode(static_cast<v1::ForwardingMode>(7)); },
+       "vips[0].mode: 7 is not a forwarding mode (ENCAP)"},
+      {"name with control characters", [](v1::Config& c) { c.mutable_vips(0)->set_name("a\nb"); },
+       "vips[0].name: must be at most 256 bytes without control characters"},
+      {"IPv4 backend of an IPv6 VIP",
+       [](v1::Config& c) { *c.mutable_vips(1)->add_backends() = MakeBackend("198.18.1.7", 1); },
+       "vips[1].backends[2].address: 198.18.1.7 is IPv4 but VIP [2001:db8:10::10]:443/tcp is "
+       "IPv6: the data plane cannot carry IPv6 in IPv4 (use an IPv6 backend address)"},
+      {"backend address loopback",
+       [](v1::Config& c) { c.mutable_vips(0)->mutable_backends(0)->set_address("127.0.0.1"); },
+       "vips[0].backends[0].address: 127.0.0.1 is a loopback address"},
+      {"duplicate backend (written differently)",
+       [](v1::Config& c) {
+         *c.mutable_vips(1)->add_backends() = MakeBackend("2001:DB8:1:0::1", 1);
+       },
+       "vips[1].backends[2].address: 2001:DB8:1:0::1 is a duplicate of backends[0]"},
+      {"duplicate VIP", [](v1::Config& c) { *c.add_vips() = c.vips(0); },
+       "vips[2].key: 198.18.0.10:80/tcp is a duplicate of vips[0]"},
+      {"more positive-weight backends than slots",
+       [](v1::Config& c) {
+         v1::Vip* v = c.mutable_vips(0);
+         v->set_table_size(7);
+         for (int i = 4; i <= 8; ++i) {
+           *v->add_backends() = MakeBackend("198.18.1." + std::to_string(i), 1);
+         }
+       },
+       "vips[0].backends: 8 backends with a positive weight but the table has only 7 slots "
+       "(table_size must be at least the number of such backends)"},
+      {"too many backends per VIP",
+       [](v1::Config& c) {
+         v1::Vip* v = c.mutable_vips(0);
+         v->clear_backends();
+         for (int i = 0; i < 1001; ++i) {
+           *v->add_backends() = MakeBackend(
+               "198.19." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1), 1);
+         }
+       },
+       "vips[0].backends: 1001 backends; at most 1000 per VIP"},
+      {"too many VIPs",
+       [](v1::Config& c) {
+         c.clear_vips();
+         for (int i = 0; i < 1024; ++i) {
+           *c.add_vips()->mutable_key() =
+               Key("198.18." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1), 80);
+         }
+       },
+       "vips: 1024 VIPs; at most 1023"},
+      {"too many backends in total",
+       [](v1::Config& c) {
+         c.clear_vips();
+         int n = 0;
+         for (int i = 0; i < 17; ++i) {
+           v1::Vip* v = c.add_vips();
+           *v->mutable_key() = Key("198.18.0." + std::to_string(i + 1), 80);
+           for (int j = 0; j < 1000 && n < 16384; ++j, ++n) {
+             *v->add_backends() = MakeBackend(
+                 "198.19." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1), 1);
+           }
+         }
+       },
+       "vips: 16384 backends in total; at most 16383 across all VIPs"},
+      {"IPv4 backends without source_v4",
+       [](v1::Config& c) { c.mutable_global()->clear_source_v4(); },
+       "global.source_v4: required: backend 198.18.1.1 of vip 198.18.0.10:80/tcp is IPv4, and "
+       "IPv4 encapsulation needs an outer source address of this router"},
+      {"source_v4 of the wrong family",
+       [](v1::Config& c) { c.mutable_global()->set_source_v4("2001:db8::1"); },
+       "global.source_v4: 2001:db8::1 is not an IPv4 address"},
+      {"source_v6 not an address",
+       [](v1::Config& c) { c.mutable_global()->set_source_v6("router"); },
+       "global.source_v6: \"router\" is not an IPv6 address"},
+      {"interface name too long",
+       [](v1::Config& c) { c.mutable_global()->set_interface("a-very-long-device-name"); },
+       "global.interface: \"a-very-long-device-name\" is not a network device name (1..15 "
+       "characters, no '/', ':' or spaces)"},
+      {"tcp idle timeout out of range",
+       [](v1::Config& c) { c.mutable_global()->mutable_timeouts()->set_tcp_idle_s(90000); },
+       "global.timeouts.tcp_idle_s: 90000 is out of range 1..86400 (0 = default 300)"},
+      {"udp idle timeout out of range",
+       [](v1::Config& c) { c.mutable_global()->mutable_timeouts()->set_udp_idle_s(86401); },
+       "global.timeouts.udp_idle_s: 86401 is out of range 1..86400 (0 = default 30)"},
+      {"linger out of range",
+       [](v1::Config& c) { c.mutable_global()->mutable_timeouts()->set_linger_s(601); },
+       "global.timeouts.linger_s: 601 is out of range 1..600 (0 = default 10)"},
+      {"syn idle out of range",
+       [](v1::Config& c) { c.mutable_global()->mutable_timeouts()->set_syn_idle_s(1000); },
+       "global.timeouts.syn_idle_s: 1000 is out of range 1..600 (0 = default 5)"},
+      {"drain timeout out of range",
+       [](v1::Config& c) { c.mutable_global()->set_drain_timeout_s(100000); },
+       "global.drain_timeout_s: 100000 is out of range 1..86400 (0 = default 300)"},
+      {"probe interval too short",
+       [](v1::Config& c) {
+         c.mutable_vips(0)->mutable_backends(1)->mutable_probe()->set_interval_ms(10);
+       },
+       "vips[0].backends[1].probe.interval_ms: 10 is out of range 50..60000 (0 = default 1000)"},
+      {"probe timeout longer than the interval",
+       [](v1::Config& c) {
+         auto* p = c.mutable_vips(0)->mutable_backends(1)->mutable_probe();
+         p->set_interval_ms(200);
+         p->set_timeout_ms(300);
+       },
+       "vips[0].backends[1].probe.timeout_ms: 300 is out of range 10..200 (10..interval_ms; 0 = "
+       "default 500)"},
+      {"probe jitter over half the interval",
+       [](v1::Config& c) {
+         c.mutable_vips(0)->mutable_backends(1)->mutable_probe()->set_jitter_ms(501);
+       },
+       "vips[0].backends[1].probe.jitter_ms: 501 is out of range 0..500 (0..interval_ms/2)"},
+      {"gRPC probe without a method",
+       [](v1::Config& c) {
+         c.mutable_vips(0)->mutable_backends(1)->mutable_probe()->set_kind(v1::ProbeSpec::GRPC);
+       },
+       "vips[0].backends[1].probe.grpc_method: required for GRPC probes (\"/pkg.Service/Method\")"},
+      {"HTTP status out of range",
+       [](v1::Config& c) {
+         auto* p = c.mutable_vips(0)->mutable_backends(1)->mutable_probe();
+         p->set_kind(v1::ProbeSpec::HTTP);
+         p->add_http_status(200);
+         p->add_http_status(700);
+       },
+       "vips[0].backends[1].probe.http_status[1]: 700 is out of range 100..599"},
+      {"HTTP path without a slash",
+       [](v1::Config& c) {
+         auto* p = c.mutable_vips(0)->mutable_backends(1)->mutable_probe();
+         p->set_kind(v1::ProbeSpec::HTTPS);
+         p->set_http_path("healthz");
+       },
+       "vips[0].backends[1].probe.http_path: \"healthz\" must start with / and contain no "
+       "spaces or control characters (at most 2048 bytes)"},
+      {"probe port out of range",
+       [](v1::Config& c) {
+         c.mutable_vips(0)->mutable_backends(1)->mutable_probe()->set_port(65536);
+       },
+       "vips[0].backends[1].probe.port: 65536 is out of range 0..65535"},
+      {"probe kind unknown",
+       [](v1::Config& c) {
+         c.mutable_vips(0)->mutable_backends(1)->mutable_probe()->set_kind(
+             static_cast<v1::ProbeSpec::Kind>(42));
+       },
+       "vips[0].backends[1].probe.kind: 42 is not a probe kind (TCP, HTTP, HTTPS, GRPC, TLS)"},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      v1::Config config = SmallConfig();
+      c.mutate(config);
+      const absl::Status s = ValidateConfig(config, FieldPath::Index());
+      CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+      CHECK(std::string(s.message()) == c.message);
+    }
+  }
+}
+
+TEST_CASE("Named style puts the entity first and the field after the colon") {
+  v1::Vip vip = SmallConfig().vips(0);
+  vip.mutable_backends(2)->set_weight(3000);
+  const absl::Status s = ValidateVip(vip, FieldPath::Named("vip 198.18.0.10:80/tcp"));
+  REQUIRE(std::string(s.message()) ==
+          "vip 198.18.0.10:80/tcp backend 198.18.1.3: weight 3000 is out of range 0..1000");
+  const absl::Status w = ValidateWeight(3000, FieldPath::Named("backend 198.18.1.7", "weight"));
+  REQUIRE(std::string(w.message()) == "backend 198.18.1.7: weight 3000 is out of range 0..1000");
+}
+
+TEST_CASE("Limits at their edges are accepted") {
+  v1::Config c = SmallConfig();
+  c.mutable_vips(0)->mutable_backends(0)->set_weight(1000);
+  c.mutable_vips(0)->mutable_backends(1)->set_weight(0);
+  c.mutable_vips(0)->set_table_size(7);
+  c.mutable_vips(1)->set_table_size(1048573);
+  c.mutable_vips(1)->mutable_key()->set_port(65535);
+  c.mutable_global()->mutable_timeouts()->set_tcp_idle_s(86400);
+  REQUIRE(ValidateConfig(c, FieldPath::Index()).ok());
+  // An IPv4 VIP may have IPv6 backends (IPv4-in-IPv6).
+  *c.mutable_vips(0)->add_backends() = MakeBackend("2001:db8:1::9", 1);
+  REQUIRE(ValidateConfig(c, FieldPath::Index()).ok());
+  // Positive-weight backends equal to the table size are fine; weight-0 ones do not count.
+  v1::Vip* v = c.mutable_vips(0);
+  v->clear_backends();
+  for (int i = 1; i <= 7; ++i) *v->add_backends() = MakeBackend("198.18.1." + std::to_string(i), 1);
+  for (int i = 8; i <= 20; ++i)
+    *v->add_backends() = MakeBackend("198.18.1." + std::to_string(i), 0);
+  REQUIRE(ValidateConfig(c, FieldPath::Index()).ok());
+  // 1023 VIPs.
+  v1::Config many;
+  for (int i = 0; i < 1023; ++i) {
+    *many.add_vips()->mutable_key() =
+        Key("198.18." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1), 80);
+  }
+  REQUIRE(ValidateConfig(many, FieldPath::Index()).ok());
+}
+
+TEST_CASE("ValidateAgentConfig checks lbagent's own fields") {
+  v1::AgentConfig a;
+  REQUIRE(ValidateAgentConfig(a).ok());
+  a.set_metrics_listen("127.0.0.1:9580");
+  REQUIRE(ValidateAgentConfig(a).ok());
+  a.set_metrics_listen("[::1]:9580");
+  REQUIRE(ValidateAgentConfig(a).ok());
+  a.set_metrics_listen("0.0.0.0:9580");
+  REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+          "metrics_listen: 0.0.0.0:9580 is not a loopback address (127.0.0.0/8 or [::1]); "
+          "metrics are served on loopback only");
+  a.set_metrics_listen("127.0.0.1:99999");
+  REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+          "metrics_listen: port \"99999\" is not a number in 1..65535");
+  a.set_metrics_listen("");
+  a.set_attach_mode("turbo");
+  REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+          "attach_mode: \"turbo\" is not native, generic or auto");
+  a.set_attach_mode("native");
+  a.set_state_file("state.pb");
+  REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+          "state_file: \"state.pb\" is not an absolute path");
+  a.clear_state_file();
+  a.mutable_admin()->set_tcp_listen("127.0.0.1:7443");
+  REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+          "admin.tls_cert: required with tcp_listen (mutual TLS only)");
+  a.mutable_admin()->clear_tcp_listen();
+  *a.mutable_initial()->add_vips() = SmallConfig().vips(0);
+  a.mutable_initial()->mutable_vips(0)->mutable_backends(2)->set_weight(3000);
+  REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+          "initial.vips[0].backends[2].weight: 3000 is out of range 0..1000");
+  a.mutable_initial()->mutable_vips(0)->mutable_backends(2)->set_weight(3);
+  REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+          "initial.global.source_v4: required: backend 198.18.1.1 of vip 198.18.0.10:80/tcp is "
+          "IPv4, and IPv4 encapsulation needs an outer source address of this router");
+  a.mutable_initial()->mutable_global()->set_source_v4("198.18.0.1");
+  REQUIRE(ValidateAgentConfig(a).ok());
+}
+
+TEST_CASE("CanonicalConfig writes every address the same way") {
+  v1::Config c = SmallConfig();
+  c.mutable_vips(1)->mutable_key()->set_address("2001:DB8:10:0:0::10");
+  c.mutable_global()->set_source_v6("2001:0db8::0001");
+  const v1::Config k = CanonicalConfig(c);
+  REQUIRE(k.vips(1).key().address() == "2001:db8:10::10");
+  REQUIRE(k.global().source_v6() == "2001:db8::1");
+}
+
+}  // namespace
+}  // namespace ballast::core
