@@ -15,10 +15,10 @@
 
 namespace ballast::api {
 
-// level: "info" | "warn" | "error".
+// level: "info" | "warning" | "error" (the names core::LogLevelName uses).
 using LogFn = std::function<void(absl::string_view level, absl::string_view message)>;
 
-// {"ts":"2024-05-01T10:00:00.123Z","level":"warn","component":"api","msg":"..."}
+// {"ts":"2024-05-01T10:00:00.123Z","level":"warning","component":"api","msg":"..."}
 void StderrJsonLog(absl::string_view level, absl::string_view message);
 
 // The JSON line StderrJsonLog writes, without the trailing newline.

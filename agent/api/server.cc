@@ -30,10 +30,10 @@ absl::StatusOr<std::unique_ptr<AdminServer>> StartAdminServer(core::Engine& engi
   if (!admin.tcp_listen().empty()) {
     absl::StatusOr<TlsMaterial> m = LoadTlsMaterial(admin);
     if (!m.ok()) return m.status();
-    for (const std::string& w : m->warnings) options.log("warn", w);
+    for (const std::string& w : m->warnings) options.log("warning", w);
     tls = std::move(*m);
   } else if (admin.identities_size() > 0) {
-    options.log("warn",
+    options.log("warning",
                 "admin.identities is set but admin.tcp_listen is empty: identities apply only "
                 "to the TCP listener, which is off");
   }

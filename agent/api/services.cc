@@ -42,7 +42,7 @@ struct AdminServices::Shared {
     absl::StatusOr<Caller> caller = policy.Authorize(peer, method, dry_run);
     if (!caller.ok()) {
       if (log) {
-        log("warn", absl::StrCat("admin API: refused ", Describe(method).name, " from ",
+        log("warning", absl::StrCat("admin API: refused ", Describe(method).name, " from ",
                                  peer.address, ": ", caller.status().message()));
       }
       return ToGrpcStatus(caller.status());

@@ -188,11 +188,11 @@ void UnixListener::AcceptLoop(grpc::Server* server, const LogFn& log) {
       if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Out of descriptors or memory: say so and back off instead of spinning.
-        log("warn", absl::StrCat("admin socket ", path_, ": accept: ", Errno(errno)));
+        log("warning", absl::StrCat("admin socket ", path_, ": accept: ", Errno(errno)));
         poll(nullptr, 0, 100);
         continue;
       }
-      log("warn", absl::StrCat("admin socket ", path_, ": accept: ", Errno(errno)));
+      log("warning", absl::StrCat("admin socket ", path_, ": accept: ", Errno(errno)));
       continue;
     }
     ucred cred;

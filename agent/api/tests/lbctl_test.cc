@@ -1,6 +1,7 @@
 // lbctl end to end against the admin server (on a test socket, over the
 // recording engine): exit codes, messages, human and JSON output.
 #include <catch2/catch.hpp>
+#include <fcntl.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/json_util.h>
 #include <sys/stat.h>
@@ -308,10 +309,13 @@ TEST_CASE("lbctl: unreachable agent is exit 5 with a clear message", "[lbctl]") 
     REQUIRE(chmod(dir.path().c_str(), 0755) == 0);
     // The real lbctl binary, as user nobody (a forked copy of this
     // multi-threaded gRPC process must not use gRPC itself).
+    const std::string err_path = dir.Join("child.err");
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
       if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(100);
+      int errfd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+      if (errfd < 0 || dup2(errfd, 2) < 0) _exit(102);
       execl(LBCTL_PATH, "lbctl", "--socket", a.socket_path().c_str(), "status", nullptr);
       _exit(101);
     }
@@ -319,6 +323,9 @@ TEST_CASE("lbctl: unreachable agent is exit 5 with a clear message", "[lbctl]") 
     REQUIRE(waitpid(pid, &status, 0) == pid);
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == lbctl::kExitDenied);
+    CHECK_THAT(testing::ReadFileOrDie(err_path),
+               Catch::StartsWith("lbctl: permission denied on unix:" + a.socket_path() +
+                                 ": run as root or as a member of the socket's group"));
     CHECK(engine.calls().empty());
   }
 }
