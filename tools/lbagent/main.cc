@@ -1,0 +1,364 @@
+// lbagent: owns ballast's data plane on a router.
+//
+//   lbagent --config FILE                  run the agent
+//   lbagent --check-config FILE            validate FILE and exit
+//   lbagent --teardown [--config FILE]     detach the program everywhere in this
+//                                          network namespace, unpin the maps, exit
+//   lbagent --dump-state FILE              print a state file as protobuf text
+//   lbagent --version
+//
+// Running: opens the data plane (adopting the pinned program and maps of a
+// previous run), restores the state (or the config's `initial` on the first
+// start), reconciles the maps with it, attaches the program to
+// global.interface if it is not attached, then serves the admin API and the
+// metrics endpoint and runs the drain-deadline tick. SIGTERM/SIGINT stop the
+// agent and leave the program attached and the maps pinned: forwarding goes
+// on, and the next start adopts them. Only an explicit teardown
+// (`lbagent --teardown`, `lbctl teardown --yes`) detaches and unpins.
+//
+// Logs: one JSON object per line on stderr. Exit codes: 0 ok, 1 runtime
+// failure, 2 bad usage or bad config file.
+#include <httplib.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <google/protobuf/text_format.h>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/api/server.h"
+#include "agent/core/agent_config.h"
+#include "agent/core/clock.h"
+#include "agent/core/log.h"
+#include "agent/core/metrics.h"
+#include "agent/core/standalone_engine.h"
+#include "agent/core/state_store.h"
+#include "agent/dataplane/dataplane.h"
+
+namespace ballast {
+namespace {
+
+using core::Log;
+using core::LogLevel;
+
+constexpr int kExitOk = 0;
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+
+constexpr char kUsage[] =
+    "usage:\n"
+    "  lbagent --config FILE [--log-level debug|info|warning|error]\n"
+    "  lbagent --check-config FILE\n"
+    "  lbagent --teardown [--config FILE]\n"
+    "  lbagent --dump-state FILE\n"
+    "  lbagent --version\n";
+
+struct Args {
+  std::string config;
+  std::string check_config;
+  std::string dump_state;
+  bool teardown = false;
+  bool version = false;
+  LogLevel log_level = LogLevel::kInfo;
+};
+
+bool ParseArgs(int argc, char** argv, Args* a, std::string* error) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](std::string* out) {
+      if (i + 1 >= argc) {
+        *error = absl::StrCat(arg, " needs a value");
+        return false;
+      }
+      *out = argv[++i];
+      return true;
+    };
+    if (arg == "--config") {
+      if (!value(&a->config)) return false;
+    } else if (arg == "--check-config") {
+      if (!value(&a->check_config)) return false;
+    } else if (arg == "--dump-state") {
+      if (!value(&a->dump_state)) return false;
+    } else if (arg == "--teardown") {
+      a->teardown = true;
+    } else if (arg == "--version") {
+      a->version = true;
+    } else if (arg == "--log-level") {
+      std::string level;
+      if (!value(&level)) return false;
+      if (level == "debug") {
+        a->log_level = LogLevel::kDebug;
+      } else if (level == "info") {
+        a->log_level = LogLevel::kInfo;
+      } else if (level == "warning") {
+        a->log_level = LogLevel::kWarning;
+      } else if (level == "error") {
+        a->log_level = LogLevel::kError;
+      } else {
+        *error = absl::StrCat("--log-level ", level, ": expected debug, info, warning or error");
+        return false;
+      }
+    } else if (arg == "-h" || arg == "--help") {
+      fputs(kUsage, stdout);
+      exit(kExitOk);
+    } else {
+      *error = absl::StrCat("unknown argument ", arg);
+      return false;
+    }
+  }
+  const int modes = !a->check_config.empty() + !a->dump_state.empty() + a->teardown + a->version +
+                    (!a->config.empty() && !a->teardown);
+  if (modes != 1) {
+    *error = "give exactly one of --config, --check-config, --teardown, --dump-state, --version";
+    return false;
+  }
+  return true;
+}
+
+dataplane::AttachMode AttachModeOf(const std::string& m) {
+  if (m == "native") return dataplane::AttachMode::kNative;
+  if (m == "generic") return dataplane::AttachMode::kGeneric;
+  return dataplane::AttachMode::kAuto;
+}
+
+int CheckConfig(const std::string& path) {
+  auto config = core::LoadAgentConfig(path);
+  if (!config.ok()) {
+    fprintf(stderr, "%s\n", std::string(config.status().message()).c_str());
+    return kExitUsage;
+  }
+  int backends = 0;
+  for (const v1::Vip& v : config->initial().vips()) backends += v.backends_size();
+  printf("%s: ok (initial config: %d VIPs, %d backends)\n", path.c_str(),
+         config->initial().vips_size(), backends);
+  return kExitOk;
+}
+
+int DumpState(const std::string& path) {
+  core::StateStore store(path);
+  auto state = store.Load();
+  if (!state.ok()) {
+    fprintf(stderr, "%s\n", std::string(state.status().message()).c_str());
+    return state.status().code() == absl::StatusCode::kDataLoss ? kExitUsage : kExitRuntime;
+  }
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(*state, &text);
+  fputs(text.c_str(), stdout);
+  return kExitOk;
+}
+
+int Teardown(const std::string& config_path) {
+  std::string pin_dir = BALLAST_PIN_DIR;
+  if (!config_path.empty()) {
+    auto config = core::LoadAgentConfig(config_path);
+    if (!config.ok()) {
+      fprintf(stderr, "%s\n", std::string(config.status().message()).c_str());
+      return kExitUsage;
+    }
+    pin_dir = core::WithDefaults(*config).pin_dir();
+  }
+  auto dp = dataplane::Dataplane::OpenPinned(pin_dir);
+  if (!dp.ok()) {
+    if (dp.status().code() == absl::StatusCode::kNotFound) {
+      printf("nothing is pinned under %s: no ballast data plane to tear down\n", pin_dir.c_str());
+      return kExitOk;
+    }
+    fprintf(stderr, "opening the pinned data plane under %s: %s\n", pin_dir.c_str(),
+            std::string(dp.status().message()).c_str());
+    return kExitRuntime;
+  }
+  if (absl::Status s = (*dp)->Teardown(); !s.ok()) {
+    fprintf(stderr, "teardown: %s\n", std::string(s.message()).c_str());
+    return kExitRuntime;
+  }
+  printf(
+      "ballast's XDP program was detached from every device of this network namespace and %s "
+      "was removed. The state file is kept: the next start programs the same config again.\n",
+      pin_dir.c_str());
+  return kExitOk;
+}
+
+// The metrics endpoint: GET /metrics on a loopback address.
+class MetricsServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& listen,
+                                                              core::StandaloneEngine* engine) {
+    const size_t colon = listen.rfind(':');
+    std::string host = listen.substr(0, colon);
+    const int port = std::stoi(listen.substr(colon + 1));
+    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    std::unique_ptr<MetricsServer> m(new MetricsServer());
+    m->server_.Get("/metrics", [engine](const httplib::Request&, httplib::Response& res) {
+      auto status = engine->GetStatus();
+      if (!status.ok()) {
+        Log(LogLevel::kWarning, "metrics: reading the data plane failed",
+            {{"error", std::string(status.status().message())}});
+      }
+      auto proc = core::ReadProcessStats();
+      res.set_content(core::RenderMetrics(status.ok() ? &*status : nullptr, engine->Health(),
+                                          proc.ok() ? &*proc : nullptr),
+                      "text/plain; version=0.0.4; charset=utf-8");
+    });
+    m->server_.Get("/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("ballast lbagent: metrics at /metrics\n", "text/plain");
+    });
+    if (!m->server_.bind_to_port(host, port)) {
+      return absl::FailedPreconditionError(absl::StrCat("metrics_listen ", listen,
+                                                        ": cannot listen there (", strerror(errno),
+                                                        "; is the port in use?)"));
+    }
+    m->thread_ = std::thread([s = &m->server_] { s->listen_after_bind(); });
+    return m;
+  }
+  ~MetricsServer() {
+    server_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  MetricsServer() = default;
+  httplib::Server server_;
+  std::thread thread_;
+};
+
+int Run(const std::string& config_path) {
+  auto loaded = core::LoadAgentConfig(config_path);
+  if (!loaded.ok()) {
+    Log(LogLevel::kError, "refusing to start: bad config file",
+        {{"config", config_path}, {"error", std::string(loaded.status().message())}});
+    return kExitUsage;
+  }
+  const v1::AgentConfig config = core::WithDefaults(*loaded);
+
+  // Signals are taken synchronously by the main loop; every thread started
+  // from here on inherits the blocked mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  Log(LogLevel::kInfo, "starting",
+      {{"version", BALLAST_VERSION},
+       {"config", config_path},
+       {"pin_dir", config.pin_dir()},
+       {"state_file", config.state_file()}});
+  dataplane::Options dpo;
+  dpo.pin_dir = config.pin_dir();
+  dpo.flow_capacity = config.flow_capacity();
+  auto dp = dataplane::Dataplane::Open(dpo);
+  if (!dp.ok()) {
+    Log(LogLevel::kError, "refusing to start: cannot open the data plane",
+        {{"error", std::string(dp.status().message())}});
+    return kExitRuntime;
+  }
+  const bool adopted = (*dp)->adopted();
+  core::SystemClock clock;
+  core::EngineOptions eo;
+  eo.state_file = config.state_file();
+  eo.audit_log = config.audit_log();
+  eo.attach_mode = AttachModeOf(config.attach_mode());
+  eo.agent_version = BALLAST_VERSION;
+  auto engine = core::StandaloneEngine::Start(std::move(*dp), eo, &clock, config.initial());
+  if (!engine.ok()) {
+    Log(LogLevel::kError, "refusing to start", {{"error", std::string(engine.status().message())}});
+    return engine.status().code() == absl::StatusCode::kDataLoss ? kExitUsage : kExitRuntime;
+  }
+  if (auto pruned = (*engine)->PruneAudit(config.audit_retention_days()); !pruned.ok()) {
+    Log(LogLevel::kWarning, "audit log pruning failed",
+        {{"error", std::string(pruned.status().message())}});
+  }
+
+  std::unique_ptr<MetricsServer> metrics;
+  if (!config.metrics_listen().empty()) {
+    auto m = MetricsServer::Start(config.metrics_listen(), engine->get());
+    if (!m.ok()) {
+      Log(LogLevel::kError, "refusing to start", {{"error", std::string(m.status().message())}});
+      return kExitRuntime;
+    }
+    metrics = std::move(*m);
+  }
+  api::AdminServerOptions ao;
+  ao.log = [](absl::string_view level, absl::string_view message) {
+    const LogLevel l = level == "error"     ? LogLevel::kError
+                       : level == "warning" ? LogLevel::kWarning
+                                            : LogLevel::kInfo;
+    Log(l, std::string(message), {{"component", "api"}});
+  };
+  auto admin = api::StartAdminServer(**engine, config.admin(), ao);
+  if (!admin.ok()) {
+    Log(LogLevel::kError, "refusing to start: admin API",
+        {{"error", std::string(admin.status().message())}});
+    return kExitRuntime;
+  }
+  Log(LogLevel::kInfo, "running",
+      {{"adopted_program", adopted},
+       {"interface", config.initial().global().interface()},
+       {"socket", (*admin)->socket_path()},
+       {"metrics", config.metrics_listen()},
+       {"generation", (*engine)->Health().generation}});
+
+  // The main loop: signals, the drain-deadline tick, daily audit pruning.
+  const timespec tick = {0, 200'000'000};
+  auto last_prune = std::chrono::steady_clock::now();
+  std::string reason = "teardown requested through the API";
+  while (!(*engine)->ShutdownRequested()) {
+    const int sig = sigtimedwait(&signals, nullptr, &tick);
+    if (sig == SIGTERM || sig == SIGINT) {
+      reason = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+      break;
+    }
+    if (sig == SIGHUP) {
+      Log(LogLevel::kInfo,
+          "SIGHUP ignored: the config changes through the API "
+          "(lbctl config apply); the file is read at start only");
+    }
+    if (auto n = (*engine)->Tick(); !n.ok()) {
+      Log(LogLevel::kError, "drain deadline tick failed",
+          {{"error", std::string(n.status().message())}});
+    }
+    if (std::chrono::steady_clock::now() - last_prune > std::chrono::hours(24)) {
+      last_prune = std::chrono::steady_clock::now();
+      (void)(*engine)->PruneAudit(config.audit_retention_days());
+    }
+  }
+  const bool torn_down = (*engine)->Health().torn_down;
+  Log(LogLevel::kInfo, "stopping",
+      {{"reason", reason},
+       {"data_plane", torn_down ? "torn down (detached and unpinned)"
+                                : "left attached and pinned: forwarding continues"}});
+  (*admin)->Shutdown();
+  metrics.reset();
+  engine->reset();  // closes our fds only; the attachment and pins stay
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace ballast
+
+int main(int argc, char** argv) {
+  ballast::Args args;
+  std::string error;
+  if (!ballast::ParseArgs(argc, argv, &args, &error)) {
+    fprintf(stderr, "lbagent: %s\n%s", error.c_str(), ballast::kUsage);
+    return ballast::kExitUsage;
+  }
+  ballast::core::SetMinLogLevel(args.log_level);
+  if (args.version) {
+    printf("lbagent %s\n", BALLAST_VERSION);
+    return ballast::kExitOk;
+  }
+  if (!args.check_config.empty()) return ballast::CheckConfig(args.check_config);
+  if (!args.dump_state.empty()) return ballast::DumpState(args.dump_state);
+  if (args.teardown) return ballast::Teardown(args.config);
+  return ballast::Run(args.config);
+}
