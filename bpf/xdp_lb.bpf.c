@@ -82,7 +82,8 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 		__builtin_memcpy(dmac, eth->h_dest, 6);
 	}
 
-	flow_hash_of(p); /* the IPv6 outer flow label carries it */
+	if (be->family == BALLAST_FAMILY_V6)
+		flow_hash_of(p); /* the outer flow label carries it */
 	if (encap_push(ctx, p, be, s))
 		return verdict(BALLAST_V_DROP_ENCAP, XDP_DROP);
 
@@ -182,16 +183,18 @@ int xdp_lb(struct xdp_md *ctx)
 		return verdict(BALLAST_V_DROP_BAD_L4, XDP_DROP);
 	}
 
+	if (!vip_filter_may_match(p.key.dst, p.key.family))
+		return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
 	if (!s)
 		return verdict(BALLAST_V_DROP_NO_SETTINGS, XDP_DROP); /* cannot happen: array */
-	now = bpf_ktime_get_ns();
 
 	if (p.key.proto == IPPROTO_ICMP || p.key.proto == IPPROTO_ICMPV6)
-		return handle_icmp(ctx, &p, s, now);
+		return handle_icmp(ctx, &p, s, bpf_ktime_get_ns());
 
 	vip = vip_lookup(p.key.dst, p.key.family, p.key.dport, p.key.proto);
 	if (!vip)
 		return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
+	now = bpf_ktime_get_ns();
 
 	if (p.key.proto == IPPROTO_TCP ? parse_tcp(ctx, &p) : parse_udp(ctx, &p)) {
 		vip_account(vip->vip_id, 0, 1);

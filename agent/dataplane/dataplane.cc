@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/dataplane/bpf_util.h"
+#include "ballast_flow_hash.h"
 #include "xdp_lb.skel.h"
 
 namespace ballast::dataplane {
@@ -540,6 +541,34 @@ absl::StatusOr<std::vector<VipEntry>> Dataplane::Vips() const {
   return out;
 }
 
+namespace {
+
+uint32_t VipFilterBit(const IpAddress& addr) {
+  uint32_t w[4];
+  std::memcpy(w, addr.bytes().data(), sizeof(w));
+  return ballast_vip_filter_bit(w[0], w[1], w[2], w[3], addr.family());
+}
+
+}  // namespace
+
+absl::Status Dataplane::SetVipFilterWord(const IpAddress& addr, bool include_addr) {
+  const uint32_t bit = VipFilterBit(addr);
+  const uint32_t word = bit / 64;
+  // Recompute the whole word from the VIPs that remain, so a bit shared by
+  // two addresses stays set while either exists.
+  uint64_t bits = include_addr ? (uint64_t{1} << (bit % 64)) : 0;
+  auto vips = Vips();
+  if (!vips.ok()) return vips.status();
+  for (const VipEntry& e : *vips) {
+    const uint32_t b = VipFilterBit(e.key.addr);
+    if (b / 64 == word) bits |= uint64_t{1} << (b % 64);
+  }
+  if (bpf_map_update_elem(map_fd("vip_filter"), &word, &bits, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, Cat("writing word ", word, " of the VIP address filter"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, uint32_t flags,
                                   uint64_t owner_deadline_ns) {
   if (absl::Status s = CheckVipId(vip_id); !s.ok()) return s;
@@ -568,8 +597,9 @@ absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, uint32_t f
   meta.vip_id = vip_id;
   meta.flags = flags;
   meta.owner_deadline_ns = owner_deadline_ns;
-  // The address marker first: from the moment the VIP exists, fragments and
-  // ICMP to its address are classified as VIP traffic.
+  // The filter bit and the address marker first: from the moment the VIP
+  // exists, its packets, fragments and ICMP errors are seen as VIP traffic.
+  if (absl::Status st = SetVipFilterWord(key.addr, true); !st.ok()) return st;
   ballast_vip_key marker = k;
   marker.port = 0;
   marker.proto = BALLAST_VIP_ADDR_MARKER;
@@ -607,6 +637,7 @@ absl::Status Dataplane::DeleteVip(const VipKey& key) {
       if (bpf_map_delete_elem(map_fd("vips"), &marker) != 0 && errno != ENOENT) {
         return ErrnoStatus(errno, Cat("deleting the address marker of VIP ", VipKeyString(key)));
       }
+      if (absl::Status st = SetVipFilterWord(key.addr, false); !st.ok()) return st;
     }
   }
   if (meta.vip_id != BALLAST_INVALID_ID && meta.vip_id < BALLAST_MAX_VIPS) {

@@ -190,6 +190,9 @@ class Dataplane {
   Dataplane() = default;
   absl::Status AdoptOrPinProgram();
   bool IsOurs(uint32_t prog_id) const;
+  // Rewrites the vip_filter word that holds `addr`'s bit from the VIPs in the
+  // map (plus `addr` itself when include_addr).
+  absl::Status SetVipFilterWord(const IpAddress& addr, bool include_addr);
   absl::Status ZeroPerCpu(int map_fd, uint32_t key, size_t value_size, std::string_view what);
   template <typename T>
   absl::StatusOr<std::vector<T>> ReadPerCpu(int map_fd, uint32_t key, std::string_view what) const;

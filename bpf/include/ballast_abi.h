@@ -53,6 +53,14 @@ struct ballast_vip_key {
  * without a usable port (fragments, ICMP, truncated L4). */
 #define BALLAST_VIP_ADDR_MARKER 0
 
+/* `vip_filter` is an ARRAY of BALLAST_VIP_FILTER_WORDS __u64 words: a
+ * bitmap with one bit set for every VIP address, at the index that
+ * ballast_vip_filter_bit() gives. A clear bit proves a packet is not for a
+ * VIP, so non-VIP traffic costs one array read instead of hash lookups.
+ * The agent sets a bit before it adds the VIP and recomputes the word after
+ * it deletes one. */
+#define BALLAST_VIP_FILTER_WORDS 1024u /* 65536 bits */
+
 /* vip flags */
 #define BALLAST_VIP_F_OWNED 0x1u /* forward only while now < owner_deadline_ns */
 

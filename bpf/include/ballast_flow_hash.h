@@ -28,25 +28,44 @@ BALLAST_HASH_INLINE __u32 ballast_rol32(__u32 w, unsigned int s)
 	return (w << s) | (w >> (32 - s));
 }
 
-#define BALLAST_JHASH_MIX(a, b, c)                                                     \
-	do {                                                                           \
-		a -= c; a ^= ballast_rol32(c, 4); c += b;                              \
-		b -= a; b ^= ballast_rol32(a, 6); a += c;                              \
-		c -= b; c ^= ballast_rol32(b, 8); b += a;                              \
-		a -= c; a ^= ballast_rol32(c, 16); c += b;                             \
-		b -= a; b ^= ballast_rol32(a, 19); a += c;                             \
-		c -= b; c ^= ballast_rol32(b, 4); b += a;                              \
+#define BALLAST_JHASH_MIX(a, b, c)                                                                 \
+	do {                                                                                       \
+		a -= c;                                                                            \
+		a ^= ballast_rol32(c, 4);                                                          \
+		c += b;                                                                            \
+		b -= a;                                                                            \
+		b ^= ballast_rol32(a, 6);                                                          \
+		a += c;                                                                            \
+		c -= b;                                                                            \
+		c ^= ballast_rol32(b, 8);                                                          \
+		b += a;                                                                            \
+		a -= c;                                                                            \
+		a ^= ballast_rol32(c, 16);                                                         \
+		c += b;                                                                            \
+		b -= a;                                                                            \
+		b ^= ballast_rol32(a, 19);                                                         \
+		a += c;                                                                            \
+		c -= b;                                                                            \
+		c ^= ballast_rol32(b, 4);                                                          \
+		b += a;                                                                            \
 	} while (0)
 
-#define BALLAST_JHASH_FINAL(a, b, c)                                                   \
-	do {                                                                           \
-		c ^= b; c -= ballast_rol32(b, 14);                                     \
-		a ^= c; a -= ballast_rol32(c, 11);                                     \
-		b ^= a; b -= ballast_rol32(a, 25);                                     \
-		c ^= b; c -= ballast_rol32(b, 16);                                     \
-		a ^= c; a -= ballast_rol32(c, 4);                                      \
-		b ^= a; b -= ballast_rol32(a, 14);                                     \
-		c ^= b; c -= ballast_rol32(b, 24);                                     \
+#define BALLAST_JHASH_FINAL(a, b, c)                                                               \
+	do {                                                                                       \
+		c ^= b;                                                                            \
+		c -= ballast_rol32(b, 14);                                                         \
+		a ^= c;                                                                            \
+		a -= ballast_rol32(c, 11);                                                         \
+		b ^= a;                                                                            \
+		b -= ballast_rol32(a, 25);                                                         \
+		c ^= b;                                                                            \
+		c -= ballast_rol32(b, 16);                                                         \
+		a ^= c;                                                                            \
+		a -= ballast_rol32(c, 4);                                                          \
+		b ^= a;                                                                            \
+		b -= ballast_rol32(a, 14);                                                         \
+		c ^= b;                                                                            \
+		c -= ballast_rol32(b, 24);                                                         \
 	} while (0)
 
 /* Reads a 32-bit word from a byte array without alignment assumptions. The
@@ -81,6 +100,24 @@ BALLAST_HASH_INLINE __u32 ballast_flow_hash(const struct ballast_flow_key *k)
 	a += (__u32)k->proto | ((__u32)k->family << 8);
 	BALLAST_JHASH_FINAL(a, b, c);
 	return c;
+}
+
+/* Bit of the VIP address filter for an address given as its four 32-bit
+ * words as stored in memory (IPv4: word 0, the rest zero). Both sides of one
+ * host read the words with the host's byte order, so the bitmap is only
+ * meaningful on the host that wrote it, which is the only place it is used. */
+BALLAST_HASH_INLINE __u32 ballast_vip_filter_bit(__u32 w0, __u32 w1, __u32 w2, __u32 w3,
+						 __u8 family)
+{
+	__u32 x =
+	    w0 ^ ballast_rol32(w1, 7) ^ ballast_rol32(w2, 13) ^ ballast_rol32(w3, 21) ^ family;
+
+	x ^= x >> 16;
+	x *= 0x7feb352du;
+	x ^= x >> 15;
+	x *= 0x846ca68bu;
+	x ^= x >> 16;
+	return x & (BALLAST_VIP_FILTER_WORDS * 64 - 1);
 }
 
 #endif /* BALLAST_FLOW_HASH_H */

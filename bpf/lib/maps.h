@@ -18,6 +18,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } vips SEC(".maps");
 
+/* Bitmap of VIP addresses (see BALLAST_VIP_FILTER_WORDS). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BALLAST_VIP_FILTER_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} vip_filter SEC(".maps");
+
 /* backend_id -> backend. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

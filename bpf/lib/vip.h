@@ -12,14 +12,39 @@
 
 #include "common.h"
 #include "maps.h"
+#include "ballast_flow_hash.h"
 
+/* Copies an address held in a flow key (4-byte aligned) word by word. */
+static __always_inline void addr_copy(__u8 *dst, const __u8 *src)
+{
+	__u32 *d = (__u32 *)dst;
+	const __u32 *s = (const __u32 *)src;
+
+	d[0] = s[0];
+	d[1] = s[1];
+	d[2] = s[2];
+	d[3] = s[3];
+}
+
+/* False when `addr` is certainly not a VIP address: one array read. */
+static __always_inline int vip_filter_may_match(const __u8 *addr, __u8 family)
+{
+	const __u32 *w = (const __u32 *)addr;
+	__u32 bit = ballast_vip_filter_bit(w[0], w[1], w[2], w[3], family);
+	__u32 word = bit / 64;
+	__u64 *bits = bpf_map_lookup_elem(&vip_filter, &word);
+
+	return bits && (*bits & (1ull << (bit % 64)));
+}
+
+/* `addr` must be 4-byte aligned (a field of struct ballast_flow_key). */
 static __always_inline struct ballast_vip_meta *vip_lookup(const __u8 *addr, __u8 family,
 							   __be16 port, __u8 proto)
 {
-	struct ballast_vip_key k = {};
+	struct ballast_vip_key k;
 	struct ballast_vip_meta *m;
 
-	__builtin_memcpy(k.addr, addr, 16);
+	addr_copy(k.addr, addr);
 	k.family = family;
 	k.proto = proto;
 	k.port = port;
@@ -33,9 +58,12 @@ static __always_inline struct ballast_vip_meta *vip_lookup(const __u8 *addr, __u
 /* True if `addr` is the address of any VIP. */
 static __always_inline int is_vip_addr(const __u8 *addr, __u8 family)
 {
-	struct ballast_vip_key k = {};
+	struct ballast_vip_key k;
 
-	__builtin_memcpy(k.addr, addr, 16);
+	if (!vip_filter_may_match(addr, family))
+		return 0;
+	addr_copy(k.addr, addr);
+	k.port = 0;
 	k.family = family;
 	k.proto = BALLAST_VIP_ADDR_MARKER;
 	return bpf_map_lookup_elem(&vips, &k) != 0;

@@ -95,6 +95,7 @@ struct Flags {
   int rounds = 5;
   int cpu = -1;  // -1: the last CPU we may run on
   bool json = false;
+  std::string only;  // run only cases whose name contains this
 };
 
 [[noreturn]] void Die(const std::string& what) {
@@ -368,10 +369,13 @@ Flags ParseFlags(int argc, char** argv) {
       f.rounds = std::stoi(next());
     } else if (a == "--cpu") {
       f.cpu = std::stoi(next());
+    } else if (a == "--only") {
+      f.only = next();
     } else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: bench_xdp [--repeat N (default 1000000)] [--rounds R (default 5)]\n"
           "                 [--cpu C (default: last allowed CPU)] [--json]\n"
+          "                 [--only SUBSTRING (cases whose name contains it)]\n"
           "Needs root. Exit 1 if a case fails its output/verdict checks.\n");
       std::exit(0);
     } else {
@@ -474,7 +478,10 @@ int Main(int argc, char** argv) {
                    nullptr, nullptr});
 
   std::vector<Result> results;
-  for (const CaseSpec& c : cases) results.push_back(RunCase(h, c, f, shared.get()));
+  for (const CaseSpec& c : cases) {
+    if (!f.only.empty() && c.name.find(f.only) == std::string::npos) continue;
+    results.push_back(RunCase(h, c, f, shared.get()));
+  }
 
   bool failed = false;
   if (f.json) {
