@@ -4,9 +4,11 @@
  * bpf_fib_lookup(), cached per CPU and per backend for settings.fib_ttl_ns
  * so an established flow's packets cost one per-CPU array lookup.
  *
- * The lookup is an output lookup (BPF_FIB_LOOKUP_OUTPUT): the encapsulated
- * packet is originated by this host (outer source = the router's address),
- * so it follows the routes a locally sent packet would.
+ * The lookup is a forwarding lookup as if the encapsulated packet had
+ * arrived on the ingress interface, so the router host must have IP
+ * forwarding enabled (a router does). An output lookup
+ * (BPF_FIB_LOOKUP_OUTPUT) would take the ifindex as the outgoing interface
+ * and find only routes that leave where the packet came in.
  */
 #ifndef BALLAST_FIB_H
 #define BALLAST_FIB_H
@@ -54,7 +56,7 @@ static __always_inline enum nexthop_result nexthop_get(struct xdp_md *ctx, __u32
 		__builtin_memcpy(fib.ipv6_src, s->src6, 16);
 		__builtin_memcpy(fib.ipv6_dst, be->addr, 16);
 	}
-	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), BPF_FIB_LOOKUP_OUTPUT);
+	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
 		return NEXTHOP_NO_NEIGH;
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
