@@ -24,6 +24,14 @@ void StderrJsonLog(absl::string_view level, absl::string_view message);
 // The JSON line StderrJsonLog writes, without the trailing newline.
 std::string JsonLogLine(absl::string_view level, absl::string_view message, int64_t unix_ms);
 
+// Sends gRPC's own log lines (e.g. "Handshake failed ... certificate verify
+// failed" when a client without a valid certificate is refused) to `log`
+// instead of gRPC's plain-text stderr format, so the agent's stderr stays
+// one JSON object per line. Process-wide: call once at start-up, before
+// starting servers, with a function that stays valid for the life of the
+// process (it is copied and never released).
+void RouteGrpcLogs(LogFn log);
+
 }  // namespace ballast::api
 
 #endif  // BALLAST_AGENT_API_LOG_H_

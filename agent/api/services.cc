@@ -43,7 +43,7 @@ struct AdminServices::Shared {
     if (!caller.ok()) {
       if (log) {
         log("warning", absl::StrCat("admin API: refused ", Describe(method).name, " from ",
-                                 peer.address, ": ", caller.status().message()));
+                                    peer.address, ": ", caller.status().message()));
       }
       return ToGrpcStatus(caller.status());
     }

@@ -313,9 +313,10 @@ TEST_CASE("lbctl: unreachable agent is exit 5 with a clear message", "[lbctl]") 
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-      if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(100);
-      int errfd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+      // Open stderr's file while still root: nobody may not create it.
+      int errfd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (errfd < 0 || dup2(errfd, 2) < 0) _exit(102);
+      if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(100);
       execl(LBCTL_PATH, "lbctl", "--socket", a.socket_path().c_str(), "status", nullptr);
       _exit(101);
     }

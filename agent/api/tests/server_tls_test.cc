@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <mutex>
+#include <thread>
 
+#include "agent/api/log.h"
 #include "agent/api/server.h"
 #include "agent/api/tests/recording_engine.h"
 #include "agent/api/tests/test_util.h"
@@ -199,6 +202,30 @@ TEST_CASE_METHOD(Fixture, "TLS: the unix socket keeps working next to the TCP li
   auto ch = testing::UnixChannel(dir.Join("lbagent.sock"));
   CHECK(AddVip(ch).ok());
   CHECK(engine.calls().at(0).actor.rfind("operator:unix", 0) == 0);
+}
+
+TEST_CASE_METHOD(Fixture, "TLS: refused handshakes reach the agent's log through RouteGrpcLogs",
+                 "[server][tls]") {
+  // Process-wide and never released (see log.h): a static sink.
+  static std::mutex mu;
+  static std::vector<std::string>* lines = new std::vector<std::string>();
+  RouteGrpcLogs([](absl::string_view level, absl::string_view msg) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines->push_back(std::string(level) + ": " + std::string(msg));
+  });
+  CHECK_FALSE(ListVips(Channel(pki.rogue_crt, pki.rogue_key)).ok());
+  bool seen = false;
+  for (int i = 0; i < 100 && !seen; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const std::string& l : *lines) {
+        seen |= l.rfind("error: grpc: ", 0) == 0 && l.find("Handshake failed") != std::string::npos;
+      }
+    }
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(seen);
+  RouteGrpcLogs(StderrJsonLog);
 }
 
 TEST_CASE("TLS: the TCP listener refuses to start without what mutual TLS needs", "[server][tls]") {
