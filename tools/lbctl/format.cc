@@ -22,6 +22,7 @@ std::string Ago(int64_t unix_ms, absl::Time now) {
   if (unix_ms <= 0) return "never";
   absl::Duration d = now - absl::FromUnixMillis(unix_ms);
   if (d < absl::ZeroDuration()) return FormatTimeMs(unix_ms);
+  if (d < absl::Seconds(1)) return "just now";
   return absl::StrCat(absl::FormatDuration(absl::Trunc(d, absl::Seconds(1))), " ago");
 }
 
@@ -72,17 +73,21 @@ std::string Table::Render() const {
 
 std::string Compact(uint64_t n) {
   if (n < 100000) return absl::StrCat(n);
-  if (n < 100000000) return absl::StrFormat("%.1fk", n / 1e3);
-  if (n < 100000000000ULL) return absl::StrFormat("%.1fM", n / 1e6);
-  return absl::StrFormat("%.1fG", n / 1e9);
+  if (n < 1000000) return absl::StrFormat("%.1fk", n / 1e3);
+  if (n < 1000000000) return absl::StrFormat("%.1fM", n / 1e6);
+  if (n < 1000000000000ULL) return absl::StrFormat("%.1fG", n / 1e9);
+  return absl::StrFormat("%.1fT", n / 1e12);
 }
 
 std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
-  std::string out = absl::StrCat(
-      "lbagent ", st.agent_version().empty() ? "?" : st.agent_version(), "  interface ",
-      st.interface().empty() ? "-" : st.interface(), " (",
-      st.attach_mode().empty() ? "-" : st.attach_mode(), ")  config generation ",
-      st.config_generation(), "  last map update ", Ago(st.last_map_update_unix_ms(), now), "\n");
+  const std::string attached =
+      st.interface().empty() ? std::string("not attached to an interface")
+                             : absl::StrCat("interface ", st.interface(), " (",
+                                            st.attach_mode().empty() ? "?" : st.attach_mode(), ")");
+  std::string out =
+      absl::StrCat("lbagent ", st.agent_version().empty() ? "?" : st.agent_version(), "  ",
+                   attached, "  config generation ", st.config_generation(), "  last map update ",
+                   Ago(st.last_map_update_unix_ms(), now), "\n");
   std::vector<std::pair<std::string, uint64_t>> verdicts(st.verdicts().begin(),
                                                          st.verdicts().end());
   std::sort(verdicts.begin(), verdicts.end());

@@ -34,7 +34,8 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// 999 -> "999", 123456 -> "123.5k", 7300000 -> "7.3M".
+// Exact below 100000, then k, M, G, T with one decimal: 123456 -> "123.5k",
+// 7300000 -> "7.3M".
 std::string Compact(uint64_t n);
 
 // Per VIP: a header line, then one row per backend (address, state,

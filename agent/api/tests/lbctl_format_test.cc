@@ -1,0 +1,104 @@
+// lbctl's human output, on fixed inputs and a fixed clock.
+#include <catch2/catch.hpp>
+
+#include "tools/lbctl/format.h"
+
+namespace ballast::lbctl {
+namespace {
+
+TEST_CASE("Compact keeps small counters exact", "[lbctl][format]") {
+  CHECK(Compact(0) == "0");
+  CHECK(Compact(99999) == "99999");
+  CHECK(Compact(123456) == "123.5k");
+  CHECK(Compact(7300000) == "7.3M");
+  CHECK(Compact(100000000) == "100.0M");
+  CHECK(Compact(250000000000ULL) == "250.0G");
+  CHECK(Compact(3000000000000ULL) == "3.0T");
+}
+
+TEST_CASE("FormatStatus: header, VIP line, one row per backend", "[lbctl][format]") {
+  const absl::Time now = absl::FromUnixMillis(1700000100000);
+  v1::StatusResponse st;
+  st.set_agent_version("0.1.0");
+  st.set_interface("eth0");
+  st.set_attach_mode("native");
+  st.set_config_generation(7);
+  st.set_last_map_update_unix_ms(1700000095000);
+  (*st.mutable_verdicts())["tx"] = 1234;
+  (*st.mutable_verdicts())["pass_not_vip"] = 0;
+  v1::VipStatus* vip = st.add_vips();
+  vip->mutable_key()->set_address("198.18.0.10");
+  vip->mutable_key()->set_port(80);
+  vip->mutable_key()->set_protocol(v1::TCP);
+  vip->set_name("web");
+  vip->set_vip_id(1);
+  vip->set_table_size(251);
+  vip->set_packets(150000);
+  v1::BackendStatus* a = vip->add_backends();
+  a->set_address("198.18.1.1");
+  a->set_state("active");
+  a->set_nominal_weight(100);
+  a->set_effective_weight(100);
+  a->set_table_slots(167);
+  a->set_flows(12);
+  a->set_score(100);
+  a->mutable_counters()->set_new_flows(40);
+  a->mutable_counters()->set_packets(900);
+  a->mutable_counters()->set_syn_retransmits(2);
+  a->mutable_counters()->set_client_rsts(1);
+  a->mutable_counters()->set_handshake_ns_sum(3'000'000);
+  a->mutable_counters()->set_handshake_count(2);
+  v1::BackendStatus* b = vip->add_backends();
+  b->set_address("198.18.1.2");
+  b->set_state("draining");
+  b->set_drain_deadline_unix_ms(1700000190000);
+  b->set_nominal_weight(100);
+  b->set_table_slots(84);
+  b->set_flows(3);
+  b->set_score(100);
+
+  const std::string want =
+      "lbagent 0.1.0  interface eth0 (native)  config generation 7  last map update 5s ago\n"
+      "verdicts tx=1234\n"
+      "\n"
+      "VIP 198.18.0.10:80/tcp \"web\"  id 1  table 251  pkts 150.0k  bytes 0  dropped 0  "
+      "backends 2\n"
+      "  BACKEND     STATE            NOMINAL  EFFECTIVE  SLOTS  FLOWS  NEW  PKTS  SYN-RTX  RSTS"
+      "  HS-MS  SCORE\n"
+      "  198.18.1.1  active               100        100  66.5%     12   40   900        2     1"
+      "   1.50    100\n"
+      "  198.18.1.2  draining(1m30s)      100          0  33.5%      3    0     0        0     0"
+      "      -    100\n";
+  CHECK(FormatStatus(st, now) == want);
+}
+
+TEST_CASE("FormatStatus without VIPs says how to add one", "[lbctl][format]") {
+  v1::StatusResponse st;
+  const std::string out = FormatStatus(st, absl::FromUnixMillis(0));
+  CHECK_THAT(out, Catch::Contains("not attached to an interface"));
+  CHECK_THAT(out, Catch::Contains("last map update never"));
+  CHECK_THAT(out, Catch::Contains("no VIPs configured (lbctl vip add"));
+}
+
+TEST_CASE("FormatApply summarizes dry runs and applies", "[lbctl][format]") {
+  v1::ApplyConfigResponse r;
+  CHECK(FormatApply(r, true) == "no changes\n");
+  r.add_diff("+ vip 198.18.0.20:443/tcp");
+  r.add_diff("~ vip 198.18.0.10:80/tcp backend 198.18.1.1 weight 100 -> 40");
+  r.set_generation(9);
+  CHECK(FormatApply(r, true) ==
+        "+ vip 198.18.0.20:443/tcp\n~ vip 198.18.0.10:80/tcp backend 198.18.1.1 weight 100 -> 40\n"
+        "dry run: 2 changes, nothing applied\n");
+  CHECK_THAT(FormatApply(r, false), Catch::EndsWith("applied 2 changes, generation 9\n"));
+}
+
+TEST_CASE("Table aligns text left and numbers right", "[lbctl][format]") {
+  Table t({"NAME", "N"});
+  t.SetNumeric({false, true});
+  t.AddRow({"a", "1"});
+  t.AddRow({"longer", "100"});
+  CHECK(t.Render() == "NAME      N\na         1\nlonger  100\n");
+}
+
+}  // namespace
+}  // namespace ballast::lbctl
