@@ -58,12 +58,12 @@ class UnixListener {
   void Stop();
 
   // The uid of the process that opened the connection now using `fd`
-  // (the number in a gRPC peer string "fd:<n>"), if known. Entries are
-  // overwritten when the kernel reuses a closed fd for a new connection, so
-  // a call always sees the uid of the connection it arrived on, except in
-  // the window where its own connection has already closed (its reply
-  // cannot be delivered then anyway). The uid is for the audit log only;
-  // access on the socket is decided by its file permissions.
+  // (the number in a gRPC peer string "fd:<n>"), if known. An entry is
+  // overwritten when the kernel reuses a closed fd for a new connection.
+  // gRPC closes a connection's fd only when its transport is destroyed,
+  // which in-flight calls keep alive, so a call sees its own connection's
+  // uid. The uid is for the audit log only; access to the socket is decided
+  // by its file permissions.
   std::optional<uint32_t> UidOfFd(int fd) const;
 
   const std::string& path() const { return path_; }
