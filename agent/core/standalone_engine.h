@@ -74,11 +74,14 @@ struct ProgramStats {
   int vips_deleted = 0;
   int tables_set = 0;
   int markers_deleted = 0;
-  int attached = 0;
+  int attached = 0;  // Attach() calls (a no-op where our program already runs)
   int detached = 0;
-  int total() const {
+  // Writes to the maps (the attachment is not a map write; Attach() on a
+  // device that already runs our program is a no-op but is counted in
+  // `attached`).
+  int map_writes() const {
     return settings + backends_set + backends_cleared + vips_upserted + vips_deleted + tables_set +
-           markers_deleted + attached + detached;
+           markers_deleted;
   }
 };
 

@@ -129,7 +129,7 @@ CONF
 agent_start() {
   ip netns exec "$PREFIX-router" sh -c 'mount --bind "$0" /sys/fs/bpf && exec "$@"' \
     "$STATE/bpffs/router" "$LBAGENT" --config "$AGENT_DIR/lbagent.conf" \
-    2>>"$AGENT_DIR/agent.log" &
+    >>"$AGENT_DIR/agent.log" 2>&1 &
   AGENT_PID=$!
   local n
   for ((n = 0; n < 100; n++)); do
@@ -156,14 +156,7 @@ prog_id() {
     awk '{print $3}' || true
 }
 
-# tcp_snmp FIELD ROLE: a Tcp counter of /proc/net/snmp in a namespace.
-tcp_snmp() {
-  in_ns "$2" cat /proc/net/snmp | awk -v f="$1" '
-    $1 == "Tcp:" && !h { for (i = 2; i <= NF; i++) idx[$i] = i; h = 1; next }
-    $1 == "Tcp:" && h { print $idx[f]; exit }'
-}
-
-# served_by LOG: lines in a backend's access log.
+# lines LOG: lines in a backend's access log.
 lines() { wc -l <"$1"; }
 
 # curl_fresh FAMILY N: N requests on fresh connections; prints one backend
@@ -175,10 +168,42 @@ curl_fresh() {
   in_ns client curl -g -s -H 'Connection: close' --connect-timeout 1 --max-time 2 "${args[@]}" || true
 }
 
-# status_json: lbctl status --json
+# ns_bg VAR ROLE CMD...: CMD in the background in ROLE's namespace (with its
+# bpffs), as a direct child of this shell; its PID goes to VAR and to PIDS.
+ns_bg() {
+  local __var=$1 role=$2
+  shift 2
+  ip netns exec "$PREFIX-$role" sh -c 'mount --bind "$0" /sys/fs/bpf && exec "$@"' \
+    "$STATE/bpffs/$role" "$@" &
+  printf -v "$__var" '%s' "$!"
+  PIDS+=("$!")
+}
+
+# rst_capture_start / rst_capture_stop: count TCP RSTs that reach the client
+# from the IPv4 VIP (a backend resetting a client connection), captured with
+# dumpcap on the client's interface. rst_capture_stop prints the count.
+rst_capture_start() {
+  RST_PCAP=$AGENT_DIR/rst-$RANDOM.pcapng
+  ns_bg RST_PID client dumpcap -q -i to-router \
+    -f "src host $VIP4 and tcp[tcpflags] & tcp-rst != 0" -w "$RST_PCAP" 2>>"$AGENT_DIR/dumpcap.err"
+  local n
+  for ((n = 0; n < 50; n++)); do
+    [[ -s $RST_PCAP ]] && return 0
+    sleep 0.1
+  done
+  die "dumpcap did not start: $(cat "$AGENT_DIR/dumpcap.err")"
+}
+rst_capture_stop() {
+  kill -INT "$RST_PID" 2>/dev/null || true
+  wait "$RST_PID" 2>/dev/null || true
+  tshark -r "$RST_PCAP" 2>/dev/null | wc -l
+}
+
+# status_json: lbctl status --json (protobuf JSON: lowerCamelCase names)
 status_json() { lbctl --json status; }
 
-# backend_field VIP ADDR FIELD: a field of a backend in `lbctl --json status`.
+# backend_field VIP ADDR FIELD: a field of a backend in `lbctl --json status`
+# (JSON names, e.g. effectiveWeight, counters.resteeredAway).
 backend_field() {
   status_json | python3 -c '
 import json, sys
