@@ -31,6 +31,13 @@ namespace ballast::core {
 // configs never do).
 absl::Status AssignIds(v1::State* state);
 
+// The same for a change confined to one VIP: makes the ids of the VIP `key`
+// match `vip` (its new config; null when the VIP was deleted), i.e. drops the
+// ids of its removed backends (or all its ids) and allocates the missing
+// ones. Given that every other VIP's ids were already right, the result
+// equals AssignIds(state). `key` and `vip` hold canonical addresses.
+absl::Status UpdateIdsOfVip(v1::State* state, const v1::VipKey& key, const v1::Vip* vip);
+
 // The id of a configured VIP / backend, 0 if it has none.
 uint32_t VipIdOf(const v1::State& state, const v1::VipKey& vip);
 uint32_t BackendIdOf(const v1::State& state, const v1::VipKey& vip, const std::string& address);

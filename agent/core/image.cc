@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "absl/hash/hash.h"
+#include "absl/types/span.h"
 #include "absl/strings/str_cat.h"
 #include "agent/core/ids.h"
 #include "agent/core/names.h"
@@ -40,9 +41,7 @@ const v1::BackendOverride* FindOverride(const v1::State& state, const v1::VipKey
   return nullptr;
 }
 
-namespace {
-
-BackendView ViewFrom(const v1::BackendOverride* o, const v1::Backend& b) {
+BackendView ViewFromOverride(const v1::BackendOverride* o, const v1::Backend& b) {
   BackendView v;
   v.nominal_weight = b.weight();
   v.effective_weight = b.weight();
@@ -59,14 +58,12 @@ BackendView ViewFrom(const v1::BackendOverride* o, const v1::Backend& b) {
   return v;
 }
 
-}  // namespace
-
 BackendView ViewOf(const v1::State& state, const v1::VipKey& vip, const v1::Backend& backend) {
-  return ViewFrom(FindOverride(state, vip, backend.address()), backend);
+  return ViewFromOverride(FindOverride(state, vip, backend.address()), backend);
 }
 
 size_t TableHash(std::span<const uint32_t> table) {
-  return absl::Hash<std::vector<uint32_t>>{}(std::vector<uint32_t>(table.begin(), table.end()));
+  return absl::HashOf(absl::MakeConstSpan(table.data(), table.size()));
 }
 
 dataplane::Settings SettingsOf(const v1::Global& g) {
@@ -95,13 +92,100 @@ uint64_t ToMonotonicNs(int64_t deadline_unix_ms, int64_t now_unix_ms, uint64_t n
   return mono > 0 ? static_cast<uint64_t>(mono) : 1;  // 0 would mean "no deadline"
 }
 
-absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previous) {
+namespace {
+
+using OverrideIndex = std::map<std::string, const v1::BackendOverride*>;
+
+// Adds `vip` (its VipImage and its backends) to out->image; builds its table
+// unless `prev` (the previous image of the same vip_id) has the same inputs.
+absl::Status AddVip(const v1::State& state, const v1::Vip& vip, const OverrideIndex& overrides,
+                    const VipImage* prev, bool keep_tables, BuiltImage* out) {
+  Image& img = out->image;
+  auto key = ToDataplaneKey(vip.key());
+  if (!key.ok()) return key.status();
+  VipImage vi;
+  vi.key = *key;
+  vi.vip_id = VipIdOf(state, vip.key());
+  if (vi.vip_id == 0) {
+    return absl::InternalError(absl::StrCat("no vip id for ", VipKeyText(vip.key())));
+  }
+  vi.table_size = EffectiveTableSize(vip);
+  const std::string prefix = absl::StrCat("backend ", VipKeyText(vip.key()), " ");
+  for (const v1::Backend& b : vip.backends()) {
+    const std::string addr_text = CanonicalAddress(b.address());
+    const std::string bkey = prefix + addr_text;
+    const auto id_it = state.ids().find(bkey);
+    if (id_it == state.ids().end()) {
+      return absl::InternalError(absl::StrCat("no backend id for ", bkey));
+    }
+    const uint32_t id = id_it->second;
+    auto it = overrides.find(bkey);
+    const BackendView view = ViewFromOverride(it == overrides.end() ? nullptr : it->second, b);
+    auto addr = IpAddress::Parse(addr_text);
+    if (!addr.ok()) return addr.status();
+    BackendImage bi;
+    bi.addr = *addr;
+    switch (view.mode) {
+      case BackendMode::kActive:
+        bi.state = BALLAST_BACKEND_ACTIVE;
+        break;
+      case BackendMode::kDraining:
+        bi.state = BALLAST_BACKEND_DRAINING;
+        bi.drain_deadline_unix_ms = view.drain_deadline_unix_ms;
+        break;
+      case BackendMode::kEvicted:
+      case BackendMode::kPinned:
+        bi.state = BALLAST_BACKEND_EVICTED;
+        break;
+    }
+    img.backends[id] = bi;
+    vi.inputs.push_back(maglev::Backend{id, addr_text, view.effective_weight});
+  }
+  std::sort(vi.inputs.begin(), vi.inputs.end(),
+            [](const maglev::Backend& a, const maglev::Backend& b) { return a.key < b.key; });
+  const auto same_inputs = [&](const VipImage& p) {
+    if (p.table_size != vi.table_size || p.inputs.size() != vi.inputs.size()) return false;
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      const auto& x = p.inputs[i];
+      const auto& y = vi.inputs[i];
+      if (x.id != y.id || x.key != y.key || x.weight != y.weight) return false;
+    }
+    return true;
+  };
+  if (prev != nullptr && prev->table_hash != 0 && same_inputs(*prev)) {
+    vi.table_hash = prev->table_hash;
+    vi.slots = prev->slots;
+  } else {
+    auto table = BuildTableOf(vi);
+    if (!table.ok()) return table.status();
+    vi.table_hash = TableHash(*table);
+    for (uint32_t id : *table) {
+      if (id != BALLAST_INVALID_ID) ++vi.slots[id];
+    }
+    if (keep_tables) out->tables[vi.vip_id] = std::move(*table);
+  }
+  const std::string text = dataplane::VipKeyString(vi.key);
+  img.vips[text] = std::move(vi);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<uint32_t>> BuildTableOf(const VipImage& vip) {
+  auto table = maglev::BuildTable(vip.inputs, vip.table_size);
+  if (!table.ok()) {
+    return absl::Status(table.status().code(), absl::StrCat("building the Maglev table of vip ",
+                                                            dataplane::VipKeyString(vip.key), ": ",
+                                                            table.status().message()));
+  }
+  return table;
+}
+
+absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previous,
+                                      const std::set<std::string>* only_vips, bool keep_tables) {
   BuiltImage out;
   Image& img = out.image;
-  img.settings = SettingsOf(state.config().global());
-  img.interface = state.config().global().interface();
-
-  std::map<std::string, const v1::BackendOverride*> overrides;
+  OverrideIndex overrides;
   for (const v1::BackendOverride& o : state.overrides()) {
     overrides[BackendIdKey(o.vip(), o.address())] = &o;
   }
@@ -109,78 +193,45 @@ absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previ
   if (previous != nullptr) {
     for (const auto& [k, v] : previous->vips) prev_by_id[v.vip_id] = &v;
   }
+  const auto prev_of = [&](const v1::Vip& vip) -> const VipImage* {
+    auto it = prev_by_id.find(VipIdOf(state, vip.key()));
+    return it == prev_by_id.end() ? nullptr : it->second;
+  };
 
-  for (const v1::Vip& vip : state.config().vips()) {
-    auto key = ToDataplaneKey(vip.key());
-    if (!key.ok()) return key.status();
-    VipImage vi;
-    vi.key = *key;
-    vi.vip_id = VipIdOf(state, vip.key());
-    if (vi.vip_id == 0) {
-      return absl::InternalError(absl::StrCat("no vip id for ", VipKeyText(vip.key())));
+  if (only_vips != nullptr) {
+    // A delta: only the named VIPs and their backends.
+    for (const v1::Vip& vip : state.config().vips()) {
+      if (only_vips->count(VipKeyText(vip.key())) == 0) continue;
+      if (auto s = AddVip(state, vip, overrides, prev_of(vip), keep_tables, &out); !s.ok()) {
+        return s;
+      }
     }
-    vi.table_size = EffectiveTableSize(vip);
-    for (const v1::Backend& b : vip.backends()) {
-      const std::string bkey = BackendIdKey(vip.key(), b.address());
-      const uint32_t id = BackendIdOf(state, vip.key(), b.address());
-      if (id == 0) return absl::InternalError(absl::StrCat("no backend id for ", bkey));
-      auto it = overrides.find(bkey);
-      const BackendView view = ViewFrom(it == overrides.end() ? nullptr : it->second, b);
-      auto addr = IpAddress::Parse(b.address());
-      if (!addr.ok()) return addr.status();
-      BackendImage bi;
-      bi.addr = *addr;
-      switch (view.mode) {
-        case BackendMode::kActive:
-          bi.state = BALLAST_BACKEND_ACTIVE;
-          break;
-        case BackendMode::kDraining:
-          bi.state = BALLAST_BACKEND_DRAINING;
-          bi.drain_deadline_unix_ms = view.drain_deadline_unix_ms;
-          break;
-        case BackendMode::kEvicted:
-        case BackendMode::kPinned:
-          bi.state = BALLAST_BACKEND_EVICTED;
-          break;
+  } else {
+    for (const v1::Vip& vip : state.config().vips()) {
+      if (auto s = AddVip(state, vip, overrides, prev_of(vip), keep_tables, &out); !s.ok()) {
+        return s;
       }
-      img.backends[id] = bi;
-      vi.inputs.push_back(maglev::Backend{id, addr->ToString(), view.effective_weight});
     }
-    std::sort(vi.inputs.begin(), vi.inputs.end(),
-              [](const maglev::Backend& a, const maglev::Backend& b) { return a.key < b.key; });
-    img.vip_addresses.insert(key->addr);
-
-    const VipImage* prev = nullptr;
-    if (auto it = prev_by_id.find(vi.vip_id); it != prev_by_id.end()) prev = it->second;
-    const auto same_inputs = [&](const VipImage& p) {
-      if (p.table_size != vi.table_size || p.inputs.size() != vi.inputs.size()) return false;
-      for (size_t i = 0; i < p.inputs.size(); ++i) {
-        const auto& x = p.inputs[i];
-        const auto& y = vi.inputs[i];
-        if (x.id != y.id || x.key != y.key || x.weight != y.weight) return false;
-      }
-      return true;
-    };
-    if (prev != nullptr && prev->table_hash != 0 && same_inputs(*prev)) {
-      vi.table_hash = prev->table_hash;
-      vi.slots = prev->slots;
-    } else {
-      auto table = maglev::BuildTable(vi.inputs, vi.table_size);
-      if (!table.ok()) {
-        return absl::Status(table.status().code(),
-                            absl::StrCat("building the Maglev table of vip ", VipKeyText(vip.key()),
-                                         ": ", table.status().message()));
-      }
-      vi.table_hash = TableHash(*table);
-      for (uint32_t id : *table) {
-        if (id != BALLAST_INVALID_ID) ++vi.slots[id];
-      }
-      out.tables[vi.vip_id] = std::move(*table);
-    }
-    const std::string text = dataplane::VipKeyString(vi.key);
-    img.vips[text] = std::move(vi);
   }
+  img.settings = SettingsOf(state.config().global());
+  img.interface = state.config().global().interface();
+  for (const auto& [k, v] : img.vips) img.vip_addresses.insert(v.key.addr);
   return out;
+}
+
+void ApplyDelta(const Image& delta, const std::set<std::string>& scope, Image* image) {
+  for (const std::string& text : scope) {
+    auto it = image->vips.find(text);
+    if (it == image->vips.end()) continue;
+    for (const maglev::Backend& b : it->second.inputs) image->backends.erase(b.id);
+    image->vips.erase(it);
+  }
+  for (const auto& [text, v] : delta.vips) image->vips[text] = v;
+  for (const auto& [id, b] : delta.backends) image->backends[id] = b;
+  image->settings = delta.settings;
+  image->interface = delta.interface;
+  image->vip_addresses.clear();
+  for (const auto& [k, v] : image->vips) image->vip_addresses.insert(v.key.addr);
 }
 
 std::string DescribeImage(const Image& img) {

@@ -47,6 +47,8 @@ struct BackendView {
 
 // The view of `backend` of `vip` in `state` (overrides matched by key).
 BackendView ViewOf(const v1::State& state, const v1::VipKey& vip, const v1::Backend& backend);
+// The view of `backend` given its override (nullptr = none).
+BackendView ViewFromOverride(const v1::BackendOverride* o, const v1::Backend& backend);
 // The override of a backend, or nullptr.
 const v1::BackendOverride* FindOverride(const v1::State& state, const v1::VipKey& vip,
                                         const std::string& address);
@@ -77,8 +79,10 @@ struct Image {
 
 struct BuiltImage {
   Image image;
-  // vip_id -> table, for every VIP whose table inputs differ from those of
-  // the same vip_id in `previous` (all VIPs when previous is null).
+  // vip_id -> table, for the VIPs whose table inputs differ from those of
+  // the same vip_id in `previous` (all VIPs when previous is null), when
+  // BuildImage() was asked to keep them. Program a VIP whose table is not
+  // here with BuildTableOf(its VipImage).
   std::map<uint32_t, std::vector<uint32_t>> tables;
 };
 
@@ -87,7 +91,24 @@ size_t TableHash(std::span<const uint32_t> table);
 dataplane::Settings SettingsOf(const v1::Global& global);
 
 // The image of a validated state whose ids are assigned (AssignIds).
-absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previous);
+// `only_vips` (VipKeyText of canonical keys): a DELTA for a change confined
+// to these VIPs (added, changed or deleted): the image of just these VIPs
+// (those still configured) and their backends, plus settings and interface.
+// ApplyDelta() of it onto the image before the change equals a full build.
+// `previous`: the image the maps hold; a VIP whose table inputs are the same
+// as there keeps its table (not rebuilt). `keep_tables` false: tables are
+// built (for their hash and slot counts) but not kept, so that building the
+// image of many VIPs holds one table at a time (start-up).
+absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previous,
+                                      const std::set<std::string>* only_vips = nullptr,
+                                      bool keep_tables = true);
+
+// Replaces the VIPs in `scope` (and their backends) of `image` with those of
+// `delta` (a BuildImage() delta for the same scope), and takes its settings.
+void ApplyDelta(const Image& delta, const std::set<std::string>& scope, Image* image);
+
+// The Maglev table of a VIP image (deterministic: the same as BuildImage built).
+absl::StatusOr<std::vector<uint32_t>> BuildTableOf(const VipImage& vip);
 
 // What the maps hold now (VIPs, markers, backends, tables' hashes, settings).
 // `now_unix_ms`/`now_mono_ns` convert the maps' monotonic drain deadlines to
@@ -95,8 +116,8 @@ absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previ
 absl::StatusOr<Image> ReadImage(const dataplane::Dataplane& dp, int64_t now_unix_ms,
                                 uint64_t now_mono_ns);
 
-// A deterministic multi-line description of an image (for tests, logs and
-// `lbagent --dump-maps`): settings, VIPs with ids, table sizes and slot
+// A deterministic multi-line description of an image (for tests and logs):
+// settings, VIPs with ids, table sizes and slot
 // counts, backends with states, markers. Table hashes are not included
 // (they are per process); slot counts per backend stand for the contents.
 std::string DescribeImage(const Image& image);

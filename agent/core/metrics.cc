@@ -16,10 +16,16 @@
 namespace ballast::core {
 namespace {
 
+// Accumulates the exposition text and hands it to `emit` in pieces of at
+// least kFlushBytes, at family boundaries, so that a scrape of thousands of
+// backends never holds the whole text in memory.
 class Writer {
  public:
+  explicit Writer(const MetricsSink& emit) : emit_(emit) {}
+  ~Writer() { Flush(); }
   // Starts a family: HELP and TYPE lines.
   void Family(absl::string_view name, absl::string_view type, absl::string_view help) {
+    if (out_.size() >= kFlushBytes) Flush();
     absl::StrAppend(&out_, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
   }
   void Sample(absl::string_view name, absl::string_view labels, double value) {
@@ -30,14 +36,19 @@ class Writer {
     absl::StrAppend(&out_, name, labels.empty() ? "" : "{", labels, labels.empty() ? "" : "}", " ",
                     value, "\n");
   }
-  std::string Take() { return std::move(out_); }
+  void Flush() {
+    if (!out_.empty()) emit_(out_);
+    out_.clear();
+  }
 
  private:
+  static constexpr size_t kFlushBytes = 64 * 1024;
   static std::string Num(double v) {
     char buf[64];
     snprintf(buf, sizeof(buf), "%.17g", v);
     return buf;
   }
+  const MetricsSink& emit_;
   std::string out_;
 };
 
@@ -121,7 +132,15 @@ absl::StatusOr<ProcessStats> ReadProcessStats() {
 
 std::string RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
                           const ProcessStats* process) {
-  Writer w;
+  std::string text;
+  RenderMetrics(status, health, process,
+                [&text](absl::string_view piece) { text.append(piece.data(), piece.size()); });
+  return text;
+}
+
+void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
+                   const ProcessStats* process, const MetricsSink& emit) {
+  Writer w(emit);
   w.Family("ballast_up", "gauge", "1 if the agent could read its data plane for this scrape.");
   w.Sample("ballast_up", "", uint64_t{status != nullptr ? 1u : 0u});
   w.Family("ballast_agent_info", "gauge", "Agent version and where its program is attached.");
@@ -193,16 +212,17 @@ std::string RenderMetrics(const v1::StatusResponse* status, const EngineHealth& 
                    "Weight the Maglev table uses (0 while draining, evicted or pinned).",
                    [](const v1::BackendStatus& b) { return b.effective_weight(); });
     w.Family("ballast_backend_state", "gauge",
-             "1 for the backend's current state (active, draining, evicted, pinned).");
+             "Always 1; the state label is the backend's current state (active, draining, "
+             "evicted, pinned).");
     for (const BackendRow& r : rows) {
-      for (const char* st : {"active", "draining", "evicted", "pinned"}) {
-        w.Sample("ballast_backend_state", absl::StrCat(r.labels, ",", Label("state", st)),
-                 uint64_t{r.b->state() == st ? 1u : 0u});
-      }
+      w.Sample("ballast_backend_state", absl::StrCat(r.labels, ",", Label("state", r.b->state())),
+               uint64_t{1});
     }
     w.Family("ballast_backend_drain_deadline_timestamp_seconds", "gauge",
-             "Unix time at which a draining backend's remaining flows are re-steered (0 = none).");
+             "Unix time at which a draining backend's remaining flows are re-steered (only "
+             "draining and evicted backends).");
     for (const BackendRow& r : rows) {
+      if (r.b->drain_deadline_unix_ms() == 0) continue;
       w.Sample("ballast_backend_drain_deadline_timestamp_seconds", r.labels,
                static_cast<double>(r.b->drain_deadline_unix_ms()) / 1000.0);
     }
@@ -258,7 +278,6 @@ std::string RenderMetrics(const v1::StatusResponse* status, const EngineHealth& 
     w.Family("process_open_fds", "gauge", "Open file descriptors.");
     w.Sample("process_open_fds", "", process->open_fds);
   }
-  return w.Take();
 }
 
 }  // namespace ballast::core

@@ -10,8 +10,9 @@
 //   per VIP: ballast_vip_{packets,bytes,dropped}_total, ballast_vip_table_size,
 //            ballast_vip_backends
 //   per backend: ballast_backend_{nominal,effective}_weight,
-//            ballast_backend_state{state} (1 for the current state, 0 for the
-//            others), ballast_backend_drain_deadline_timestamp_seconds,
+//            ballast_backend_state{state} (1, labelled with the current state),
+//            ballast_backend_drain_deadline_timestamp_seconds (draining and
+//            evicted backends),
 //            ballast_backend_score, ballast_backend_table_slots,
 //            ballast_backend_flows, ballast_backend_{new_flows,packets,bytes,
 //            syn_retransmits,client_rsts,resteered_away}_total,
@@ -26,6 +27,7 @@
 #define BALLAST_AGENT_CORE_METRICS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -49,6 +51,12 @@ absl::StatusOr<ProcessStats> ReadProcessStats();
 // only agent and process families are written).
 std::string RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
                           const ProcessStats* process);
+
+// The same text, handed to `emit` in pieces (each ending at a line end) as
+// it is rendered, for streaming a large scrape.
+using MetricsSink = std::function<void(absl::string_view)>;
+void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
+                   const ProcessStats* process, const MetricsSink& emit);
 
 // The label value escaping of the text format (\\, \", \n).
 std::string EscapeLabelValue(absl::string_view v);

@@ -22,6 +22,11 @@ std::string ProtocolName(v1::Protocol p) {
 std::string CanonicalAddress(absl::string_view text) {
   auto a = IpAddress::Parse(std::string(text));
   if (!a.ok()) return std::string(text);
+  // Dotted-quad text that parses is already canonical (inet_pton rejects
+  // leading zeros and other spellings); skip the formatting.
+  if (a->is_v4() && text.find_first_not_of("0123456789.") == absl::string_view::npos) {
+    return std::string(text);
+  }
   return a->ToString();
 }
 

@@ -2,6 +2,8 @@
 
 #include <bpf/bpf.h>
 
+#include <chrono>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -94,19 +96,25 @@ void EraseOverride(v1::State& state, const v1::VipKey& vip, const std::string& a
   }
 }
 
+v1::Vip* FindVip(v1::State& state, const v1::VipKey& key);
+
 // Drops overrides of backends the config no longer has, and overrides that
-// hold nothing.
+// hold nothing. O(overrides x backends of their VIP).
 void PruneOverrides(v1::State& state) {
-  std::set<std::string> present;
-  for (const v1::Vip& vip : state.config().vips()) {
-    for (const v1::Backend& b : vip.backends())
-      present.insert(BackendIdKey(vip.key(), b.address()));
-  }
   auto* o = state.mutable_overrides();
   for (int i = o->size() - 1; i >= 0; --i) {
     const v1::BackendOverride& x = o->Get(i);
-    const bool empty = x.drain_deadline_unix_ms() == 0 && !x.evicted() && !x.pinned();
-    if (empty || present.count(BackendIdKey(x.vip(), x.address())) == 0) o->DeleteSubrange(i, 1);
+    bool keep = x.drain_deadline_unix_ms() != 0 || x.evicted() || x.pinned();
+    if (keep) {
+      keep = false;
+      if (const v1::Vip* v = FindVip(state, x.vip()); v != nullptr) {
+        const std::string want = CanonicalAddress(x.address());
+        for (const v1::Backend& b : v->backends()) {
+          keep = keep || CanonicalAddress(b.address()) == want;
+        }
+      }
+    }
+    if (!keep) o->DeleteSubrange(i, 1);
   }
 }
 
@@ -185,8 +193,8 @@ absl::StatusOr<std::unique_ptr<StandaloneEngine>> StandaloneEngine::Start(
   if (auto s = e->ReconcileLocked(state, &e->health_.start_reconcile); !s.ok()) {
     return Annotate(s, "reconciling the data plane with the state");
   }
-  e->state_ = std::move(state);
-  e->health_.generation = e->state_.generation();
+  e->state_ = std::make_unique<v1::State>(std::move(state));
+  e->health_.generation = e->state_->generation();
   e->health_.last_map_update_unix_ms = clock->NowUnixMs();
   const ProgramStats& st = e->health_.start_reconcile;
   Log(LogLevel::kInfo, "data plane reconciled with the state",
@@ -204,8 +212,11 @@ absl::StatusOr<std::unique_ptr<StandaloneEngine>> StandaloneEngine::Start(
 // ---- programming -------------------------------------------------------------------
 
 absl::Status StandaloneEngine::Program(const Image& from, const BuiltImage& built,
-                                       ProgramStats* stats) {
+                                       const std::set<std::string>* scope, ProgramStats* stats) {
   const Image& to = built.image;
+  const auto in_scope = [scope](const std::string& text) {
+    return scope == nullptr || scope->count(text) != 0;
+  };
   dataplane::Dataplane& dp = *dp_;
   const int64_t now_ms = clock_->NowUnixMs();
   const uint64_t now_ns = clock_->NowMonotonicNs();
@@ -227,6 +238,7 @@ absl::Status StandaloneEngine::Program(const Image& from, const BuiltImage& buil
   // VIPs that go away (or whose id changes) before tables are written, so a
   // reused vip_id never has its new table deleted.
   for (const auto& [k, v] : from.vips) {
+    if (!in_scope(k)) continue;
     auto it = to.vips.find(k);
     if (it != to.vips.end() && it->second.vip_id == v.vip_id) continue;
     if (auto s = dp.DeleteVip(v.key); !s.ok() && s.code() != absl::StatusCode::kNotFound) return s;
@@ -239,11 +251,16 @@ absl::Status StandaloneEngine::Program(const Image& from, const BuiltImage& buil
                       it->second.table_hash == v.table_hash;
     if (same) continue;
     auto t = built.tables.find(v.vip_id);
-    if (t == built.tables.end()) {
-      return absl::InternalError(
-          absl::StrCat("the table of vip ", k, " changed but was not built"));
+    if (t != built.tables.end()) {
+      if (auto s = dp.SetTable(v.vip_id, t->second); !s.ok()) return s;
+    } else {
+      auto table = BuildTableOf(v);  // one table at a time (start-up)
+      if (!table.ok()) return table.status();
+      if (TableHash(*table) != v.table_hash) {
+        return absl::InternalError(absl::StrCat("the table of vip ", k, " is not deterministic"));
+      }
+      if (auto s = dp.SetTable(v.vip_id, *table); !s.ok()) return s;
     }
-    if (auto s = dp.SetTable(v.vip_id, t->second); !s.ok()) return s;
     ++stats->tables_set;
   }
   for (const auto& [k, v] : to.vips) {
@@ -252,9 +269,21 @@ absl::Status StandaloneEngine::Program(const Image& from, const BuiltImage& buil
     if (auto s = dp.UpsertVip(v.key, v.vip_id); !s.ok()) return s;
     ++stats->vips_upserted;
   }
-  // Backends that go away last: no table names them any more.
-  for (const auto& [id, b] : from.backends) {
-    if (to.backends.count(id) != 0) continue;
+  // Backends that go away last: no table names them any more. (A backend
+  // id belongs to one VIP, so in a scoped pass the candidates are the ids
+  // the scoped VIPs had.)
+  std::vector<uint32_t> candidates;
+  if (scope == nullptr) {
+    for (const auto& [id, b] : from.backends) candidates.push_back(id);
+  } else {
+    for (const std::string& text : *scope) {
+      auto it = from.vips.find(text);
+      if (it == from.vips.end()) continue;
+      for (const maglev::Backend& b : it->second.inputs) candidates.push_back(b.id);
+    }
+  }
+  for (uint32_t id : candidates) {
+    if (to.backends.count(id) != 0 || from.backends.count(id) == 0) continue;
     if (auto s = dp.ClearBackend(id); !s.ok()) return s;
     ++stats->backends_cleared;
   }
@@ -286,13 +315,13 @@ absl::Status StandaloneEngine::Program(const Image& from, const BuiltImage& buil
 absl::Status StandaloneEngine::ReconcileLocked(const v1::State& state, ProgramStats* stats) {
   auto actual = ReadImage(*dp_, clock_->NowUnixMs(), clock_->NowMonotonicNs());
   if (!actual.ok()) return Annotate(actual.status(), "reading the data plane's maps");
-  auto built = BuildImage(state, nullptr);
+  auto built = BuildImage(state, nullptr, nullptr, /*keep_tables=*/false);
   if (!built.ok()) return built.status();
   // The attachment is not part of what the maps say; on start-up the
   // engine has attached nothing yet, and Attach() is a no-op where our
   // program already runs.
   actual->interface = attached_if_;
-  if (auto s = Program(*actual, *built, stats); !s.ok()) return s;
+  if (auto s = Program(*actual, *built, nullptr, stats); !s.ok()) return s;
   // UpsertVip/DeleteVip keep one address marker per VIP address; a marker
   // left behind by something else (no VIP uses its address) is removed here.
   const int vips_fd = dp_->map_fd("vips");
@@ -317,34 +346,100 @@ absl::StatusOr<StandaloneEngine::CommitResult> StandaloneEngine::CommitLocked(
     return absl::FailedPreconditionError(
         "the data plane was torn down; the agent is stopping and accepts no changes");
   }
-  v1::State next = state_;
-  if (auto s = change(next, m); !s.ok()) return s;
-  PruneOverrides(next);
-  if (auto s = ValidateConfig(next.config(), FieldPath::Named()); !s.ok()) {
-    return absl::Status(whole_state_code, s.message());
+  // Phase timings for the debug log (telemetry only, not decisions).
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto us_since = [](std::chrono::steady_clock::time_point t) {
+    return static_cast<int64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t)
+            .count());
+  };
+  // The copy the change is made on. The ids map is most of the state (one
+  // long key per backend) and only changes when VIPs or backends come or go:
+  // otherwise `next` borrows it (an O(1) swap) and gives it back unless the
+  // commit succeeds.
+  auto next_owner = std::make_unique<v1::State>();
+  v1::State& next = *next_owner;
+  next.set_generation(state_->generation());
+  *next.mutable_config() = state_->config();
+  *next.mutable_overrides() = state_->overrides();
+  const bool borrow_ids = m.scoped && !m.ids_changed;
+  struct IdsLoan {
+    v1::State* owner;
+    v1::State* borrower;
+    bool out = false;
+    void Lend() {
+      owner->mutable_ids()->swap(*borrower->mutable_ids());
+      out = true;
+    }
+    void GiveBack() {
+      if (out) owner->mutable_ids()->swap(*borrower->mutable_ids());
+      out = false;
+    }
+    ~IdsLoan() { GiveBack(); }
+  } loan{state_.get(), &next};
+  if (borrow_ids) {
+    loan.Lend();
+  } else {
+    *next.mutable_ids() = state_->ids();
   }
-  if (auto s = AssignIds(&next); !s.ok()) return s;
+  const int64_t copy_us = us_since(t0);
+  if (auto s = change(next, m); !s.ok()) return s;
   CommitResult result;
-  result.diff = DiffConfig(state_.config(), next.config());
-  result.generation = state_.generation();
-  next.set_generation(state_.generation());
-  if (google::protobuf::util::MessageDifferencer::Equals(next, state_)) return result;  // no-op
+  result.diff = m.diff;
+  result.generation = state_->generation();
+  if (!m.changed) return result;  // no-op: nothing to persist or program
+  PruneOverrides(next);
+  std::set<std::string> scope_texts;
+  if (m.scoped) {
+    for (const v1::VipKey& k : m.scope) {
+      scope_texts.insert(VipKeyText(k));
+      int index = -1;
+      for (int i = 0; i < next.config().vips_size(); ++i) {
+        if (VipKeyText(next.config().vips(i).key()) == VipKeyText(k)) index = i;
+      }
+      if (auto s = ValidateVipChange(next.config(), index, FieldPath::Named()); !s.ok()) {
+        return absl::Status(whole_state_code, s.message());
+      }
+      if (m.ids_changed) {
+        const v1::Vip* vip = index < 0 ? nullptr : &next.config().vips(index);
+        if (auto s = UpdateIdsOfVip(&next, k, vip); !s.ok()) return s;
+      }
+    }
+  } else {
+    if (auto s = ValidateConfig(next.config(), FieldPath::Named()); !s.ok()) {
+      return absl::Status(whole_state_code, s.message());
+    }
+    if (auto s = AssignIds(&next); !s.ok()) return s;
+  }
   if (dry_run) return result;
+  const int64_t check_us = us_since(t0);
 
-  auto built = BuildImage(next, &image_);
+  auto built = BuildImage(next, &image_, m.scoped ? &scope_texts : nullptr);
   if (!built.ok()) return absl::Status(whole_state_code, built.status().message());
-  next.set_generation(state_.generation() + 1);
+  const int64_t build_us = us_since(t0);
+  next.set_generation(state_->generation() + 1);
   if (auto s = store_.Save(next); !s.ok()) {
     return Annotate(s, "persisting the new state (nothing was changed)");
   }
+  const int64_t save_us = us_since(t0);
   ProgramStats stats;
-  if (auto s = Program(image_, *built, &stats); !s.ok()) {
+  absl::Status programmed = Program(image_, *built, m.scoped ? &scope_texts : nullptr, &stats);
+  const int64_t program_us = us_since(t0);
+  Log(LogLevel::kDebug, "commit phases (cumulative us)",
+      {{"copy", copy_us},
+       {"check", check_us},
+       {"build", build_us},
+       {"save", save_us},
+       {"program", program_us},
+       {"tables_set", stats.tables_set}});
+  if (auto s = programmed; !s.ok()) {
+    loan.GiveBack();
     ++health_.map_update_errors;
     Log(LogLevel::kError, "programming the data plane failed; restoring the previous state",
         {{"error", std::string(s.message())}});
-    absl::Status restore = store_.Save(state_);
+    absl::Status restore = store_.Save(*state_);
     ProgramStats ignored;
-    if (restore.ok()) restore = ReconcileLocked(state_, &ignored);
+    if (restore.ok()) restore = ReconcileLocked(*state_, &ignored);
     if (!restore.ok()) {
       Log(LogLevel::kError, "restoring the previous state failed",
           {{"error", std::string(restore.message())}});
@@ -357,11 +452,16 @@ absl::StatusOr<StandaloneEngine::CommitResult> StandaloneEngine::CommitLocked(
         absl::StrCat("programming the data plane: ", s.message(),
                      " (the previous state was restored)"));
   }
-  state_ = std::move(next);
-  image_ = std::move(built->image);
-  health_.generation = state_.generation();
+  loan.out = false;  // the new state keeps the ids
+  state_ = std::move(next_owner);
+  if (m.scoped) {
+    ApplyDelta(built->image, scope_texts, &image_);
+  } else {
+    image_ = std::move(built->image);
+  }
+  health_.generation = state_->generation();
   health_.last_map_update_unix_ms = clock_->NowUnixMs();
-  result.generation = state_.generation();
+  result.generation = state_->generation();
   return result;
 }
 
@@ -444,6 +544,9 @@ absl::Status StandaloneEngine::AddVip(const v1::Vip& vip, const Actor& actor) {
   *req.mutable_vip() = vip;
   Mutation m;
   m.audit.push_back({"add_vip", key, "", ToJson(req)});
+  m.scoped = true;
+  m.scope.push_back(CanonicalVipKey(vip.key()));
+  m.ids_changed = true;
   m.events.push_back(
       MakeEvent("vip_added", key, "",
                 absl::StrCat("vip ", key, " added with ", vip.backends_size(), " backends")));
@@ -471,6 +574,9 @@ absl::Status StandaloneEngine::DeleteVip(const v1::VipKey& vkey, const Actor& ac
   *req.mutable_key() = vkey;
   Mutation m;
   m.audit.push_back({"delete_vip", key, "", ToJson(req)});
+  m.scoped = true;
+  m.scope.push_back(CanonicalVipKey(vkey));
+  m.ids_changed = true;
   m.events.push_back(MakeEvent("vip_deleted", key, "", absl::StrCat("vip ", key, " deleted")));
   auto r = Commit(
       actor, std::move(m),
@@ -491,7 +597,7 @@ absl::Status StandaloneEngine::DeleteVip(const v1::VipKey& vkey, const Actor& ac
 
 std::vector<v1::Vip> StandaloneEngine::ListVips() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return {state_.config().vips().begin(), state_.config().vips().end()};
+  return {state_->config().vips().begin(), state_->config().vips().end()};
 }
 
 // ---- backends ------------------------------------------------------------------------
@@ -504,6 +610,9 @@ absl::Status StandaloneEngine::AddBackend(const v1::VipKey& vkey, const v1::Back
   *req.mutable_backend() = backend;
   Mutation m;
   m.audit.push_back({"add_backend", key, backend.address(), ToJson(req)});
+  m.scoped = true;
+  m.scope.push_back(CanonicalVipKey(vkey));
+  m.ids_changed = true;
   m.events.push_back(MakeEvent("backend_added", key, Canon(backend.address()),
                                absl::StrCat("backend ", backend.address(), " added to ", key,
                                             " with weight ", backend.weight())));
@@ -540,6 +649,9 @@ absl::Status StandaloneEngine::DeleteBackend(const v1::VipKey& vkey, const std::
   req.set_address(address);
   Mutation m;
   m.audit.push_back({"delete_backend", key, address, ToJson(req)});
+  m.scoped = true;
+  m.scope.push_back(CanonicalVipKey(vkey));
+  m.ids_changed = true;
   m.events.push_back(MakeEvent("backend_deleted", key, Canon(address),
                                absl::StrCat("backend ", address, " deleted from ", key)));
   auto r = Commit(
@@ -572,6 +684,9 @@ absl::Status StandaloneEngine::SetWeight(const v1::VipKey& vkey, const std::stri
   req.set_weight(weight);
   Mutation m;
   m.audit.push_back({"set_weight", key, address, ToJson(req)});
+  m.scoped = true;
+  m.scope.push_back(CanonicalVipKey(vkey));
+  m.ids_changed = false;
   uint32_t old_weight = 0;
   auto r = Commit(
       actor, std::move(m),
@@ -588,6 +703,7 @@ absl::Status StandaloneEngine::SetWeight(const v1::VipKey& vkey, const std::stri
         if (auto s = FindBackend(st, vkey, address, nullptr, &b); !s.ok()) return s;
         old_weight = b->weight();
         b->set_weight(weight);
+        mm.changed = old_weight != weight;
         mm.events.push_back(MakeEvent("weight_changed", key, Canon(address),
                                       absl::StrCat("weight ", old_weight, " -> ", weight)));
         return absl::OkStatus();
@@ -605,6 +721,9 @@ absl::Status StandaloneEngine::Drain(const v1::VipKey& vkey, const std::string& 
   req.set_deadline_s(deadline_s);
   Mutation m;
   m.audit.push_back({"drain", key, address, ToJson(req)});
+  m.scoped = true;
+  m.scope.push_back(CanonicalVipKey(vkey));
+  m.ids_changed = false;
   auto r = Commit(
       actor, std::move(m),
       [&](v1::State& st, Mutation& mm) -> absl::Status {
@@ -654,6 +773,9 @@ absl::Status StandaloneEngine::Undrain(const v1::VipKey& vkey, const std::string
   req.set_address(address);
   Mutation m;
   m.audit.push_back({"undrain", key, address, ToJson(req)});
+  m.scoped = true;
+  m.scope.push_back(CanonicalVipKey(vkey));
+  m.ids_changed = false;
   m.events.push_back(MakeEvent("backend_undrained", key, Canon(address),
                                "back in service with its nominal weight"));
   auto r = Commit(
@@ -687,6 +809,9 @@ absl::Status StandaloneEngine::Release(const v1::VipKey& vkey, const std::string
   req.set_address(address);
   Mutation m;
   m.audit.push_back({"release", key, address, ToJson(req)});
+  m.scoped = true;
+  m.scope.push_back(CanonicalVipKey(vkey));
+  m.ids_changed = false;
   m.events.push_back(
       MakeEvent("backend_released", key, Canon(address), "released from flap damping"));
   auto r = Commit(
@@ -712,7 +837,7 @@ absl::Status StandaloneEngine::Release(const v1::VipKey& vkey, const std::string
 
 v1::Config StandaloneEngine::GetConfig() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return state_.config();
+  return state_->config();
 }
 
 absl::StatusOr<v1::ApplyConfigResponse> StandaloneEngine::ApplyConfig(const v1::Config& config,
@@ -728,8 +853,10 @@ absl::StatusOr<v1::ApplyConfigResponse> StandaloneEngine::ApplyConfig(const v1::
       [&](v1::State& st, Mutation& mm) -> absl::Status {
         if (auto s = ValidateConfig(config, FieldPath::Index()); !s.ok()) return s;
         const v1::Config canonical = CanonicalConfig(config);
-        const std::vector<std::string> diff = DiffConfig(st.config(), canonical);
+        std::vector<std::string> diff = DiffConfig(st.config(), canonical);
         *st.mutable_config() = canonical;
+        mm.changed = !diff.empty();
+        mm.diff = diff;
         mm.events.push_back(
             MakeEvent("config_applied", "", "",
                       absl::StrCat(diff.size(), " changes: ", absl::StrJoin(diff, "; "))));
@@ -748,9 +875,9 @@ absl::StatusOr<v1::ApplyConfigResponse> StandaloneEngine::ApplyConfig(const v1::
 absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
   std::lock_guard<std::mutex> lock(mu_);
   v1::StatusResponse out;
-  out.set_config_generation(state_.generation());
+  out.set_config_generation(state_->generation());
   out.set_last_map_update_unix_ms(health_.last_map_update_unix_ms);
-  out.set_interface(state_.config().global().interface());
+  out.set_interface(state_->config().global().interface());
   out.set_agent_version(options_.agent_version);
   if (!attached_if_.empty()) {
     if (auto mode = dp_->AttachedMode(attached_if_); mode.ok()) {
@@ -792,11 +919,15 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
     ++flows[f.backend_id];
   }
 
-  for (const v1::Vip& vip : state_.config().vips()) {
+  std::map<std::string, const v1::BackendOverride*> overrides;
+  for (const v1::BackendOverride& o : state_->overrides()) {
+    overrides[BackendIdKey(o.vip(), o.address())] = &o;
+  }
+  for (const v1::Vip& vip : state_->config().vips()) {
     v1::VipStatus* vs = out.add_vips();
     *vs->mutable_key() = vip.key();
     vs->set_name(vip.name());
-    const uint32_t vip_id = VipIdOf(state_, vip.key());
+    const uint32_t vip_id = VipIdOf(*state_, vip.key());
     vs->set_vip_id(vip_id);
     vs->set_table_size(EffectiveTableSize(vip));
     if (auto st = dp_->VipStats(vip_id); st.ok()) {
@@ -812,8 +943,12 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
     }
     for (const v1::Backend& b : vip.backends()) {
       v1::BackendStatus* bs = vs->add_backends();
-      const uint32_t id = BackendIdOf(state_, vip.key(), b.address());
-      const BackendView view = ViewOf(state_, vip.key(), b);
+      const std::string bkey = BackendIdKey(vip.key(), b.address());
+      const auto id_it = state_->ids().find(bkey);
+      const uint32_t id = id_it == state_->ids().end() ? 0 : id_it->second;
+      const auto o_it = overrides.find(bkey);
+      const BackendView view =
+          ViewFromOverride(o_it == overrides.end() ? nullptr : o_it->second, b);
       bs->set_address(b.address());
       bs->set_backend_id(id);
       bs->set_nominal_weight(view.nominal_weight);
@@ -905,12 +1040,15 @@ absl::StatusOr<int> StandaloneEngine::Tick() {
     if (health_.torn_down) return 0;
     const int64_t now = clock_->NowUnixMs();
     bool any = false;
-    for (const v1::BackendOverride& o : state_.overrides()) any = any || due(o, now);
+    for (const v1::BackendOverride& o : state_->overrides()) any = any || due(o, now);
     if (!any) return 0;
   }
   int evicted = 0;
+  Mutation tick;
+  tick.scoped = true;
+  tick.ids_changed = false;
   auto r = Commit(
-      Actor{"automation"}, Mutation{},
+      Actor{"automation"}, std::move(tick),
       [&](v1::State& st, Mutation& mm) -> absl::Status {
         const int64_t now = clock_->NowUnixMs();
         evicted = 0;
@@ -925,7 +1063,9 @@ absl::StatusOr<int> StandaloneEngine::Tick() {
                                         "drain deadline passed: remaining flows are re-steered"));
           o.set_evicted(true);
           ++evicted;
+          mm.scope.push_back(CanonicalVipKey(o.vip()));
         }
+        mm.changed = evicted > 0;
         return absl::OkStatus();
       },
       false, absl::StatusCode::kInternal);
@@ -946,7 +1086,7 @@ EngineHealth StandaloneEngine::Health() const {
 
 v1::State StandaloneEngine::State() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return state_;
+  return *state_;
 }
 
 absl::StatusOr<Image> StandaloneEngine::ReadDataplane() const {
@@ -956,7 +1096,7 @@ absl::StatusOr<Image> StandaloneEngine::ReadDataplane() const {
 
 absl::StatusOr<std::vector<uint32_t>> StandaloneEngine::ReadTable(const v1::VipKey& vip) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const uint32_t id = VipIdOf(state_, vip);
+  const uint32_t id = VipIdOf(*state_, vip);
   if (id == 0) return absl::NotFoundError(absl::StrCat("vip ", VipKeyText(vip), " does not exist"));
   return dp_->GetTable(id);
 }

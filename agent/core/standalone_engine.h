@@ -43,6 +43,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,17 @@ class StandaloneEngine final : public Engine {
   struct Mutation {
     std::vector<AuditEntry> audit;  // at least one
     std::vector<v1::Event> events;  // kind/vip/backend/message; time and generation filled in
+    // Set by the change: false = nothing changed (not persisted, no new
+    // generation). `scoped`: the change touched only the VIPs in `scope`
+    // (canonical keys; added, changed or deleted), so validation, ids and
+    // the image are updated for those VIPs only (see ValidateVipChange,
+    // UpdateIdsOfVip, BuildImage). `ids_changed`: backends or VIPs were added
+    // or removed. `diff`: ApplyConfig's diff.
+    bool changed = true;
+    bool scoped = false;
+    bool ids_changed = true;
+    std::vector<v1::VipKey> scope;
+    std::vector<std::string> diff;
   };
   using Change = std::function<absl::Status(v1::State&, Mutation&)>;
   struct CommitResult {
@@ -175,7 +187,10 @@ class StandaloneEngine final : public Engine {
   absl::StatusOr<CommitResult> CommitLocked(Mutation& m, const Change& change, bool dry_run,
                                             absl::StatusCode whole_state_code);
   // Writes the difference between `from` (what the maps hold) and `to`.
-  absl::Status Program(const Image& from, const BuiltImage& to, ProgramStats* stats);
+  // `scope` non-null: `to` is a delta for these VIPs (BuildImage only_vips)
+  // and only they (and their backends) are compared and written.
+  absl::Status Program(const Image& from, const BuiltImage& to, const std::set<std::string>* scope,
+                       ProgramStats* stats);
   // Reads the maps and programs `state` over them (start-up, and recovery
   // after a failed programming pass).
   absl::Status ReconcileLocked(const v1::State& state, ProgramStats* stats);
@@ -193,9 +208,9 @@ class StandaloneEngine final : public Engine {
   StateStore store_;
 
   mutable std::mutex mu_;
-  v1::State state_;
-  Image image_;              // what the maps hold (as last programmed)
-  std::string attached_if_;  // device the program was attached to by this engine
+  std::unique_ptr<v1::State> state_;  // replaced whole by each commit
+  Image image_;                       // what the maps hold (as last programmed)
+  std::string attached_if_;           // device the program was attached to by this engine
   EngineHealth health_;
   std::atomic<bool> shutdown_{false};
 

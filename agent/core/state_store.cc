@@ -110,7 +110,6 @@ std::string StateStore::Encode(const v1::State& state) {
   {
     google::protobuf::io::StringOutputStream raw(&payload);
     google::protobuf::io::CodedOutputStream coded(&raw);
-    coded.SetSerializationDeterministic(true);
     state.SerializeToCodedStream(&coded);
   }
   std::string out(kMagic, sizeof(kMagic));

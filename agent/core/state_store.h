@@ -6,8 +6,7 @@
 //   bytes 8..11   format version, 1
 //   bytes 12..15  CRC-32C of the payload
 //   bytes 16..23  payload length
-//   bytes 24..    payload: v1::State in protobuf binary, deterministic
-//                 serialization
+//   bytes 24..    payload: v1::State in protobuf binary
 // `lbagent --dump-state FILE` prints it in protobuf text format.
 //
 // Save() writes <file>.tmp, fsyncs it, renames it over <file> and fsyncs the

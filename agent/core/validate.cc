@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "agent/core/names.h"
 #include "agent/dataplane/ip_address.h"
 #include "agent/maglev/maglev.h"
@@ -350,17 +351,58 @@ absl::Status ValidateGlobal(const v1::Global& g, const FieldPath& at) {
   return CheckOptionalRange(g.drain_timeout_s(), 1, 86400, 300, at.Child("drain_timeout_s"));
 }
 
+namespace {
+
+absl::Status CheckTotals(const v1::Config& config, const FieldPath& at) {
+  if (static_cast<uint32_t>(config.vips_size()) > kMaxVips) {
+    return at.Child("vips").Invalid(absl::StrCat(config.vips_size(), " VIPs; at most ", kMaxVips));
+  }
+  uint64_t total = 0;
+  for (const v1::Vip& vip : config.vips()) total += static_cast<uint64_t>(vip.backends_size());
+  if (total > kMaxBackendsTotal) {
+    return at.Child("vips").Invalid(
+        absl::StrCat(total, " backends in total; at most ", kMaxBackendsTotal, " across all VIPs"));
+  }
+  return absl::OkStatus();
+}
+
+// The outer source addresses the backends of `vips` need.
+absl::Status CheckSources(const v1::Config& config, absl::Span<const v1::Vip* const> vips,
+                          const FieldPath& at) {
+  const bool have4 = !config.global().source_v4().empty();
+  const bool have6 = !config.global().source_v6().empty();
+  if (have4 && have6) return absl::OkStatus();
+  for (const v1::Vip* vip : vips) {
+    for (const v1::Backend& b : vip->backends()) {
+      const bool v4 = b.address().find(':') == std::string::npos;
+      if (v4 && !have4) {
+        return at.Child("global")
+            .Child("source_v4")
+            .Invalid(absl::StrCat(
+                "required: backend ", b.address(), " of vip ", VipKeyText(vip->key()),
+                " is IPv4, and IPv4 encapsulation needs an outer source address of this router"));
+      }
+      if (!v4 && !have6) {
+        return at.Child("global")
+            .Child("source_v6")
+            .Invalid(absl::StrCat(
+                "required: backend ", b.address(), " of vip ", VipKeyText(vip->key()),
+                " is IPv6, and IPv6 encapsulation needs an outer source address of this router"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateConfig(const v1::Config& config, const FieldPath& at) {
   if (auto s = ValidateGlobal(config.global(), at.Child("global")); !s.ok()) return s;
   if (static_cast<uint32_t>(config.vips_size()) > kMaxVips) {
     return at.Child("vips").Invalid(absl::StrCat(config.vips_size(), " VIPs; at most ", kMaxVips));
   }
   std::map<std::string, int> seen;
-  uint64_t total = 0;
-  const v1::Backend* need_v4 = nullptr;
-  const v1::Backend* need_v6 = nullptr;
-  const v1::Vip* need_v4_vip = nullptr;
-  const v1::Vip* need_v6_vip = nullptr;
+  std::vector<const v1::Vip*> all;
   for (int i = 0; i < config.vips_size(); ++i) {
     const v1::Vip& vip = config.vips(i);
     const FieldPath vat = at.Element("vips", i, absl::StrCat("vip ", VipKeyText(vip.key())));
@@ -370,38 +412,21 @@ absl::Status ValidateConfig(const v1::Config& config, const FieldPath& at) {
       return vat.Child("key").Invalid(
           absl::StrCat(VipKeyText(vip.key()), " is a duplicate of vips[", it->second, "]"));
     }
-    total += static_cast<uint64_t>(vip.backends_size());
-    for (const v1::Backend& b : vip.backends()) {
-      auto a = IpAddress::Parse(b.address());
-      if (a->is_v4() && need_v4 == nullptr) {
-        need_v4 = &b;
-        need_v4_vip = &vip;
-      }
-      if (!a->is_v4() && need_v6 == nullptr) {
-        need_v6 = &b;
-        need_v6_vip = &vip;
-      }
-    }
+    all.push_back(&vip);
   }
-  if (total > kMaxBackendsTotal) {
-    return at.Child("vips").Invalid(
-        absl::StrCat(total, " backends in total; at most ", kMaxBackendsTotal, " across all VIPs"));
-  }
-  if (need_v4 != nullptr && config.global().source_v4().empty()) {
-    return at.Child("global")
-        .Child("source_v4")
-        .Invalid(absl::StrCat(
-            "required: backend ", need_v4->address(), " of vip ", VipKeyText(need_v4_vip->key()),
-            " is IPv4, and IPv4 encapsulation needs an outer source address of this router"));
-  }
-  if (need_v6 != nullptr && config.global().source_v6().empty()) {
-    return at.Child("global")
-        .Child("source_v6")
-        .Invalid(absl::StrCat(
-            "required: backend ", need_v6->address(), " of vip ", VipKeyText(need_v6_vip->key()),
-            " is IPv6, and IPv6 encapsulation needs an outer source address of this router"));
-  }
-  return absl::OkStatus();
+  if (auto s = CheckTotals(config, at); !s.ok()) return s;
+  return CheckSources(config, all, at);
+}
+
+absl::Status ValidateVipChange(const v1::Config& config, int vip_index, const FieldPath& at) {
+  if (auto s = CheckTotals(config, at); !s.ok()) return s;
+  if (vip_index < 0) return absl::OkStatus();
+  const v1::Vip& vip = config.vips(vip_index);
+  const FieldPath vat = at.Element("vips", static_cast<size_t>(vip_index),
+                                   absl::StrCat("vip ", VipKeyText(vip.key())));
+  if (auto s = ValidateVip(vip, vat); !s.ok()) return s;
+  const v1::Vip* one[] = {&vip};
+  return CheckSources(config, one, at);
 }
 
 absl::Status ValidateState(const v1::State& state) {

@@ -102,6 +102,14 @@ absl::Status ValidateGlobal(const v1::Global& global, const FieldPath& at);
 // backend global.source_v6).
 absl::Status ValidateConfig(const v1::Config& config, const FieldPath& at);
 
+// The checks of ValidateConfig that changing ONE VIP can break, assuming the
+// rest of `config` is valid and unchanged (the engine's invariant): that VIP
+// (`vip_index`; -1 when the change removed a VIP), the number of VIPs, the
+// total number of backends, and the outer sources that VIP's backends need.
+// Under that assumption the result equals ValidateConfig(config, at), in
+// O(backends of the VIP + VIPs) instead of O(all backends).
+absl::Status ValidateVipChange(const v1::Config& config, int vip_index, const FieldPath& at);
+
 // The persisted state: its config, overrides that name existing backends,
 // and ids that are unique and in range.
 absl::Status ValidateState(const v1::State& state);

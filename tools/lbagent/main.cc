@@ -19,6 +19,7 @@
 // Logs: one JSON object per line on stderr. Exit codes: 0 ok, 1 runtime
 // failure, 2 bad usage or bad config file.
 #include <httplib.h>
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -196,15 +197,23 @@ class MetricsServer {
     if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
     std::unique_ptr<MetricsServer> m(new MetricsServer());
     m->server_.Get("/metrics", [engine](const httplib::Request&, httplib::Response& res) {
-      auto status = engine->GetStatus();
-      if (!status.ok()) {
+      auto status = std::make_shared<absl::StatusOr<v1::StatusResponse>>(engine->GetStatus());
+      if (!status->ok()) {
         Log(LogLevel::kWarning, "metrics: reading the data plane failed",
-            {{"error", std::string(status.status().message())}});
+            {{"error", std::string(status->status().message())}});
       }
-      auto proc = core::ReadProcessStats();
-      res.set_content(core::RenderMetrics(status.ok() ? &*status : nullptr, engine->Health(),
-                                          proc.ok() ? &*proc : nullptr),
-                      "text/plain; version=0.0.4; charset=utf-8");
+      const core::EngineHealth health = engine->Health();
+      auto proc = std::make_shared<absl::StatusOr<core::ProcessStats>>(core::ReadProcessStats());
+      // Streamed family by family: thousands of backends make megabytes of text.
+      res.set_chunked_content_provider(
+          "text/plain; version=0.0.4; charset=utf-8",
+          [status, health, proc](size_t, httplib::DataSink& sink) {
+            core::RenderMetrics(
+                status->ok() ? &**status : nullptr, health, proc->ok() ? &**proc : nullptr,
+                [&sink](absl::string_view piece) { sink.write(piece.data(), piece.size()); });
+            sink.done();
+            return true;
+          });
     });
     m->server_.Get("/", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("ballast lbagent: metrics at /metrics\n", "text/plain");
@@ -346,6 +355,12 @@ int Run(const std::string& config_path) {
 }  // namespace ballast
 
 int main(int argc, char** argv) {
+  // Memory: large buffers (Maglev tables are 256 KiB at the default size)
+  // always come from mmap and go back to the kernel when freed, instead of
+  // glibc raising its mmap threshold and keeping them in the heap; and the
+  // API's worker threads share two arenas instead of one each.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  mallopt(M_ARENA_MAX, 2);
   ballast::Args args;
   std::string error;
   if (!ballast::ParseArgs(argc, argv, &args, &error)) {

@@ -38,6 +38,14 @@ std::string DataplaneText(const StandaloneEngine& e) {
   return DescribeImage(*img);
 }
 
+// What the maps hold equals the full image of the engine's state: the
+// scoped (incremental) updates of a mutation end where a full rebuild would.
+void RequireDataplaneMatchesState(const StandaloneEngine& e) {
+  auto built = BuildImage(e.State(), nullptr);
+  REQUIRE(built.ok());
+  REQUIRE(DataplaneText(e) == DescribeImage(built->image));
+}
+
 // The table the data plane holds for `vip` equals BuildTable of the state's
 // effective weights.
 void RequireTableMatchesState(const StandaloneEngine& e, const v1::VipKey& vip) {
@@ -405,38 +413,48 @@ TEST_CASE("Single changes rewrite only the tables that change, and audit and emi
 
   REQUIRE(e->SetWeight(kVip4, "198.18.1.1", 5, kOp).ok());
   RequireTableMatchesState(*e, kVip4);
+  RequireDataplaneMatchesState(*e);
   REQUIRE(*e->ReadTable(kVip6) == *t6);
   REQUIRE(e->AddBackend(kVip4, MakeBackend("198.18.1.4", 1), kOp).ok());
   RequireTableMatchesState(*e, kVip4);
+  RequireDataplaneMatchesState(*e);
   REQUIRE(e->DeleteBackend(kVip4, "198.18.1.2", kOp).ok());
   RequireTableMatchesState(*e, kVip4);
+  RequireDataplaneMatchesState(*e);
+  REQUIRE(e->Drain(kVip6, "2001:db8:1::2", 20, kOp).ok());
+  RequireDataplaneMatchesState(*e);
+  REQUIRE(e->Undrain(kVip6, "2001:db8:1::2", kOp).ok());
+  RequireDataplaneMatchesState(*e);
   v1::Vip v;
   *v.mutable_key() = Key("198.18.0.11", 8080, v1::UDP);
   v.set_table_size(13);
   *v.add_backends() = MakeBackend("2001:db8:1::5", 1);  // IPv4 VIP, IPv6 backend: fine
   REQUIRE(e->AddVip(v, kOp).ok());
   RequireTableMatchesState(*e, v.key());
+  RequireDataplaneMatchesState(*e);
   REQUIRE(e->DeleteVip(kVip6, kOp).ok());
+  RequireDataplaneMatchesState(*e);
   REQUIRE(e->ReadTable(kVip6).status().code() == absl::StatusCode::kNotFound);
   CHECK_THAT(DataplaneText(*e), !Catch::Contains("2001:db8:10::10"));
   // Same weight again: a no-op, no new generation.
   const uint64_t gen = e->State().generation();
   REQUIRE(e->SetWeight(kVip4, "198.18.1.1", 5, kOp).ok());
   REQUIRE(e->State().generation() == gen);
-  REQUIRE(gen == 6);
+  REQUIRE(gen == 8);
 
   e->Unsubscribe(h);
   REQUIRE(e->SetWeight(kVip4, "198.18.1.1", 6, kOp).ok());
   std::vector<std::string> kinds;
   for (const v1::Event& ev : events) kinds.push_back(ev.kind());
   REQUIRE(kinds == std::vector<std::string>{"weight_changed", "backend_added", "backend_deleted",
-                                            "vip_added", "vip_deleted", "weight_changed"});
+                                            "backend_drained", "backend_undrained", "vip_added",
+                                            "vip_deleted", "weight_changed"});
   REQUIRE(events[0].message() == "weight 1 -> 5");
   REQUIRE(events[0].generation() == 2);
 
   auto audit = e->QueryAudit(0, 0);
   REQUIRE(audit.ok());
-  REQUIRE(audit->size() == 7);
+  REQUIRE(audit->size() == 9);
   REQUIRE((*audit)[0].action() == "set_weight");
   REQUIRE((*audit)[0].actor() == "operator:test");
   REQUIRE((*audit)[0].result() == "ok");

@@ -48,6 +48,31 @@ TEST_CASE("Ids survive changes and a released id is not handed out again at once
   REQUIRE(ValidateState(s).ok());
 }
 
+TEST_CASE("UpdateIdsOfVip equals AssignIds for a change confined to one VIP") {
+  v1::State base;
+  *base.mutable_config() = SmallConfig();
+  REQUIRE(AssignIds(&base).ok());
+  const v1::VipKey k = base.config().vips(0).key();
+  // Remove a backend and add two.
+  v1::State a = base;
+  v1::Vip* v = a.mutable_config()->mutable_vips(0);
+  v->mutable_backends()->DeleteSubrange(1, 1);
+  *v->add_backends() = MakeBackend("198.18.1.7", 1);
+  *v->add_backends() = MakeBackend("198.18.1.8", 1);
+  v1::State b = a;
+  REQUIRE(AssignIds(&a).ok());
+  REQUIRE(UpdateIdsOfVip(&b, k, &b.config().vips(0)).ok());
+  REQUIRE(testing::Serialized(a) == testing::Serialized(b));
+  // Delete the VIP.
+  v1::State c = a;
+  c.mutable_config()->mutable_vips()->DeleteSubrange(0, 1);
+  v1::State d = c;
+  REQUIRE(AssignIds(&c).ok());
+  REQUIRE(UpdateIdsOfVip(&d, k, nullptr).ok());
+  REQUIRE(testing::Serialized(c) == testing::Serialized(d));
+  REQUIRE(VipIdOf(d, k) == 0);
+}
+
 TEST_CASE("The same config from scratch gives the same ids (routers agree)") {
   v1::State a;
   v1::State b;
