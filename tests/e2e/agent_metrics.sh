@@ -6,7 +6,9 @@
 #   - /metrics (loopback of the router namespace) passes promtool, reports
 #     ballast_up 1, the new flows per backend (summing to at least the
 #     requests), forwarded verdicts and the process's RSS;
-#   - a config with a non-loopback metrics_listen is refused.
+#   - a config with a non-loopback metrics_listen is refused;
+#   - `lbctl teardown --yes` detaches the program, removes the pins and
+#     stops the agent (exit 0).
 source "$(dirname "$0")/agent_lib.sh"
 
 agent_lab_up
@@ -44,5 +46,18 @@ rc=$?
 set -e
 check "non-loopback metrics_listen refused with exit 2 (got $rc)" test "$rc" -eq 2
 check "the refusal names the field: $msg" grep -q 'metrics_listen: 0.0.0.0:9580 is not a loopback address' <<<"$msg"
+
+log "lbctl teardown --yes"
+lbctl teardown --yes
+set +e
+wait "$AGENT_PID"
+rc=$?
+set -e
+AGENT_PID=""
+check "the agent exited 0 after the teardown (got $rc)" test "$rc" -eq 0
+check "no XDP program left on router/to-client" test -z "$(prog_id)"
+check "the pins are gone" bash -c "! '${LAB[0]}' --prefix '$PREFIX' exec router test -e /sys/fs/bpf/ballast"
+check "the VIP is no longer balanced (the router has no route for it)" \
+  test "$(curl_fresh 4 3 | grep -c '^backend-' || true)" -eq 0
 
 ((FAILED == 0)) && log "PASS"
