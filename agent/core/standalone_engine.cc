@@ -448,7 +448,9 @@ absl::StatusOr<StandaloneEngine::CommitResult> StandaloneEngine::CommitLocked(
                        "; restoring the previous state also failed: ", restore.message()));
     }
     return absl::Status(
-        s.code() == absl::StatusCode::kInvalidArgument ? absl::StatusCode::kInternal : s.code(),
+        // The contract's codes: FAILED_PRECONDITION (e.g. the device is gone)
+        // or INTERNAL (everything else the data plane can report).
+        s.code() == absl::StatusCode::kFailedPrecondition ? s.code() : absl::StatusCode::kInternal,
         absl::StrCat("programming the data plane: ", s.message(),
                      " (the previous state was restored)"));
   }
