@@ -402,6 +402,39 @@ TEST_CASE("ApplyConfig --dry-run returns exactly the diff the real apply then ma
   RequireTableMatchesState(*e, kVip4);
 }
 
+TEST_CASE("A programming failure restores the previous state, file and maps") {
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  auto e = StartEngine(dir, &clock, SmallConfig());
+  const std::string state_before = testing::Serialized(e->State());
+  const std::string dp_before = DataplaneText(*e);
+  // A valid config whose last step, attaching to the device, fails for real:
+  // the weight change and the new VIP were already written to the maps.
+  v1::Config c = SmallConfig();
+  c.mutable_global()->set_interface("nosuchdev0");
+  c.mutable_vips(0)->mutable_backends(0)->set_weight(9);
+  v1::Vip* n = c.add_vips();
+  *n->mutable_key() = Key("198.18.0.20", 53, v1::UDP);
+  n->set_table_size(7);
+  *n->add_backends() = MakeBackend("198.18.4.1", 1);
+  auto r = e->ApplyConfig(c, false, kOp);
+  REQUIRE(!r.ok());
+  CHECK((r.status().code() == absl::StatusCode::kInternal ||
+         r.status().code() == absl::StatusCode::kFailedPrecondition));
+  CHECK_THAT(std::string(r.status().message()), Catch::Contains("nosuchdev0"));
+  CHECK_THAT(std::string(r.status().message()), Catch::Contains("the previous state was restored"));
+  CHECK(testing::Serialized(e->State()) == state_before);
+  StateStore store(dir.File("state.pb"));
+  auto loaded = store.Load();
+  REQUIRE(loaded.ok());
+  CHECK(testing::Serialized(*loaded) == state_before);
+  CHECK(DataplaneText(*e) == dp_before);
+  CHECK(e->Health().map_update_errors == 1);
+  // And the engine still works.
+  REQUIRE(e->SetWeight(kVip4, "198.18.1.1", 4, kOp).ok());
+  RequireDataplaneMatchesState(*e);
+}
+
 TEST_CASE("Single changes rewrite only the tables that change, and audit and emit events") {
   TempDir dir;
   FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
