@@ -11,50 +11,17 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "agent/core/json.h"
 
 namespace ballast::api {
-namespace {
-
-void AppendJsonString(std::string* out, absl::string_view s) {
-  out->push_back('"');
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (c < 0x20) {
-          absl::StrAppendFormat(out, "\\u%04x", c);
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out->push_back('"');
-}
-
-}  // namespace
 
 std::string JsonLogLine(absl::string_view level, absl::string_view message, int64_t unix_ms) {
   std::string line = "{\"ts\":";
-  AppendJsonString(&line, absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(unix_ms),
-                                           absl::UTCTimeZone()));
+  core::JsonAppendQuoted(&line, core::Rfc3339Ms(unix_ms));
   line.append(",\"level\":");
-  AppendJsonString(&line, level);
+  core::JsonAppendQuoted(&line, level);
   line.append(",\"component\":\"api\",\"msg\":");
-  AppendJsonString(&line, message);
+  core::JsonAppendQuoted(&line, message);
   line.push_back('}');
   return line;
 }
