@@ -25,7 +25,7 @@ PACKAGES=(
   # lab and e2e: servers, clients, coordination, routing, metrics
   nginx-light wrk nghttp2-client curl etcd-server etcd-client bird2 prometheus
   # scripting
-  jq procps python3 util-linux
+  jq procps python3 util-linux openssl libssl-dev
 )
 
 say() { printf 'setup: %s\n' "$*"; }
