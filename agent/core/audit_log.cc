@@ -8,43 +8,12 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "agent/core/file_util.h"
 #include "absl/strings/str_split.h"
 #include <google/protobuf/util/json_util.h>
 #include "absl/strings/string_view.h"
 
 namespace ballast::core {
-namespace {
-
-absl::Status ErrnoError(int err, absl::string_view what) {
-  return absl::Status(err == EACCES || err == EPERM ? absl::StatusCode::kPermissionDenied
-                                                    : absl::StatusCode::kInternal,
-                      absl::StrCat(what, ": ", strerror(err)));
-}
-
-absl::Status WriteAll(int fd, absl::string_view data, absl::string_view what) {
-  size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t n = write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError(errno, what);
-    }
-    off += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
-
-void MakeDirFor(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos || slash == 0) return;
-  const std::string dir = path.substr(0, slash);
-  struct stat st = {};
-  if (stat(dir.c_str(), &st) == 0) return;
-  MakeDirFor(dir);
-  mkdir(dir.c_str(), 0750);
-}
-
-}  // namespace
 
 std::string AuditLog::ToJsonLine(const v1::AuditRecord& record) {
   google::protobuf::util::JsonPrintOptions opts;
@@ -57,9 +26,9 @@ std::string AuditLog::ToJsonLine(const v1::AuditRecord& record) {
 }
 
 absl::StatusOr<std::unique_ptr<AuditLog>> AuditLog::Open(std::string path) {
-  MakeDirFor(path);
+  if (auto s = MakeDirs(DirOf(path)); !s.ok()) return s;
   const int fd = open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-  if (fd < 0) return ErrnoError(errno, absl::StrCat("opening audit log ", path));
+  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("opening audit log ", path));
   // Terminate a torn last line left by a crash, so the next record starts clean.
   const off_t size = lseek(fd, 0, SEEK_END);
   if (size > 0) {
@@ -83,7 +52,7 @@ absl::Status AuditLog::Append(const v1::AuditRecord& record) {
   if (auto s = WriteAll(fd_, line, absl::StrCat("appending to audit log ", path_)); !s.ok()) {
     return s;
   }
-  if (fdatasync(fd_) != 0) return ErrnoError(errno, absl::StrCat("fdatasync of ", path_));
+  if (fdatasync(fd_) != 0) return ErrnoStatus(errno, absl::StrCat("fdatasync of ", path_));
   return absl::OkStatus();
 }
 
@@ -95,7 +64,7 @@ absl::StatusOr<std::string> AuditLog::ReadAllLocked() const {
     const ssize_t n = pread(fd_, buf, sizeof(buf), off);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return ErrnoError(errno, absl::StrCat("reading audit log ", path_));
+      return ErrnoStatus(errno, absl::StrCat("reading audit log ", path_));
     }
     if (n == 0) break;
     data.append(buf, static_cast<size_t>(n));
@@ -147,19 +116,19 @@ absl::StatusOr<size_t> AuditLog::Prune(int64_t before_unix_ms) {
   if (dropped == 0) return dropped;
   const std::string tmp = absl::StrCat(path_, ".tmp");
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd < 0) return ErrnoError(errno, absl::StrCat("creating ", tmp));
+  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("creating ", tmp));
   absl::Status s = WriteAll(fd, kept, absl::StrCat("writing ", tmp));
-  if (s.ok() && fsync(fd) != 0) s = ErrnoError(errno, absl::StrCat("fsync of ", tmp));
+  if (s.ok() && fsync(fd) != 0) s = ErrnoStatus(errno, absl::StrCat("fsync of ", tmp));
   close(fd);
   if (s.ok() && rename(tmp.c_str(), path_.c_str()) != 0) {
-    s = ErrnoError(errno, absl::StrCat("renaming ", tmp, " to ", path_));
+    s = ErrnoStatus(errno, absl::StrCat("renaming ", tmp, " to ", path_));
   }
   if (!s.ok()) {
     unlink(tmp.c_str());
     return s;
   }
   const int nfd = open(path_.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
-  if (nfd < 0) return ErrnoError(errno, absl::StrCat("reopening audit log ", path_));
+  if (nfd < 0) return ErrnoStatus(errno, absl::StrCat("reopening audit log ", path_));
   close(fd_);
   fd_ = nfd;
   return dropped;

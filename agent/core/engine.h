@@ -56,11 +56,11 @@ class Engine {
                                   const Actor& actor) = 0;
   virtual absl::Status DeleteBackend(const v1::VipKey& vip, const std::string& address,
                                      const Actor& actor) = 0;
-  virtual absl::Status SetWeight(const v1::VipKey& vip, const std::string& address,
-                                 uint32_t weight, const Actor& actor) = 0;
+  virtual absl::Status SetWeight(const v1::VipKey& vip, const std::string& address, uint32_t weight,
+                                 const Actor& actor) = 0;
   // deadline_s == 0: the global drain timeout.
-  virtual absl::Status Drain(const v1::VipKey& vip, const std::string& address,
-                             uint32_t deadline_s, const Actor& actor) = 0;
+  virtual absl::Status Drain(const v1::VipKey& vip, const std::string& address, uint32_t deadline_s,
+                             const Actor& actor) = 0;
   virtual absl::Status Undrain(const v1::VipKey& vip, const std::string& address,
                                const Actor& actor) = 0;
   virtual absl::Status Release(const v1::VipKey& vip, const std::string& address,
@@ -73,8 +73,7 @@ class Engine {
   // real apply would make, and changes nothing.
   virtual v1::Config GetConfig() const = 0;
   virtual absl::StatusOr<v1::ApplyConfigResponse> ApplyConfig(const v1::Config& config,
-                                                              bool dry_run,
-                                                              const Actor& actor) = 0;
+                                                              bool dry_run, const Actor& actor) = 0;
 
   // Audit records at or after since_unix_ms, oldest first, at most limit
   // (0 = no limit).

@@ -643,38 +643,58 @@ absl::Status StandaloneEngine::AddBackend(const v1::VipKey& vkey, const v1::Back
   return r.status();
 }
 
+StandaloneEngine::Mutation StandaloneEngine::BackendMutation(
+    const v1::VipKey& vkey, const std::string& address, std::string_view action,
+    const google::protobuf::Message& request, bool ids_changed) {
+  Mutation m;
+  m.audit.push_back({std::string(action), VipKeyText(vkey), address, ToJson(request)});
+  m.scoped = true;
+  m.scope.push_back(CanonicalVipKey(vkey));
+  m.ids_changed = ids_changed;
+  return m;
+}
+
+absl::Status StandaloneEngine::ChangeBackend(const Actor& actor, Mutation m, const v1::VipKey& vkey,
+                                             const std::string& address,
+                                             const std::function<absl::Status()>& check_request,
+                                             const BackendChange& change) {
+  auto r = Commit(
+      actor, std::move(m),
+      [&](v1::State& st, Mutation& mm) -> absl::Status {
+        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
+        if (auto s = ValidateAddress(address, FieldPath::Named("", "address")); !s.ok()) return s;
+        if (check_request) {
+          if (auto s = check_request(); !s.ok()) return s;
+        }
+        v1::Vip* v = nullptr;
+        v1::Backend* b = nullptr;
+        if (auto s = FindBackend(st, vkey, address, &v, &b); !s.ok()) return s;
+        return change(st, *v, *b, mm);
+      },
+      false, absl::StatusCode::kFailedPrecondition);
+  return r.status();
+}
+
 absl::Status StandaloneEngine::DeleteBackend(const v1::VipKey& vkey, const std::string& address,
                                              const Actor& actor) {
   const std::string key = VipKeyText(vkey);
   v1::DeleteBackendRequest req;
   *req.mutable_vip() = vkey;
   req.set_address(address);
-  Mutation m;
-  m.audit.push_back({"delete_backend", key, address, ToJson(req)});
-  m.scoped = true;
-  m.scope.push_back(CanonicalVipKey(vkey));
-  m.ids_changed = true;
+  Mutation m = BackendMutation(vkey, address, "delete_backend", req, /*ids_changed=*/true);
   m.events.push_back(MakeEvent("backend_deleted", key, Canon(address),
                                absl::StrCat("backend ", address, " deleted from ", key)));
-  auto r = Commit(
-      actor, std::move(m),
-      [&](v1::State& st, Mutation&) -> absl::Status {
-        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
-        if (auto s = ValidateAddress(address, FieldPath::Named("", "address")); !s.ok()) return s;
-        v1::Vip* v = nullptr;
-        if (auto s = FindBackend(st, vkey, address, &v, nullptr); !s.ok()) return s;
-        const std::string want = Canon(address);
-        auto* bs = v->mutable_backends();
-        for (int i = 0; i < bs->size(); ++i) {
-          if (Canon(bs->Get(i).address()) == want) {
-            bs->DeleteSubrange(i, 1);
-            break;
-          }
-        }
-        return absl::OkStatus();
-      },
-      false, absl::StatusCode::kFailedPrecondition);
-  return r.status();
+  return ChangeBackend(actor, std::move(m), vkey, address, nullptr,
+                       [&](v1::State&, v1::Vip& v, v1::Backend& b, Mutation&) -> absl::Status {
+                         auto* bs = v.mutable_backends();
+                         for (int i = 0; i < bs->size(); ++i) {
+                           if (&bs->at(i) == &b) {
+                             bs->DeleteSubrange(i, 1);
+                             break;
+                           }
+                         }
+                         return absl::OkStatus();
+                       });
 }
 
 absl::Status StandaloneEngine::SetWeight(const v1::VipKey& vkey, const std::string& address,
@@ -684,34 +704,21 @@ absl::Status StandaloneEngine::SetWeight(const v1::VipKey& vkey, const std::stri
   *req.mutable_vip() = vkey;
   req.set_address(address);
   req.set_weight(weight);
-  Mutation m;
-  m.audit.push_back({"set_weight", key, address, ToJson(req)});
-  m.scoped = true;
-  m.scope.push_back(CanonicalVipKey(vkey));
-  m.ids_changed = false;
-  uint32_t old_weight = 0;
-  auto r = Commit(
-      actor, std::move(m),
-      [&](v1::State& st, Mutation& mm) -> absl::Status {
-        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
-        if (auto s = ValidateAddress(address, FieldPath::Named("", "address")); !s.ok()) return s;
-        if (auto s = ValidateWeight(
-                weight,
-                FieldPath::Named(absl::StrCat("vip ", key, " backend ", address), "weight"));
-            !s.ok()) {
-          return s;
-        }
-        v1::Backend* b = nullptr;
-        if (auto s = FindBackend(st, vkey, address, nullptr, &b); !s.ok()) return s;
-        old_weight = b->weight();
-        b->set_weight(weight);
+  return ChangeBackend(
+      actor, BackendMutation(vkey, address, "set_weight", req, /*ids_changed=*/false), vkey,
+      address,
+      [&] {
+        return ValidateWeight(
+            weight, FieldPath::Named(absl::StrCat("vip ", key, " backend ", address), "weight"));
+      },
+      [&](v1::State&, v1::Vip&, v1::Backend& b, Mutation& mm) -> absl::Status {
+        const uint32_t old_weight = b.weight();
+        b.set_weight(weight);
         mm.changed = old_weight != weight;
         mm.events.push_back(MakeEvent("weight_changed", key, Canon(address),
                                       absl::StrCat("weight ", old_weight, " -> ", weight)));
         return absl::OkStatus();
-      },
-      false, absl::StatusCode::kFailedPrecondition);
-  return r.status();
+      });
 }
 
 absl::Status StandaloneEngine::Drain(const v1::VipKey& vkey, const std::string& address,
@@ -721,23 +728,11 @@ absl::Status StandaloneEngine::Drain(const v1::VipKey& vkey, const std::string& 
   *req.mutable_vip() = vkey;
   req.set_address(address);
   req.set_deadline_s(deadline_s);
-  Mutation m;
-  m.audit.push_back({"drain", key, address, ToJson(req)});
-  m.scoped = true;
-  m.scope.push_back(CanonicalVipKey(vkey));
-  m.ids_changed = false;
-  auto r = Commit(
-      actor, std::move(m),
-      [&](v1::State& st, Mutation& mm) -> absl::Status {
-        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
-        if (auto s = ValidateAddress(address, FieldPath::Named("", "address")); !s.ok()) return s;
-        if (auto s = ValidateDrainDeadline(deadline_s, FieldPath::Named("", "deadline_s"));
-            !s.ok()) {
-          return s;
-        }
-        v1::Backend* b = nullptr;
-        if (auto s = FindBackend(st, vkey, address, nullptr, &b); !s.ok()) return s;
-        const BackendView view = ViewOf(st, vkey, *b);
+  return ChangeBackend(
+      actor, BackendMutation(vkey, address, "drain", req, /*ids_changed=*/false), vkey, address,
+      [&] { return ValidateDrainDeadline(deadline_s, FieldPath::Named("", "deadline_s")); },
+      [&](v1::State& st, v1::Vip&, v1::Backend& b, Mutation& mm) -> absl::Status {
+        const BackendView view = ViewOf(st, vkey, b);
         if (view.mode == BackendMode::kPinned) {
           return absl::FailedPreconditionError(
               absl::StrCat("vip ", key, " backend ", address,
@@ -762,9 +757,7 @@ absl::Status StandaloneEngine::Drain(const v1::VipKey& vkey, const std::string& 
             "backend_drained", key, Canon(address),
             absl::StrCat("draining: no new flows; existing flows may stay ", secs, " s")));
         return absl::OkStatus();
-      },
-      false, absl::StatusCode::kFailedPrecondition);
-  return r.status();
+      });
 }
 
 absl::Status StandaloneEngine::Undrain(const v1::VipKey& vkey, const std::string& address,
@@ -773,21 +766,13 @@ absl::Status StandaloneEngine::Undrain(const v1::VipKey& vkey, const std::string
   v1::UndrainRequest req;
   *req.mutable_vip() = vkey;
   req.set_address(address);
-  Mutation m;
-  m.audit.push_back({"undrain", key, address, ToJson(req)});
-  m.scoped = true;
-  m.scope.push_back(CanonicalVipKey(vkey));
-  m.ids_changed = false;
+  Mutation m = BackendMutation(vkey, address, "undrain", req, /*ids_changed=*/false);
   m.events.push_back(MakeEvent("backend_undrained", key, Canon(address),
                                "back in service with its nominal weight"));
-  auto r = Commit(
-      actor, std::move(m),
-      [&](v1::State& st, Mutation&) -> absl::Status {
-        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
-        if (auto s = ValidateAddress(address, FieldPath::Named("", "address")); !s.ok()) return s;
-        v1::Backend* b = nullptr;
-        if (auto s = FindBackend(st, vkey, address, nullptr, &b); !s.ok()) return s;
-        const BackendView view = ViewOf(st, vkey, *b);
+  return ChangeBackend(
+      actor, std::move(m), vkey, address, nullptr,
+      [&](v1::State& st, v1::Vip&, v1::Backend& b, Mutation&) -> absl::Status {
+        const BackendView view = ViewOf(st, vkey, b);
         if (view.mode == BackendMode::kPinned) {
           return absl::FailedPreconditionError(absl::StrCat(
               "vip ", key, " backend ", address, " is pinned out by flap damping; use release"));
@@ -798,9 +783,7 @@ absl::Status StandaloneEngine::Undrain(const v1::VipKey& vkey, const std::string
         }
         EraseOverride(st, vkey, address);
         return absl::OkStatus();
-      },
-      false, absl::StatusCode::kFailedPrecondition);
-  return r.status();
+      });
 }
 
 absl::Status StandaloneEngine::Release(const v1::VipKey& vkey, const std::string& address,
@@ -809,30 +792,19 @@ absl::Status StandaloneEngine::Release(const v1::VipKey& vkey, const std::string
   v1::ReleaseRequest req;
   *req.mutable_vip() = vkey;
   req.set_address(address);
-  Mutation m;
-  m.audit.push_back({"release", key, address, ToJson(req)});
-  m.scoped = true;
-  m.scope.push_back(CanonicalVipKey(vkey));
-  m.ids_changed = false;
+  Mutation m = BackendMutation(vkey, address, "release", req, /*ids_changed=*/false);
   m.events.push_back(
       MakeEvent("backend_released", key, Canon(address), "released from flap damping"));
-  auto r = Commit(
-      actor, std::move(m),
-      [&](v1::State& st, Mutation&) -> absl::Status {
-        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
-        if (auto s = ValidateAddress(address, FieldPath::Named("", "address")); !s.ok()) return s;
-        v1::Backend* b = nullptr;
-        if (auto s = FindBackend(st, vkey, address, nullptr, &b); !s.ok()) return s;
-        v1::BackendOverride* o = FindOverrideMut(st, vkey, address);
-        if (o == nullptr || !o->pinned()) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("vip ", key, " backend ", address, " is not pinned"));
-        }
-        o->set_pinned(false);
-        return absl::OkStatus();
-      },
-      false, absl::StatusCode::kFailedPrecondition);
-  return r.status();
+  return ChangeBackend(actor, std::move(m), vkey, address, nullptr,
+                       [&](v1::State& st, v1::Vip&, v1::Backend&, Mutation&) -> absl::Status {
+                         v1::BackendOverride* o = FindOverrideMut(st, vkey, address);
+                         if (o == nullptr || !o->pinned()) {
+                           return absl::FailedPreconditionError(
+                               absl::StrCat("vip ", key, " backend ", address, " is not pinned"));
+                         }
+                         o->set_pinned(false);
+                         return absl::OkStatus();
+                       });
 }
 
 // ---- declarative config ----------------------------------------------------------------

@@ -45,7 +45,10 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <google/protobuf/message.h>
 
 #include "agent/core/audit_log.h"
 #include "agent/core/clock.h"
@@ -197,6 +200,19 @@ class StandaloneEngine final : public Engine {
   void Finish(const Actor& actor, const Mutation& m, const absl::Status& result,
               uint64_t generation);
   // Finds a backend of a VIP in the state; NOT_FOUND naming what is missing.
+  // One backend of one VIP changes: audited as `action` with `request` as
+  // its input, scoped to that VIP.
+  static Mutation BackendMutation(const v1::VipKey& vkey, const std::string& address,
+                                  std::string_view action, const google::protobuf::Message& request,
+                                  bool ids_changed);
+  // Commits a change to an existing backend: validates the VIP key and the
+  // address, runs `check_request` (may be empty) for the request's other
+  // fields, finds the backend (NOT_FOUND otherwise), then applies `change`.
+  using BackendChange = std::function<absl::Status(v1::State&, v1::Vip&, v1::Backend&, Mutation&)>;
+  absl::Status ChangeBackend(const Actor& actor, Mutation m, const v1::VipKey& vkey,
+                             const std::string& address,
+                             const std::function<absl::Status()>& check_request,
+                             const BackendChange& change);
   static absl::Status FindBackend(v1::State& state, const v1::VipKey& vip,
                                   const std::string& address, v1::Vip** vip_out,
                                   v1::Backend** backend_out);

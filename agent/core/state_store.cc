@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "agent/core/file_util.h"
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include "absl/strings/string_view.h"
@@ -20,23 +21,6 @@ constexpr char kMagic[8] = {'B', 'A', 'L', 'L', 'A', 'S', 'T', 'S'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kHeaderSize = 24;
 constexpr uint64_t kMaxPayload = 256ull << 20;  // far beyond any valid state
-
-absl::Status Errno(int err, absl::string_view what) {
-  const std::string msg = absl::StrCat(what, ": ", strerror(err));
-  switch (err) {
-    case ENOENT:
-      return absl::NotFoundError(msg);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::PermissionDeniedError(msg);
-    case ENOSPC:
-    case EDQUOT:
-      return absl::ResourceExhaustedError(msg);
-    default:
-      return absl::InternalError(msg);
-  }
-}
 
 void PutLe(std::string* out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
@@ -58,42 +42,6 @@ std::array<uint32_t, 256> MakeCrcTable() {
     t[i] = c;
   }
   return t;
-}
-
-absl::Status WriteAll(int fd, absl::string_view data, absl::string_view what) {
-  size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t n = write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Errno(errno, what);
-    }
-    off += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
-
-std::string DirOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-absl::Status MakeParents(const std::string& dir) {
-  if (dir.empty() || dir == "/" || dir == ".") return absl::OkStatus();
-  struct stat st = {};
-  if (stat(dir.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) {
-      return absl::FailedPreconditionError(absl::StrCat(dir, " exists and is not a directory"));
-    }
-    return absl::OkStatus();
-  }
-  if (auto s = MakeParents(DirOf(dir)); !s.ok()) return s;
-  if (mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) {
-    return Errno(errno, absl::StrCat("creating directory ", dir));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -156,7 +104,7 @@ absl::StatusOr<v1::State> StateStore::Decode(absl::string_view bytes, absl::stri
 
 absl::StatusOr<v1::State> StateStore::Load() const {
   const int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno(errno, absl::StrCat("opening state file ", path_));
+  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("opening state file ", path_));
   std::string bytes;
   char buf[1 << 16];
   while (true) {
@@ -165,7 +113,7 @@ absl::StatusOr<v1::State> StateStore::Load() const {
       if (errno == EINTR) continue;
       const int err = errno;
       close(fd);
-      return Errno(err, absl::StrCat("reading state file ", path_));
+      return ErrnoStatus(err, absl::StrCat("reading state file ", path_));
     }
     if (n == 0) break;
     bytes.append(buf, static_cast<size_t>(n));
@@ -180,14 +128,14 @@ absl::StatusOr<v1::State> StateStore::Load() const {
 
 absl::Status StateStore::Save(const v1::State& state) {
   const std::string dir = DirOf(path_);
-  if (auto s = MakeParents(dir); !s.ok()) return s;
+  if (auto s = MakeDirs(dir); !s.ok()) return s;
   const std::string tmp = absl::StrCat(path_, ".tmp");
   const std::string bytes = Encode(state);
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Errno(errno, absl::StrCat("creating ", tmp));
+  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("creating ", tmp));
   absl::Status s = WriteAll(fd, bytes, absl::StrCat("writing ", tmp));
-  if (s.ok() && fsync(fd) != 0) s = Errno(errno, absl::StrCat("fsync of ", tmp));
-  if (close(fd) != 0 && s.ok()) s = Errno(errno, absl::StrCat("closing ", tmp));
+  if (s.ok() && fsync(fd) != 0) s = ErrnoStatus(errno, absl::StrCat("fsync of ", tmp));
+  if (close(fd) != 0 && s.ok()) s = ErrnoStatus(errno, absl::StrCat("closing ", tmp));
   if (!s.ok()) {
     unlink(tmp.c_str());
     return s;
@@ -195,14 +143,14 @@ absl::Status StateStore::Save(const v1::State& state) {
   if (rename(tmp.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     unlink(tmp.c_str());
-    return Errno(err, absl::StrCat("renaming ", tmp, " to ", path_));
+    return ErrnoStatus(err, absl::StrCat("renaming ", tmp, " to ", path_));
   }
   const int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return Errno(errno, absl::StrCat("opening directory ", dir, " to fsync it"));
+  if (dfd < 0) return ErrnoStatus(errno, absl::StrCat("opening directory ", dir, " to fsync it"));
   const int rc = fsync(dfd);
   const int err = errno;
   close(dfd);
-  if (rc != 0) return Errno(err, absl::StrCat("fsync of directory ", dir));
+  if (rc != 0) return ErrnoStatus(err, absl::StrCat("fsync of directory ", dir));
   return absl::OkStatus();
 }
 
