@@ -256,4 +256,14 @@ pktgen::IpView CheckEncapsulated(const Bytes& out, const EncapExpect& e) {
   return ip;
 }
 
+void ExpectVerdicts(LbFixture& fx, const std::vector<VerdictCase>& cases, int action) {
+  for (const VerdictCase& c : cases) {
+    INFO(c.what);
+    const Outcome o = fx.Run(c.frame);
+    CHECK(o.action == action);
+    CHECK(o.verdict == c.verdict);
+    if (action == XDP_PASS) CHECK(o.out == c.frame);
+  }
+}
+
 }  // namespace ballast::bpftest

@@ -146,6 +146,17 @@ void SetUpLab(LbFixture& fx);
 pktgen::PacketBuilder FromClient4(const Addr& vip = Lab::Vip4());
 pktgen::PacketBuilder FromClient6(const Addr& vip = Lab::Vip6());
 
+// A table-driven case: a packet and the verdict it must get.
+struct VerdictCase {
+  const char* what;
+  pktgen::Bytes frame;
+  ballast_verdict verdict;
+};
+
+// Runs every case; each must end in `action` with its verdict, and a packet
+// that is passed must reach the kernel byte for byte unchanged.
+void ExpectVerdicts(LbFixture& fx, const std::vector<VerdictCase>& cases, int action);
+
 }  // namespace ballast::bpftest
 
 // Assertion messages show verdict names ("pass_not_vip"), not numbers.

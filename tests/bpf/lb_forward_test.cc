@@ -177,12 +177,7 @@ TEST_CASE("Port-0 VIP takes every port; a port-specific VIP wins over it", "[lb]
 TEST_CASE("Traffic that is not for a VIP passes to the kernel byte for byte", "[lb][forward]") {
   LbFixture fx;
   SetUpLab(fx);
-  struct Case {
-    const char* what;
-    Bytes frame;
-    ballast_verdict verdict;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<VerdictCase> cases = {
       {"TCP to another address",
        FromClient4(Addr::Parse("198.18.0.99")).Tcp(1, 80, tcp::kSyn).Build(),
        BALLAST_V_PASS_NOT_VIP},
@@ -223,13 +218,7 @@ TEST_CASE("Traffic that is not for a VIP passes to the kernel byte for byte", "[
        FromClient4(Addr::Parse("198.18.0.99")).Vlan(7).Tcp(1, 80, tcp::kAck).Build(),
        BALLAST_V_PASS_NOT_VIP},
   };
-  for (const Case& c : cases) {
-    INFO(c.what);
-    const Outcome o = fx.Run(c.frame);
-    CHECK(o.action == XDP_PASS);
-    CHECK(o.verdict == c.verdict);
-    CHECK(o.out == c.frame);
-  }
+  ExpectVerdicts(fx, cases, XDP_PASS);
   for (uint32_t id : {1u, 2u, 3u, 11u, 12u, 13u}) CHECK(fx.BackendStats(id).packets == 0);
 }
 

@@ -99,12 +99,7 @@ TEST_CASE("ICMPv6 packet-too-big about a VIP flow goes to the flow's backend", "
 TEST_CASE("Other ICMP to a VIP address is the kernel's", "[lb][icmp]") {
   LbFixture fx;
   SetUpLab(fx);
-  struct Case {
-    const char* what;
-    Bytes frame;
-    ballast_verdict verdict;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<VerdictCase> cases = {
       {"echo request", FromClient4().Icmp(8, 0, 0x00010001).PayloadSize(56).Build(),
        BALLAST_V_PASS_ICMP_NOT_ERR},
       {"ICMPv6 echo request", FromClient6().Icmp(128, 0, 0x00010001).PayloadSize(56).Build(),
@@ -140,13 +135,7 @@ TEST_CASE("Other ICMP to a VIP address is the kernel's", "[lb][icmp]") {
            .Build(),
        BALLAST_V_PASS_ICMP_UNMATCHED},
   };
-  for (const Case& c : cases) {
-    INFO(c.what);
-    const Outcome o = fx.Run(c.frame);
-    CHECK(o.action == XDP_PASS);
-    CHECK(o.verdict == c.verdict);
-    CHECK(o.out == c.frame);
-  }
+  ExpectVerdicts(fx, cases, XDP_PASS);
 }
 
 // Checks an ICMP too-big answer to `in` (the client's oversize frame).

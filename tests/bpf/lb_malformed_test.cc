@@ -23,12 +23,7 @@ Bytes Cut(Bytes f, size_t n) {
 TEST_CASE("Fragments addressed to a VIP are dropped and counted per family", "[lb][malformed]") {
   LbFixture fx;
   SetUpLab(fx);
-  struct Case {
-    const char* what;
-    Bytes frame;
-    ballast_verdict verdict;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<VerdictCase> cases = {
       {"IPv4 first fragment (MF, offset 0)",
        FromClient4().Ip4Fragment(0, true).Tcp(40000, 80, tcp::kAck).PayloadSize(200).Build(),
        BALLAST_V_DROP_FRAG4},
@@ -52,12 +47,7 @@ TEST_CASE("Fragments addressed to a VIP are dropped and counted per family", "[l
            .Build(),
        BALLAST_V_DROP_FRAG6},
   };
-  for (const Case& c : cases) {
-    INFO(c.what);
-    const Outcome o = fx.Run(c.frame);
-    CHECK(o.action == XDP_DROP);
-    CHECK(o.verdict == c.verdict);
-  }
+  ExpectVerdicts(fx, cases, XDP_DROP);
 }
 
 TEST_CASE("A truncated Ethernet header cannot be fed through BPF_PROG_TEST_RUN",
