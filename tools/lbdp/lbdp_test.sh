@@ -17,6 +17,9 @@ cleanup() {
 }
 trap cleanup EXIT
 mount -t bpf bpf "$FS" || { echo "FAIL: cannot mount bpffs on $FS"; exit 1; }
+# libxdp keeps its own state under <bpffs>/xdp; keep it in the private bpffs
+# too, so nothing is left in the host's /sys/fs/bpf.
+export LIBXDP_BPFFS="$FS"
 ip netns add "$NS" &&
   ip -n "$NS" link add name lt0 type veth peer name lt1 &&
   ip -n "$NS" link set dev lt0 up &&
