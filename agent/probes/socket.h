@@ -1,0 +1,39 @@
+// Connected TCP sockets for probes: non-blocking connect with a deadline
+// and an optional SO_MARK, plus waiting for readiness against a deadline.
+// Stateless, thread-safe.
+#ifndef BALLAST_AGENT_PROBES_SOCKET_H_
+#define BALLAST_AGENT_PROBES_SOCKET_H_
+
+#include <sys/socket.h>
+
+#include "absl/status/statusor.h"
+#include "agent/dataplane/bpf_util.h"
+#include "agent/probes/probe.h"
+
+namespace ballast::probes {
+
+// Fills a sockaddr for (address, port); returns its length.
+socklen_t ToSockaddr(const IpAddress& address, uint16_t port, sockaddr_storage* out);
+
+// Sets SO_MARK (needs CAP_NET_ADMIN). No-op for mark 0.
+absl::Status SetMark(int fd, uint32_t mark);
+
+// A connected, non-blocking TCP socket to the endpoint (with its mark).
+// Errors: Unavailable "connection refused" / "no route to host" / ...,
+// DeadlineExceeded "no answer within N ms", PermissionDenied for SO_MARK.
+absl::StatusOr<dataplane::UniqueFd> ConnectTcp(const Endpoint& endpoint,
+                                               Clock::time_point deadline);
+
+// Waits until `fd` is ready for `events` (POLLIN/POLLOUT). DeadlineExceeded
+// once the deadline passes.
+absl::Status WaitFd(int fd, short events, Clock::time_point deadline);
+
+// Milliseconds left until `deadline` (>= 0).
+long MsLeft(Clock::time_point deadline);
+
+// "3.1 ms"
+std::string FormatLatency(std::chrono::nanoseconds d);
+
+}  // namespace ballast::probes
+
+#endif  // BALLAST_AGENT_PROBES_SOCKET_H_

@@ -1,0 +1,40 @@
+// Validation and effective values of a v1::ProbeSpec's kind-specific fields.
+//
+// ValidateProbeSpec() checks what agent/core/validate.cc does not: the
+// fields that only one kind uses (HTTP method, body regex, TLS options, gRPC
+// descriptor set, request text and assertions) and that each one works —
+// the regex compiles (RE2), the descriptor set loads and defines the
+// method, the request text parses as the method's input message, and every
+// assertion names an existing field with a literal of its type. Errors are
+// InvalidArgument "<field_path>.<field>: <problem>".
+//
+// Stateless and thread-safe. Reads the descriptor set file from disk.
+#ifndef BALLAST_AGENT_PROBES_SPEC_H_
+#define BALLAST_AGENT_PROBES_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "ballast/v1/config.pb.h"
+
+namespace ballast::probes {
+
+absl::Status ValidateProbeSpec(const v1::ProbeSpec& spec, std::string_view field_path);
+
+// Effective values (defaults applied).
+v1::ProbeSpec::Kind KindOf(const v1::ProbeSpec& spec);            // UNSPECIFIED -> TCP
+std::string HttpMethodOf(const v1::ProbeSpec& spec);              // "" -> "GET"
+std::string HttpPathOf(const v1::ProbeSpec& spec);                // "" -> "/"
+std::vector<uint32_t> HttpStatusesOf(const v1::ProbeSpec& spec);  // [] -> [200]
+// SNI / certificate name: tls_server_name, else http_host, else "".
+std::string TlsServerNameOf(const v1::ProbeSpec& spec);
+uint32_t IntervalMsOf(const v1::ProbeSpec& spec);  // 0 -> 1000
+uint32_t TimeoutMsOf(const v1::ProbeSpec& spec);   // 0 -> min(500, interval)
+const char* KindName(v1::ProbeSpec::Kind kind);    // "TCP", "HTTP", ...
+
+}  // namespace ballast::probes
+
+#endif  // BALLAST_AGENT_PROBES_SPEC_H_
