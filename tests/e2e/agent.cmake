@@ -1,6 +1,7 @@
 # lbagent end-to-end tests (tests/e2e/agent_*.sh): a netns lab with lbagent
 # in the router namespace, driven by lbctl. Root required; the scripts fail
-# (never skip) without it. Included from tests/e2e/CMakeLists.txt.
+# (never skip) without it. Included from tests/e2e/CMakeLists.txt, which
+# also passes _agent_env to the lab test.
 set(_agent_env "")
 foreach(_t lbagent lbctl lbdp)
   string(TOUPPER ${_t} _var)

@@ -1,20 +1,22 @@
 #!/bin/bash
 # e2e: the netns lab, end to end, with real packets.
 #
-#   client ── router (lb XDP, native, on its client-facing veth) ── 3 backends
-#                                            (nginx, VIP on lo, decap XDP)
+#   client ── router (lbagent; lb XDP, native, on its client-facing veth) ── 3 backends
+#                                                      (nginx, VIP on lo, decap XDP)
 #
 # Builds its own lab with tools/lab/lab under a unique prefix (so it never
-# touches a running `lab up`) and removes it on exit, whatever happens.
+# touches a running `lab up`) and removes it on exit, whatever happens. The
+# lab runs lbagent and configures it with lbctl; this test drives it the same
+# way.
 #
 # Asserts:
 #  (a) curl through the VIP, IPv4 and IPv6, 300 requests each on fresh
 #      connections: every request answered, every backend answers with its own
 #      name, and each backend's share is within 4 standard deviations
-#      (binomial, n=300) of its share of the Maglev table (`lbdp table show`);
+#      (binomial, n=300) of its share of the Maglev table (`lbctl status`);
 #  (b) wrk with keep-alive (8 connections, 6 s) while the weight of a backend
 #      that holds established connections is set to 0 mid-run: zero socket
-#      errors and zero non-2xx answers; every connection (client port) is seen
+#      errors and zero non-2xx answers (`lbctl backend weight`); every connection (client port) is seen
 #      by exactly one backend; the re-weighted backend keeps serving its
 #      established connections after the change, and receives none of the
 #      fresh connections made afterwards;
@@ -31,6 +33,8 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 prefix=bte$$
 LAB=("$repo/tools/lab/lab" --prefix "$prefix" --no-build)
 export LBDP=${LBDP:-$repo/build/tools/lbdp/lbdp}
+export LBAGENT=${LBAGENT:-$repo/build/tools/lbagent/lbagent}
+export LBCTL=${LBCTL:-$repo/build/tools/lbctl/lbctl}
 work=$(mktemp -d /tmp/ballast-e2e.XXXXXX)
 wrk_pid=""
 
@@ -54,12 +58,14 @@ errs() { [[ -s $1 ]] && printf ' (first error: %s)' "$(head -n 1 "$1" | head -c 
 # check COND-EXIT-STATUS MESSAGE
 check() { if [[ $1 == 0 ]]; then pass "$2"; else fail "$2"; fi; }
 
-[[ -x $LBDP ]] || fatal "lbdp not found at $LBDP (build it first: tools/build.sh)"
+for b in "$LBDP" "$LBAGENT" "$LBCTL"; do
+  [[ -x $b ]] || fatal "$b is not built (build it first: tools/build.sh)"
+done
 
 echo "e2e: bringing up lab '$prefix'"
 "${LAB[@]}" --no-traffic up || fatal "lab up failed"
 eval "$("${LAB[@]}" addrs)"
-lbdp() { "${LAB[@]}" exec router "$LBDP" "$@"; }
+lbctl() { "$LBCTL" --socket "$SOCK" "$@"; }
 
 # ---- the lb program is attached natively ------------------------------------
 xdp=$("${LAB[@]}" exec router ip -o link show dev to-client | grep -o 'prog/xdp[a-z]*' || true)
@@ -67,22 +73,26 @@ xdp=$("${LAB[@]}" exec router ip -o link show dev to-client | grep -o 'prog/xdp[
 check $? "lb XDP program attached in native mode on the router's to-client (ip link: '${xdp:-none}')"
 
 # ---- (a) proportions ----------------------------------------------------------
-# table_shares VIP_ID: prints "<backend_id> <slots> <M>" per backend id, from
-# lbdp table show.
+# table_shares VIP: "<backend address> <slots> <table size>" per backend,
+# from `lbctl --json status`.
 table_shares() {
-  lbdp table show --vip-id "$1" >"$work/table.$1" || return 1
-  # lbdp table show prints one line per backend: "backend <id> ... slots <n> ..." and
-  # the size "size <M>"; extracted with awk below (see tools/lbdp).
-  awk '
-    /^size[ :]/ { m = $2 }
-    { for (i = 1; i < NF; i++) if ($i == "backend" || $i == "id") id = $(i+1); }
-    { for (i = 1; i < NF; i++) if ($i == "slots") { s[id] = $(i+1) } }
-    END { for (k in s) print k, s[k], m }' "$work/table.$1"
+  lbctl --json status >"$work/status.json" || return 1
+  python3 -c '
+import json, sys
+want = sys.argv[1]
+for v in json.load(open(sys.argv[2])).get("vips", []):
+    k = v["key"]
+    a = k["address"]
+    text = ("[%s]" % a if ":" in a else a) + ":%s/%s" % (k.get("port", 0), k["protocol"].lower())
+    if text == want:
+        for b in v.get("backends", []):
+            print(b["address"], b.get("tableSlots", 0), v.get("tableSize", 0))
+' "$1" "$work/status.json"
 }
 
-# proportions FAMILY VIP_ID URL N
+# proportions FAMILY VIP URL N
 proportions() {
-  local fam=$1 vip_id=$2 url=$3 n=$4 i
+  local fam=$1 vip=$2 url=$3 n=$4 i
   local args=()
   for ((i = 0; i < n; i++)); do args+=("$url"); done
   "${LAB[@]}" exec client curl -g -sS --fail-early -H 'Connection: close' --connect-timeout 1 --max-time 2 \
@@ -93,19 +103,18 @@ proportions() {
   check $? "IPv$fam: $got of $n requests through $url answered$(errs "$work/curl.$fam.err")"
 
   declare -A slots=()
-  local m=0 id s mm
-  while read -r id s mm; do slots[$id]=$s; m=$mm; done < <(table_shares "$vip_id")
+  local m=0 addr s mm
+  while read -r addr s mm; do slots[$addr]=$s; m=$mm; done < <(table_shares "$vip")
   if ((m == 0)); then
-    fail "IPv$fam: cannot read the Maglev table of VIP $vip_id from 'lbdp table show': $(head -c 300 "$work/table.$vip_id")"
+    fail "IPv$fam: cannot read the Maglev table of VIP $vip from 'lbctl --json status': $(head -c 300 "$work/status.json")"
     return
   fi
   for ((i = 1; i <= NBACKENDS; i++)); do
-    local name_var="BE${i}_NAME" id_var
-    if [[ $fam == 4 ]]; then id_var="BE${i}_ID4"; else id_var="BE${i}_ID6"; fi
-    local name=${!name_var} bid=${!id_var}
+    local name_var="BE${i}_NAME" addr_var="BE${i}_ADDR${fam}"
+    local name=${!name_var} baddr=${!addr_var}
     local c share
     c=$(grep -cx "$name" "$work/curl.$fam")
-    share=${slots[$bid]:-0}
+    share=${slots[$baddr]:-0}
     # expected p = slots/M; tolerance 4 sigma of a binomial with n requests
     local verdict
     verdict=$(awk -v c="$c" -v n="$n" -v s="$share" -v m="$m" 'BEGIN {
@@ -118,8 +127,8 @@ proportions() {
   done
 }
 
-proportions 4 "$VIP4_ID" "http://$VIP4:$VIP_PORT/" 300
-proportions 6 "$VIP6_ID" "http://[$VIP6]:$VIP_PORT/" 300
+proportions 4 "$VIP4_KEY" "http://$VIP4:$VIP_PORT/" 300
+proportions 6 "$VIP6_KEY" "http://[$VIP6]:$VIP_PORT/" 300
 
 # ---- (b) keep-alive connections keep their backend across a weight change ----
 declare -A off=()
@@ -151,19 +160,11 @@ if ((target == 0)); then
   fatal "no backend logged any wrk request 2 s into the run: $(cat "$work/wrk.out")"
 fi
 
-new_weights=()
-table=()
-IFS=, read -r -a cur_w <<<"$(sed -n 's/^weights=//p' "$STATE/lab.conf")"
-for ((i = 1; i <= NBACKENDS; i++)); do
-  w=${cur_w[$((i - 1))]}
-  ((i == target)) && w=0
-  new_weights+=("$w")
-  v="BE${i}_ID4"
-  table+=(--backend "${!v}:backend-$i:$w")
-done
-echo "e2e: setting backend-$target's weight to 0 mid-run (weights now ${new_weights[*]})"
-lbdp table set --vip-id "$VIP4_ID" "${table[@]}"
-check $? "lbdp table set with backend-$target at weight 0 during the wrk run"
+v="BE${target}_ADDR4"
+target_addr=${!v}
+echo "e2e: \$ lbctl backend weight $VIP4_KEY $target_addr 0   (backend-$target, mid-run)"
+lbctl backend weight "$VIP4_KEY" "$target_addr" 0
+check $? "lbctl backend weight: backend-$target to 0 during the wrk run"
 
 wait "$wrk_pid"
 wrk_rc=$?
@@ -216,8 +217,8 @@ check $? "non-VIP: ping $ROUTER4 from the client: $(grep -o '[0-9]* received' "$
 "${LAB[@]}" exec client ping -6 -c 3 -i 0.2 -W 2 -q "$ROUTER6" >"$work/ping6" 2>&1
 check $? "non-VIP: ping $ROUTER6 from the client: $(grep -o '[0-9]* received' "$work/ping6")"
 
-echo "e2e: lbdp stats:"
-lbdp stats 2>&1 | sed 's/^/  /'
+echo "e2e: lbctl status:"
+lbctl status 2>&1 | sed 's/^/  /'
 
 echo "e2e: $((checks - failures)) passed, $failures failed"
 ((failures == 0))
