@@ -7,7 +7,7 @@
 //   hang       no answer while hang stays set; the connection stays open
 //              (when hang is cleared, the held request gets a fresh decision);
 //   wrong_body 200 with a body that does not contain the name, X-Fault: wrong_body.
-// A request whose User-Agent starts with "ballast-probe" is a probe (see
+// A request whose User-Agent has a token starting with "ballast-probe" is a probe (see
 // fault_engine.h); with real_only set, probes get the normal answer.
 #ifndef BALLAST_TOOLS_TESTBACKEND_BACKEND_HTTP_H_
 #define BALLAST_TOOLS_TESTBACKEND_BACKEND_HTTP_H_

@@ -5,6 +5,9 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+
 namespace ballast::testbackend {
 namespace {
 
@@ -18,7 +21,10 @@ constexpr int64_t kSliceMs = 20;
 }  // namespace
 
 bool IsProbeUserAgent(absl::string_view user_agent) {
-  return user_agent.substr(0, kProbeUserAgentPrefix.size()) == kProbeUserAgentPrefix;
+  for (absl::string_view token : absl::StrSplit(user_agent, ' ', absl::SkipEmpty())) {
+    if (absl::StartsWith(token, kProbeUserAgentPrefix)) return true;
+  }
+  return false;
 }
 
 Knobs FaultEngine::knobs() const {

@@ -24,8 +24,12 @@ namespace ballast::testbackend {
 enum class Protocol { kHttp, kGrpc };
 
 // The probe contract (see main.cc and README.md): a request is a probe when
-// its User-Agent (HTTP header, or gRPC "user-agent" metadata) starts with
-// "ballast-probe", or a gRPC HelloRequest.from is exactly "ballast-probe".
+// one of the space-separated product tokens of its User-Agent (the HTTP
+// header, or the gRPC "user-agent" metadata) starts with "ballast-probe", or
+// a gRPC HelloRequest.from is exactly "ballast-probe". Probes send a
+// User-Agent that starts with "ballast-probe/..."; grpc++ clients cannot
+// (grpc++ puts "grpc-c++/<version>" first and the channel's primary user
+// agent second), hence tokens rather than a prefix of the whole header.
 inline constexpr absl::string_view kProbeUserAgentPrefix = "ballast-probe";
 bool IsProbeUserAgent(absl::string_view user_agent);
 

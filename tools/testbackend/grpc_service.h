@@ -11,10 +11,10 @@
 //              call); when cleared, the held call gets a fresh decision;
 //   wrong_body name "wrong", message "hello <from> from wrong", healthy=false.
 // Any reply while a knob applies to the call carries healthy=false.
-// A call is a probe when its "user-agent" metadata starts with
-// "ballast-probe" (gRPC prepends the channel's primary user agent,
-// GRPC_ARG_PRIMARY_USER_AGENT_STRING) or HelloRequest.from is exactly
-// "ballast-probe"; with real_only set, probes get the normal reply.
+// A call is a probe when a token of its "user-agent" metadata starts with
+// "ballast-probe" (set the channel's GRPC_ARG_PRIMARY_USER_AGENT_STRING;
+// grpc++ sends "grpc-c++/<v> <primary> grpc-c/<v> ...") or HelloRequest.from
+// is exactly "ballast-probe"; with real_only set, probes get the normal reply.
 //
 // Thread-safety: grpc++ calls Hello concurrently; the service only reads
 // immutable members and the thread-safe engine.

@@ -15,9 +15,13 @@
 // real_only can fail real traffic while probes still pass:
 //   - HTTP: the User-Agent header starts with "ballast-probe"
 //     (e.g. "ballast-probe/1");
-//   - gRPC: the "user-agent" metadata starts with "ballast-probe" (set the
-//     channel's primary user agent, GRPC_ARG_PRIMARY_USER_AGENT_STRING), or
+//   - gRPC: the "user-agent" metadata carries a token starting with
+//     "ballast-probe" (set the channel's primary user agent,
+//     GRPC_ARG_PRIMARY_USER_AGENT_STRING, to "ballast-probe/1"; grpc++ then
+//     sends "grpc-c++/1.51.1 ballast-probe/1 grpc-c/..."), or
 //     HelloRequest.from is exactly "ballast-probe".
+//   Precisely: a request is a probe when any space-separated token of its
+//   User-Agent starts with "ballast-probe" (or from == "ballast-probe").
 // Every other request is "real". /stats counts both kinds separately.
 //
 // Process control: SIGTERM or SIGINT stops the process cleanly (exit 0);

@@ -109,12 +109,16 @@ TEST_CASE("Decide: real_only spares probes and only probes") {
   CHECK(Decide(k, true, 0, 0, 0).outcome == Outcome::kHang);
 }
 
-TEST_CASE("probe user agents are recognised by prefix") {
+TEST_CASE("probe user agents: a product token starts with ballast-probe") {
   CHECK(IsProbeUserAgent("ballast-probe"));
-  CHECK(IsProbeUserAgent("ballast-probe/1 grpc-c++/1.51.1 (linux; chttp2)"));
+  CHECK(IsProbeUserAgent("ballast-probe/1 libcurl/7.88.1"));
+  // What grpc++ 1.51 sends for a channel whose primary user agent is ours.
+  CHECK(IsProbeUserAgent("grpc-c++/1.51.1 ballast-probe/1 grpc-c/29.0.0 (linux; chttp2)"));
   CHECK_FALSE(IsProbeUserAgent("curl/7.88.1"));
+  CHECK_FALSE(IsProbeUserAgent("grpc-c++/1.51.1 grpc-c/29.0.0 (linux; chttp2)"));
   CHECK_FALSE(IsProbeUserAgent("ballast-prob"));
-  CHECK_FALSE(IsProbeUserAgent("x ballast-probe"));
+  CHECK_FALSE(IsProbeUserAgent("not-ballast-probe/1"));
+  CHECK_FALSE(IsProbeUserAgent(""));
 }
 
 TEST_CASE("FaultEngine sets all assignments or none, and counts by kind") {
