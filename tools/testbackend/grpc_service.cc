@@ -13,15 +13,23 @@ grpc::Status TestBackendService::Hello(grpc::ServerContext* context,
     probe = probe || IsProbeUserAgent(absl::string_view(it->second.data(), it->second.size()));
   }
   auto abandoned = [context] { return context->IsCancelled(); };
+  auto gave_up = [this](const char* while_what) {
+    if (engine_->stopping()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          absl::StrCat("backend ", name_, " is stopping"));
+    }
+    return grpc::Status(grpc::StatusCode::CANCELLED,
+                        absl::StrCat("call abandoned while ", while_what));
+  };
   Plan plan = engine_->Decide(Protocol::kGrpc, probe);
   while (plan.outcome == Outcome::kHang) {
     if (!engine_->WaitOutHang(probe, abandoned)) {
-      return grpc::Status(grpc::StatusCode::CANCELLED, "call abandoned while hanging");
+      return gave_up("hanging");
     }
     plan = engine_->Decide(Protocol::kGrpc, probe, /*count_request=*/false);
   }
   if (plan.delay_ms > 0 && !engine_->Sleep(plan.delay_ms, abandoned)) {
-    return grpc::Status(grpc::StatusCode::CANCELLED, "call abandoned while delayed");
+    return gave_up("delayed");
   }
   switch (plan.outcome) {
     case Outcome::kReset:
