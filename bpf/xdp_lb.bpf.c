@@ -9,6 +9,7 @@
  * ballast_verdict). docs/dataplane.md is the written policy for each case.
  */
 #include "common.h"
+#include "clock.h"
 #include "maps.h"
 #include "parse.h"
 #include "stats.h"
@@ -20,26 +21,22 @@
 #include "fib.h"
 #include "icmp.h"
 
-/* Encapsulates the packet to `backend_id` and sends it on its way. The
- * verdicts used are fwd_tx / fwd_redirect, so ICMP errors forwarded to a
- * backend are counted apart from client traffic. */
+/* Encapsulates the packet to `backend_id` (whose entry `be` the caller
+ * looked up and found in use) and sends it on its way. The verdicts used
+ * are fwd_tx / fwd_redirect, so ICMP errors forwarded to a backend are
+ * counted apart from client traffic. `now` is the coarse clock. */
 static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 				   const struct ballast_vip_meta *vip, __u32 backend_id,
+				   const struct ballast_backend *be,
 				   const struct ballast_settings *s, __u64 now, __u32 fwd_tx,
 				   __u32 fwd_redirect)
 {
 	struct ballast_backend_stats *bs;
 	struct ballast_nexthop *nh = 0;
-	struct ballast_backend *be;
 	enum nexthop_result nr;
 	__u8 smac[6], dmac[6];
 	__u32 overhead;
 
-	be = bpf_map_lookup_elem(&backends, &backend_id);
-	if (!be || be->state == BALLAST_BACKEND_UNUSED) {
-		vip_account(vip->vip_id, 0, 1);
-		return verdict(BALLAST_V_DROP_NO_BACKEND, XDP_DROP);
-	}
 	if (p->key.family == BALLAST_FAMILY_V6 && be->family == BALLAST_FAMILY_V4) {
 		vip_account(vip->vip_id, 0, 1);
 		return verdict(BALLAST_V_DROP_FAMILY, XDP_DROP);
@@ -109,6 +106,7 @@ static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
 {
 	struct ballast_flow_key inner;
 	struct ballast_vip_meta *vip;
+	struct ballast_backend *be;
 	int err;
 	__u32 id;
 
@@ -127,16 +125,18 @@ static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
 	vip = vip_lookup(p->key.dst, p->key.family, p->key.dport, p->key.proto);
 	if (!vip)
 		return verdict(BALLAST_V_PASS_ICMP_UNMATCHED, XDP_PASS);
-	if (vip_fenced(vip, now)) {
+	if (vip_fenced(vip)) {
 		vip_account(vip->vip_id, 0, 1);
 		return verdict(BALLAST_V_DROP_FENCED, XDP_DROP);
 	}
-	id = conntrack_peek(vip, p, now);
-	if (id == BALLAST_INVALID_ID) {
+	id = conntrack_peek(vip, p);
+	be = bpf_map_lookup_elem(&backends, &id);
+	if (id == BALLAST_INVALID_ID || !be || be->state == BALLAST_BACKEND_UNUSED) {
 		vip_account(vip->vip_id, 0, 1);
 		return verdict(BALLAST_V_DROP_NO_BACKEND, XDP_DROP);
 	}
-	return forward(ctx, p, vip, id, s, now, BALLAST_V_ICMP_FWD_TX, BALLAST_V_ICMP_FWD_REDIRECT);
+	return forward(ctx, p, vip, id, be, s, now, BALLAST_V_ICMP_FWD_TX,
+		       BALLAST_V_ICMP_FWD_REDIRECT);
 }
 
 SEC("xdp")
@@ -144,7 +144,7 @@ int xdp_lb(struct xdp_md *ctx)
 {
 	struct ballast_vip_meta *vip;
 	struct ballast_settings *s;
-	struct ballast_backend *be;
+	struct ballast_backend *be = 0;
 	struct pkt p = {};
 	enum parse_result r;
 	__u32 zero = 0, id;
@@ -189,12 +189,11 @@ int xdp_lb(struct xdp_md *ctx)
 		return verdict(BALLAST_V_DROP_NO_SETTINGS, XDP_DROP); /* cannot happen: array */
 
 	if (p.key.proto == IPPROTO_ICMP || p.key.proto == IPPROTO_ICMPV6)
-		return handle_icmp(ctx, &p, s, bpf_ktime_get_ns());
+		return handle_icmp(ctx, &p, s, clock_coarse());
 
 	vip = vip_lookup(p.key.dst, p.key.family, p.key.dport, p.key.proto);
 	if (!vip)
 		return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
-	now = bpf_ktime_get_ns();
 
 	if (p.key.proto == IPPROTO_TCP ? parse_tcp(ctx, &p) : parse_udp(ctx, &p)) {
 		vip_account(vip->vip_id, 0, 1);
@@ -202,18 +201,22 @@ int xdp_lb(struct xdp_md *ctx)
 	}
 	if (p.ttl <= 1)
 		return verdict(BALLAST_V_PASS_TTL, XDP_PASS);
-	if (vip_fenced(vip, now)) {
+	if (vip_fenced(vip)) {
 		vip_account(vip->vip_id, 0, 1);
 		return verdict(BALLAST_V_DROP_FENCED, XDP_DROP);
 	}
 
-	id = conntrack_select(vip, &p, s, now);
-	be = bpf_map_lookup_elem(&backends, &id);
-	if (id == BALLAST_INVALID_ID || !backend_usable(be, now)) {
-		vip_account(vip->vip_id, 0, 1);
-		return verdict(BALLAST_V_DROP_NO_BACKEND, XDP_DROP);
+	now = clock_coarse();
+	id = conntrack_select(vip, &p, s, now, &be);
+	if (!be) {
+		/* a fresh pick from the table */
+		be = bpf_map_lookup_elem(&backends, &id);
+		if (id == BALLAST_INVALID_ID || !backend_usable(be)) {
+			vip_account(vip->vip_id, 0, 1);
+			return verdict(BALLAST_V_DROP_NO_BACKEND, XDP_DROP);
+		}
 	}
-	return forward(ctx, &p, vip, id, s, now, BALLAST_V_TX, BALLAST_V_REDIRECT);
+	return forward(ctx, &p, vip, id, be, s, now, BALLAST_V_TX, BALLAST_V_REDIRECT);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -31,19 +31,22 @@
 #define BALLAST_CONNTRACK_H
 
 #include "common.h"
+#include "clock.h"
 #include "maps.h"
 #include "maglev.h"
 #include "parse.h"
 #include "stats.h"
 
-static __always_inline int backend_usable(const struct ballast_backend *be, __u64 now)
+/* The drain deadline is compared with the precise clock (read only for a
+ * draining backend that has one), so no flow outlives it by a tick. */
+static __always_inline int backend_usable(const struct ballast_backend *be)
 {
 	if (!be)
 		return 0;
-	if (be->state == BALLAST_BACKEND_ACTIVE)
+	if (likely(be->state == BALLAST_BACKEND_ACTIVE))
 		return 1;
 	if (be->state == BALLAST_BACKEND_DRAINING)
-		return be->drain_deadline_ns == 0 || now < be->drain_deadline_ns;
+		return be->drain_deadline_ns == 0 || clock_precise() < be->drain_deadline_ns;
 	return 0; /* EVICTED, UNUSED */
 }
 
@@ -71,7 +74,8 @@ static __always_inline int is_pure_syn(const struct pkt *p)
 }
 
 /* Creates (or replaces) the flow with a fresh pick from the table.
- * Returns the backend_id, or BALLAST_INVALID_ID when the table has none. */
+ * Returns the backend_id, or BALLAST_INVALID_ID when the table has none.
+ * `now` is the coarse clock; start_ns (the handshake's start) is precise. */
 static __always_inline __u32 flow_create(const struct ballast_vip_meta *vip, struct pkt *p,
 					 __u64 now)
 {
@@ -82,7 +86,7 @@ static __always_inline __u32 flow_create(const struct ballast_vip_meta *vip, str
 	if (id == BALLAST_INVALID_ID)
 		return id;
 	f.backend_id = id;
-	f.start_ns = now;
+	f.start_ns = clock_precise();
 	f.last_seen_ns = now;
 	if (p->key.proto == IPPROTO_UDP) {
 		f.state = BALLAST_FLOW_UDP;
@@ -104,7 +108,8 @@ static __always_inline __u32 flow_create(const struct ballast_vip_meta *vip, str
 }
 
 /* TCP state transitions and passive signals for a packet of an existing
- * flow that stays on f->backend_id. */
+ * flow that stays on f->backend_id. `now` is the coarse clock; the timing
+ * samples read the precise one, once per flow each. */
 static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct pkt *p, __u64 now)
 {
 	struct ballast_backend_stats *bs = backend_stats_of(f->backend_id);
@@ -118,24 +123,28 @@ static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct
 		return;
 	}
 	if (f->state == BALLAST_FLOW_SYN_SENT && (flags & TCP_ACK) && !(flags & TCP_SYN)) {
+		__u64 t = clock_precise();
+
 		f->state = BALLAST_FLOW_ESTABLISHED;
-		if (bs && now > f->start_ns) {
-			bs->handshake_ns_sum += now - f->start_ns;
+		if (bs && t > f->start_ns) {
+			bs->handshake_ns_sum += t - f->start_ns;
 			bs->handshake_count += 1;
 		}
 	}
 	if (f->state == BALLAST_FLOW_ESTABLISHED || f->state == BALLAST_FLOW_CLOSING) {
 		if (!(f->flags & BALLAST_FLOW_F_PAYLOAD_SEEN)) {
 			if (p->payload_len > 0) {
-				f->payload_ns = now;
+				f->payload_ns = clock_precise();
 				f->payload_ack = p->ack_seq;
 				f->flags |= BALLAST_FLOW_F_PAYLOAD_SEEN;
 			}
 		} else if (!(f->flags & BALLAST_FLOW_F_RESPONSE_SEEN) && (flags & TCP_ACK) &&
 			   (__s32)(p->ack_seq - f->payload_ack) > 0) {
+			__u64 t = clock_precise();
+
 			f->flags |= BALLAST_FLOW_F_RESPONSE_SEEN;
-			if (bs && now > f->payload_ns) {
-				bs->first_response_ns_sum += now - f->payload_ns;
+			if (bs && t > f->payload_ns) {
+				bs->first_response_ns_sum += t - f->payload_ns;
 				bs->first_response_count += 1;
 			}
 		}
@@ -148,9 +157,13 @@ static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct
 
 /* Chooses the backend for a TCP or UDP packet to a VIP and keeps the
  * connection table up to date. Returns the backend_id, or
- * BALLAST_INVALID_ID when the VIP has no usable backend. */
+ * BALLAST_INVALID_ID when the VIP has no usable backend. When the flow
+ * keeps its backend, *bep is set to that backend's entry (already checked
+ * usable); otherwise (a fresh pick) *bep is left alone and the caller looks
+ * the backend up and checks it. `now` is the coarse clock. */
 static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip, struct pkt *p,
-					      const struct ballast_settings *s, __u64 now)
+					      const struct ballast_settings *s, __u64 now,
+					      struct ballast_backend **bep)
 {
 	struct ballast_backend_stats *bs;
 	struct ballast_backend *be;
@@ -163,7 +176,7 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 
 	old = f->backend_id;
 	be = bpf_map_lookup_elem(&backends, &old);
-	if (!backend_usable(be, now)) {
+	if (!backend_usable(be)) {
 		bs = backend_stats_of(old);
 		if (bs)
 			bs->resteered_away += 1;
@@ -188,7 +201,7 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 			return id;
 		if (id != old) {
 			f->backend_id = id;
-			f->start_ns = now;
+			f->start_ns = clock_precise();
 			bs = backend_stats_of(id);
 			if (bs)
 				bs->new_flows += 1;
@@ -198,16 +211,17 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 	}
 	flow_tcp_update(f, p, now);
 keep:
-	if (now - f->last_seen_ns > BALLAST_TOUCH_NS)
+	/* no underflow should last_seen_ns be ahead of `now` */
+	if (now > f->last_seen_ns + BALLAST_TOUCH_NS)
 		f->last_seen_ns = now;
-	return f->backend_id;
+	*bep = be;
+	return old;
 }
 
 /* Backend for an ICMP error about `key`: the flow's backend if the flow is
  * known and its backend usable, else the table's pick (which is what the
  * flow would get on its next packet). Never changes the table. */
-static __always_inline __u32 conntrack_peek(const struct ballast_vip_meta *vip, struct pkt *p,
-					    __u64 now)
+static __always_inline __u32 conntrack_peek(const struct ballast_vip_meta *vip, struct pkt *p)
 {
 	struct ballast_backend *be;
 	struct ballast_flow *f;
@@ -217,7 +231,7 @@ static __always_inline __u32 conntrack_peek(const struct ballast_vip_meta *vip, 
 	if (f) {
 		id = f->backend_id;
 		be = bpf_map_lookup_elem(&backends, &id);
-		if (backend_usable(be, now))
+		if (backend_usable(be))
 			return id;
 	}
 	return maglev_pick(vip->vip_id, p);

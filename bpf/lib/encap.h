@@ -21,6 +21,17 @@
 
 #define ENCAP_TTL 64
 
+/* Copies a 6-byte MAC address as a 4-byte and a 2-byte word. The BPF
+ * target assumes byte alignment for __u8 arrays and would otherwise move
+ * it byte by byte; unaligned word access to packets and map values is fine
+ * on the architectures the agent loads on (the verifier enforces
+ * alignment only with BPF_F_STRICT_ALIGNMENT). */
+static __always_inline void mac_copy(__u8 *dst, const __u8 *src)
+{
+	*(__u32 *)dst = *(const __u32 *)src;
+	*(__u16 *)(dst + 4) = *(const __u16 *)(src + 4);
+}
+
 static __always_inline __u32 encap_overhead(const struct ballast_backend *be)
 {
 	return be->family == BALLAST_FAMILY_V4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
@@ -45,39 +56,50 @@ static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
 
 	if (be->family == BALLAST_FAMILY_V4) {
 		struct iphdr *ip = (void *)(eth + 1);
+		__u32 *w = (__u32 *)ip;
+		__u32 w0, w1, saddr, daddr;
+		__u16 ttl_proto;
 
 		if ((void *)(ip + 1) > data_end)
 			return -1;
 		eth->h_proto = bpf_htons(ETH_P_IP);
-		ip->version = 4;
-		ip->ihl = 5;
-		ip->tos = p->tos;
-		ip->tot_len = bpf_htons(p->ip_len + sizeof(*ip));
-		ip->id = 0;
-		ip->frag_off = p->df ? bpf_htons(IP_DF) : 0; /* RFC 2003: DF copied */
-		ip->ttl = ENCAP_TTL;
-		ip->protocol = IPPROTO_IPIP;
-		__builtin_memcpy(&ip->saddr, s->src4, 4);
-		__builtin_memcpy(&ip->daddr, be->addr, 4);
-		ip->check = 0;
-		ip->check = ip4_header_csum(ip);
+		/* The header is built in registers as the words it consists of
+		 * (in memory order), and its checksum is the sum of those same
+		 * words: reading the header back would stall on the narrow
+		 * stores just made to it. */
+		w0 = bpf_htonl((0x45u << 24) | ((__u32)p->tos << 16) | (p->ip_len + sizeof(*ip)));
+		w1 = p->df ? bpf_htonl(IP_DF) : 0; /* id 0; RFC 2003: DF copied */
+		ttl_proto = bpf_htons((ENCAP_TTL << 8) | IPPROTO_IPIP);
+		saddr = *(const __u32 *)s->src4;
+		daddr = *(const __u32 *)be->addr;
+		w[0] = w0;
+		w[1] = w1;
+		*(__u16 *)&ip->ttl = ttl_proto;
+		ip->check = csum_fold((__u64)w0 + w1 + ttl_proto + saddr + daddr);
+		w[3] = saddr;
+		w[4] = daddr;
 	} else {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
 		__u32 label = p->hash & 0xFFFFF;
+		__u32 *w = (__u32 *)ip6;
+		__u32 next = p->key.family == BALLAST_FAMILY_V4 ? IPPROTO_IPIP : IPPROTO_IPV6;
+		const __u32 *src = (const __u32 *)s->src6, *dst = (const __u32 *)be->addr;
 
 		if ((void *)(ip6 + 1) > data_end)
 			return -1;
 		eth->h_proto = bpf_htons(ETH_P_IPV6);
-		ip6->version = 6;
-		ip6->priority = p->tos >> 4;
-		ip6->flow_lbl[0] = ((p->tos & 0xF) << 4) | (label >> 16);
-		ip6->flow_lbl[1] = label >> 8;
-		ip6->flow_lbl[2] = label;
-		ip6->payload_len = bpf_htons(p->ip_len);
-		ip6->nexthdr = p->key.family == BALLAST_FAMILY_V4 ? IPPROTO_IPIP : IPPROTO_IPV6;
-		ip6->hop_limit = ENCAP_TTL;
-		__builtin_memcpy(&ip6->saddr, s->src6, 16);
-		__builtin_memcpy(&ip6->daddr, be->addr, 16);
+		/* version, traffic class, flow label; payload length, next
+		 * header, hop limit: two words. Addresses word by word. */
+		w[0] = bpf_htonl((6u << 28) | ((__u32)p->tos << 20) | label);
+		w[1] = bpf_htonl((p->ip_len << 16) | (next << 8) | ENCAP_TTL);
+		w[2] = src[0];
+		w[3] = src[1];
+		w[4] = src[2];
+		w[5] = src[3];
+		w[6] = dst[0];
+		w[7] = dst[1];
+		w[8] = dst[2];
+		w[9] = dst[3];
 	}
 	return 0;
 }
@@ -91,8 +113,8 @@ static __always_inline int set_macs(struct xdp_md *ctx, const __u8 *smac, const 
 
 	if ((void *)(eth + 1) > data_end)
 		return -1;
-	__builtin_memcpy(eth->h_source, smac, 6);
-	__builtin_memcpy(eth->h_dest, dmac, 6);
+	mac_copy(eth->h_source, smac);
+	mac_copy(eth->h_dest, dmac);
 	return 0;
 }
 

@@ -209,8 +209,8 @@ static __always_inline enum parse_result parse_packet(struct xdp_md *ctx, struct
 	if ((void *)(l4 + 4) > data_end || p->l4_off + 4 > p->l3_off + p->ip_len)
 		return PARSE_SHORT_L4;
 	if (p->key.proto == IPPROTO_TCP || p->key.proto == IPPROTO_UDP) {
-		__builtin_memcpy(&p->key.sport, l4, 2);
-		__builtin_memcpy(&p->key.dport, l4 + 2, 2);
+		/* both ports in one load (sport, dport are adjacent in the key) */
+		*(__u32 *)&p->key.sport = *(const __u32 *)l4;
 	} else {
 		p->icmp_type = l4[0];
 	}

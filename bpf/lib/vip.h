@@ -13,6 +13,7 @@
 #include "common.h"
 #include "maps.h"
 #include "ballast_flow_hash.h"
+#include "clock.h"
 
 /* Copies an address held in a flow key (4-byte aligned) word by word. */
 static __always_inline void addr_copy(__u8 *dst, const __u8 *src)
@@ -70,10 +71,12 @@ static __always_inline int is_vip_addr(const __u8 *addr, __u8 family)
 }
 
 /* An owned VIP stops forwarding at its owner's deadline, which the owner
- * keeps strictly inside its lease: a frozen owner stops on its own. */
-static __always_inline int vip_fenced(const struct ballast_vip_meta *vip, __u64 now)
+ * keeps strictly inside its lease: a frozen owner stops on its own. The
+ * precise clock, read only for owned VIPs: the coarse one lags by up to a
+ * tick and would forward past the deadline. */
+static __always_inline int vip_fenced(const struct ballast_vip_meta *vip)
 {
-	return (vip->flags & BALLAST_VIP_F_OWNED) && now >= vip->owner_deadline_ns;
+	return (vip->flags & BALLAST_VIP_F_OWNED) && clock_precise() >= vip->owner_deadline_ns;
 }
 
 #endif /* BALLAST_VIP_H */
