@@ -1,0 +1,559 @@
+#include "agent/health/machine.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/health/json_writer.h"
+
+namespace ballast::health {
+namespace {
+
+// This Abseil's StrCat takes absl::string_view, which is not std::string_view.
+absl::string_view AV(std::string_view s) { return {s.data(), s.size()}; }
+
+constexpr size_t kProbeLatency = static_cast<size_t>(Signal::kProbeLatencyMs);
+
+// Per-backend scratch of one evaluation.
+struct Work {
+  const BackendInput* in = nullptr;
+  BackendState st;
+  int prev_score = 100;
+  std::optional<CounterSnapshot> delta;
+  bool counter_reset = false;
+  PassiveValues passive;
+  // Signal values this evaluation (passive + probe latency); nullopt = none.
+  std::array<std::optional<double>, kNumSignals> value{};
+  std::array<std::optional<SignalComparison>, kNumSignals> cmp{};
+  std::array<double, kNumSignals> penalty{};
+  std::optional<double> probe_pen;
+  std::optional<double> passive_pen;
+  double drift_pen = 0;
+  ScoreResult score;
+  bool unwell = false;
+  std::vector<Action> actions;  // inputs_json filled at the end
+};
+
+std::string FormatPercent(int p) { return absl::StrCat(p, "%"); }
+
+void AddAction(Work& w, ActionKind kind, absl::Time now, const std::string& pool,
+               std::string message) {
+  Action a;
+  a.kind = kind;
+  a.at = now;
+  a.pool = pool;
+  a.backend = w.st.key;
+  a.message = std::move(message);
+  w.actions.push_back(std::move(a));
+}
+
+void PruneFlaps(BackendState& st, absl::Time now, const Params& p) {
+  auto& f = st.flaps;
+  f.erase(std::remove_if(f.begin(), f.end(), [&](absl::Time t) { return now - t > p.flap_window; }),
+          f.end());
+}
+
+absl::Duration CooldownFor(size_t flaps, const Params& p) {
+  absl::Duration d = p.cooldown_base;
+  for (size_t i = 1; i < flaps && d < p.max_cooldown; ++i) d *= 2;
+  return std::min(d, p.max_cooldown);
+}
+
+JsonObject ComparisonJson(const SignalComparison& c, double penalty) {
+  JsonObject o;
+  o.Double("value", c.value);
+  if (c.baseline) o.Double("baseline", *c.baseline);
+  if (c.peer_median) o.Double("peer_median", *c.peer_median);
+  if (c.vs_baseline) o.Double("vs_baseline", *c.vs_baseline);
+  if (c.vs_peers) o.Double("vs_peers", *c.vs_peers);
+  o.Double("penalty", penalty);
+  return o;
+}
+
+std::string EvidenceJson(const Work& w, const BackendOutput& out, const Params& p, absl::Time now) {
+  const BackendState& st = w.st;
+  JsonObject o;
+  o.Int("score", st.score)
+      .Int("previous_score", w.prev_score)
+      .Bool("evaluated", w.score.evaluated)
+      .String("state", out.state_name)
+      .Int("good_streak", st.good_streak)
+      .Int("bad_streak", st.bad_streak)
+      .Int("ramp_percent", p.ramp_percents[st.ramp_step])
+      .Int("ramp_hold", st.hold)
+      .Uint("nominal_weight", w.in->nominal_weight)
+      .String("operator_state", OperatorStateName(w.in->operator_state))
+      .Uint("effective_weight", out.effective_weight);
+  if (w.in->probe) {
+    const ProbeSummary& s = *w.in->probe;
+    JsonObject pr;
+    pr.Uint("successes", s.successes).Uint("failures", s.failures);
+    if (w.cmp[kProbeLatency]) {
+      pr.Object("latency_ms", ComparisonJson(*w.cmp[kProbeLatency], w.penalty[kProbeLatency]));
+    } else if (auto ms = ProbeLatencyMs(s)) {
+      pr.Double("latency_ms_mean", *ms);
+    }
+    if (w.probe_pen) pr.Double("penalty", *w.probe_pen);
+    o.Object("probe", pr);
+  }
+  if (w.in->counters) {
+    JsonObject pa;
+    if (w.delta) {
+      const CounterSnapshot& d = *w.delta;
+      JsonObject iv;
+      iv.Uint("new_flows", d.new_flows)
+          .Uint("packets", d.packets)
+          .Uint("syn_retransmits", d.syn_retransmits)
+          .Uint("client_rsts", d.client_rsts)
+          .Uint("handshake_count", d.handshake_count)
+          .Uint("first_response_count", d.first_response_count);
+      pa.Object("interval", iv);
+      JsonObject sig;
+      for (size_t i = 0; i < kNumPassiveSignals; ++i) {
+        auto name = SignalName(static_cast<Signal>(i));
+        if (w.cmp[i]) {
+          JsonObject c = ComparisonJson(*w.cmp[i], w.penalty[i]);
+          c.Uint("samples", w.passive.samples[i]);
+          sig.Object(name, c);
+        } else if (w.value[i]) {
+          JsonObject c;
+          c.Double("value", *w.value[i]).Uint("samples", w.passive.samples[i]);
+          sig.Object(name, c);
+        }
+      }
+      pa.Object("signals", sig);
+    } else {
+      pa.Bool("counter_reset", w.counter_reset);
+    }
+    if (w.passive_pen) pa.Double("penalty", *w.passive_pen);
+    o.Object("passive", pa);
+  }
+  o.String("disagreement", DisagreementName(w.score.disagreement));
+  o.Double("drift_penalty", w.drift_pen);
+  o.Uint("flaps_in_window", st.flaps.size());
+  if (st.cooldown_until > now)
+    o.Int("cooldown_until_unix_ms", absl::ToUnixMillis(st.cooldown_until));
+  o.Strings("conditions", out.conditions);
+  return o.Build();
+}
+
+// Steps 1-3 of the file comment for all backends: values, comparisons, score.
+void Observe(std::vector<Work>& work, const Params& p) {
+  for (Work& w : work) {
+    if (w.in->counters) {
+      if (w.st.last_counters) {
+        w.delta = CounterDelta(*w.st.last_counters, *w.in->counters);
+        w.counter_reset = !w.delta.has_value();
+      }
+      w.st.last_counters = w.in->counters;
+    }
+    if (w.delta) {
+      w.passive = DerivePassive(*w.delta, p);
+      for (size_t i = 0; i < kNumPassiveSignals; ++i) w.value[i] = w.passive.value[i];
+    }
+    if (w.in->probe) w.value[kProbeLatency] = ProbeLatencyMs(*w.in->probe);
+  }
+  std::vector<double> peers;
+  for (size_t i = 0; i < work.size(); ++i) {
+    Work& w = work[i];
+    for (size_t s = 0; s < kNumSignals; ++s) {
+      if (!w.value[s]) continue;
+      peers.clear();
+      for (size_t j = 0; j < work.size(); ++j) {
+        if (j != i && work[j].value[s]) peers.push_back(*work[j].value[s]);
+      }
+      const Signal sig = static_cast<Signal>(s);
+      SignalComparison c = Compare(sig, *w.value[s], w.st.baselines[s], peers, p);
+      if (c.severity) w.penalty[s] = SlowdownPenalty(*c.severity, p);
+      if (c.vs_baseline) w.drift_pen = std::max(w.drift_pen, SlowdownPenalty(*c.vs_baseline, p));
+      const bool anomalous = c.vs_baseline && *c.vs_baseline > p.slowdown_tolerance;
+      w.st.baselines[s] = UpdateBaseline(w.st.baselines[s], *w.value[s], anomalous, p);
+      w.cmp[s] = c;
+    }
+    for (size_t s = 0; s < kNumPassiveSignals; ++s) {
+      if (w.cmp[s] && w.cmp[s]->severity) {
+        w.passive_pen = std::max(w.passive_pen.value_or(0), w.penalty[s]);
+      }
+    }
+    if (w.in->probe) {
+      std::optional<double> lat_sev;
+      if (w.cmp[kProbeLatency]) lat_sev = w.cmp[kProbeLatency]->severity;
+      w.probe_pen = ProbePenalty(*w.in->probe, lat_sev, p);
+    }
+    w.score = ComputeScore(w.probe_pen, w.passive_pen, p);
+    w.prev_score = w.st.score;
+    if (w.score.evaluated) w.st.score = w.score.score;
+  }
+}
+
+void ScoreBandAction(Work& w, absl::Time now, const std::string& pool, const Params& p) {
+  if (!w.score.evaluated) return;
+  const int before = ScoreBand(w.prev_score, p);
+  const int after = ScoreBand(w.st.score, p);
+  if (before == after) return;
+  AddAction(w, ActionKind::kScoreBand, now, pool,
+            absl::StrFormat("score %d (band %d), was %d (band %d)", w.st.score, after, w.prev_score,
+                            before));
+}
+
+std::string DisagreementSentence(Disagreement d) {
+  switch (d) {
+    case Disagreement::kProbePassesTrafficFails:
+      return "probes pass but real traffic is degraded";
+    case Disagreement::kProbeFailsTrafficHealthy:
+      return "probes fail but real traffic is healthy";
+    case Disagreement::kNone:
+      break;
+  }
+  return "no disagreement";
+}
+
+void DisagreementActions(Work& w, absl::Time now, const std::string& pool, const Params& p) {
+  if (!w.score.evaluated) return;
+  DisagreementEpisode& ep = w.st.disagreement;
+  const Disagreement d = w.score.disagreement;
+  auto clear = [&]() {
+    if (ep.direction != Disagreement::kNone && ep.alerted) {
+      AddAction(w, ActionKind::kDisagreementCleared, now, pool,
+                absl::StrCat("disagreement ", AV(DisagreementName(ep.direction)), " ended after ",
+                             absl::FormatDuration(now - ep.since)));
+    }
+    ep = DisagreementEpisode{};
+  };
+  if (d != Disagreement::kNone) {
+    if (ep.direction != d) {
+      clear();
+      ep.direction = d;
+      ep.since = now;
+    }
+    if (!ep.alerted && now - ep.since >= p.disagreement_alert_after) {
+      ep.alerted = true;
+      AddAction(
+          w, ActionKind::kDisagreement, now, pool,
+          absl::StrCat("disagreement ", AV(DisagreementName(d)), ": ", DisagreementSentence(d),
+                       " for ", absl::FormatDuration(now - ep.since), " (score ", w.st.score, ")"));
+    }
+  } else if (w.probe_pen && w.passive_pen) {
+    clear();
+  }
+}
+
+void Transition(Work& w, absl::Time now, const std::string& pool, const Params& p) {
+  BackendState& st = w.st;
+  if (w.score.evaluated) {
+    if (st.score >= p.good_score) {
+      ++st.good_streak;
+      st.bad_streak = 0;
+    } else if (st.score < p.bad_score) {
+      ++st.bad_streak;
+      st.good_streak = 0;
+    } else {
+      st.good_streak = 0;
+      st.bad_streak = 0;
+    }
+  }
+  if (st.pinned) return;
+  const size_t last = p.ramp_percents.size() - 1;
+  if (st.in_service) {
+    if (st.bad_streak >= p.demote_after) {
+      const int streak = st.bad_streak;
+      st.in_service = false;
+      st.good_streak = st.bad_streak = st.hold = 0;
+      std::string msg = absl::StrFormat("demoted after %d consecutive bad evaluations (score %d)",
+                                        streak, st.score);
+      const bool flap = st.last_promotion && now - *st.last_promotion <= p.flap_window;
+      if (flap) {
+        st.flaps.push_back(now);
+        const size_t n = st.flaps.size();
+        const absl::Duration cd = CooldownFor(n, p);
+        st.cooldown_until = now + cd;
+        absl::StrAppend(&msg, "; flap ", n, " within ", absl::FormatDuration(p.flap_window),
+                        " of a promotion, cooldown ", absl::FormatDuration(cd));
+        const auto in_pin = std::count_if(st.flaps.begin(), st.flaps.end(),
+                                          [&](absl::Time t) { return now - t <= p.pin_window; });
+        AddAction(w, ActionKind::kDemote, now, pool, std::move(msg));
+        if (in_pin >= p.pin_flaps) {
+          st.pinned = true;
+          AddAction(w, ActionKind::kPin, now, pool,
+                    absl::StrFormat("pinned out after %d flaps within %s; it stays at weight 0 "
+                                    "until `lbctl backend release`",
+                                    static_cast<int>(in_pin), absl::FormatDuration(p.pin_window)));
+        }
+      } else {
+        AddAction(w, ActionKind::kDemote, now, pool, std::move(msg));
+      }
+      return;
+    }
+    if (st.ramp_step < last && w.score.evaluated) {
+      if (st.score < p.ramp_sag_score) {
+        st.hold = 0;
+        if (st.ramp_step > 0) {
+          const int from = p.ramp_percents[st.ramp_step];
+          --st.ramp_step;
+          AddAction(w, ActionKind::kRampBack, now, pool,
+                    absl::StrFormat("ramp %s -> %s: score %d sagged below %d", FormatPercent(from),
+                                    FormatPercent(p.ramp_percents[st.ramp_step]), st.score,
+                                    p.ramp_sag_score));
+        }
+      } else if (++st.hold >= p.ramp_hold) {
+        const int from = p.ramp_percents[st.ramp_step];
+        ++st.ramp_step;
+        st.hold = 0;
+        AddAction(w, ActionKind::kRampStep, now, pool,
+                  absl::StrFormat("ramp %s -> %s after %d evaluations without a sag (score %d)",
+                                  FormatPercent(from), FormatPercent(p.ramp_percents[st.ramp_step]),
+                                  p.ramp_hold, st.score));
+      }
+    }
+    return;
+  }
+  // Down.
+  if (st.good_streak >= p.promote_after && now >= st.cooldown_until) {
+    const int streak = st.good_streak;
+    st.in_service = true;
+    st.ramp_step = 0;
+    st.hold = 0;
+    st.good_streak = st.bad_streak = 0;
+    st.last_promotion = now;
+    AddAction(w, ActionKind::kPromote, now, pool,
+              absl::StrFormat("promoted after %d consecutive good evaluations (score %d); "
+                              "weight at %s of nominal",
+                              streak, st.score, FormatPercent(p.ramp_percents[0])));
+  }
+}
+
+std::vector<std::string> Conditions(const Work& w, bool frozen, absl::Time now, const Params& p) {
+  std::vector<std::string> c;
+  const BackendInput& in = *w.in;
+  if (in.operator_state != OperatorState::kActive) {
+    c.emplace_back(OperatorStateName(in.operator_state));
+  }
+  if (in.nominal_weight == 0) c.emplace_back("nominal_zero");
+  if (in.probe && in.probe->failures > 0) c.emplace_back("probe_failures");
+  if (w.penalty[kProbeLatency] > 0) c.emplace_back("probe_latency_ms_high");
+  for (size_t i = 0; i < kNumPassiveSignals; ++i) {
+    if (w.penalty[i] > 0)
+      c.push_back(absl::StrCat(AV(SignalName(static_cast<Signal>(i))), "_high"));
+  }
+  if (w.counter_reset) c.emplace_back("counter_reset");
+  if (w.delta && !w.passive.any()) c.emplace_back("low_traffic");
+  if (!w.score.evaluated) c.emplace_back("no_data");
+  if (w.st.disagreement.direction != Disagreement::kNone) {
+    c.push_back(absl::StrCat("disagreement:", AV(DisagreementName(w.st.disagreement.direction))));
+  }
+  if (100.0 - w.drift_pen < p.good_score) c.emplace_back("drift_from_baseline");
+  if (!w.st.in_service && !w.st.pinned && w.st.cooldown_until > now) c.emplace_back("cooldown");
+  if (frozen) c.emplace_back("frozen");
+  return c;
+}
+
+}  // namespace
+
+std::string_view HealthStateName(HealthState s) {
+  switch (s) {
+    case HealthState::kHealthy:
+      return "healthy";
+    case HealthState::kDegraded:
+      return "degraded";
+    case HealthState::kRamping:
+      return "ramping";
+    case HealthState::kDown:
+      return "down";
+    case HealthState::kPinned:
+      return "pinned";
+  }
+  return "unknown";
+}
+
+HealthState StateOf(const BackendState& b, const Params& p) {
+  if (b.pinned) return HealthState::kPinned;
+  if (!b.in_service) return HealthState::kDown;
+  if (b.ramp_step + 1 < p.ramp_percents.size()) return HealthState::kRamping;
+  if (b.score < p.good_score) return HealthState::kDegraded;
+  return HealthState::kHealthy;
+}
+
+BackendState NewBackendState(std::string key, const Params& p) {
+  BackendState b;
+  b.key = std::move(key);
+  b.in_service = true;
+  b.score = 100;
+  b.ramp_step = p.new_backend_start == NewBackendStart::kRamping ? 0 : p.ramp_percents.size() - 1;
+  b.applied_in_service = true;
+  b.applied_ramp_percent = p.ramp_percents[b.ramp_step];
+  b.applied_weight_score = 100;
+  return b;
+}
+
+absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl::Time now,
+                            const Params& p) {
+  std::map<std::string_view, const BackendState*> old;
+  for (const BackendState& b : prev.backends) old[b.key] = &b;
+
+  std::vector<Work> work(input.backends.size());
+  {
+    std::map<std::string_view, size_t> seen;
+    for (size_t i = 0; i < input.backends.size(); ++i) {
+      const BackendInput& in = input.backends[i];
+      if (in.key.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("pool ", input.pool, ": backend ", i, " has an empty key"));
+      }
+      if (!seen.emplace(in.key, i).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("pool ", input.pool, ": backend ", in.key, " appears twice in the input"));
+      }
+      work[i].in = &in;
+      auto it = old.find(in.key);
+      work[i].st = it != old.end() ? *it->second : NewBackendState(in.key, p);
+      PruneFlaps(work[i].st, now, p);
+    }
+  }
+
+  Observe(work, p);
+
+  Result r;
+  r.state.pool = input.pool;
+  r.state.frozen = prev.frozen;
+  r.state.frozen_since = prev.frozen_since;
+  r.state.clear_streak = prev.clear_streak;
+
+  for (Work& w : work) {
+    ScoreBandAction(w, now, input.pool, p);
+    DisagreementActions(w, now, input.pool, p);
+  }
+
+  // Fleet guard.
+  std::vector<std::string> unwell_keys;
+  for (Work& w : work) {
+    const bool eligible =
+        w.in->operator_state == OperatorState::kActive && w.in->nominal_weight > 0;
+    if (!eligible) continue;
+    ++r.eligible;
+    w.unwell = w.st.score < p.good_score || 100.0 - w.drift_pen < p.good_score;
+    if (w.unwell) {
+      ++r.unwell;
+      unwell_keys.push_back(w.st.key);
+    }
+  }
+  const bool over =
+      r.eligible > 0 && int64_t{r.unwell} * 100 > int64_t{p.fleet_guard_percent} * r.eligible;
+  auto guard_json = [&]() {
+    JsonObject o;
+    o.Int("unwell", r.unwell)
+        .Int("eligible", r.eligible)
+        .Int("fleet_guard_percent", p.fleet_guard_percent)
+        .Strings("unwell_backends", unwell_keys);
+    return o.Build();
+  };
+  std::vector<Action> pool_actions;
+  if (!r.state.frozen && over) {
+    r.state.frozen = true;
+    r.state.frozen_since = now;
+    r.state.clear_streak = 0;
+    pool_actions.push_back(Action{
+        ActionKind::kFreeze, now, input.pool, "",
+        absl::StrFormat("fleet-wide degradation: %d of %d eligible backends unwell (more than "
+                        "%d%%); weights frozen, no automated changes in this pool",
+                        r.unwell, r.eligible, p.fleet_guard_percent),
+        guard_json()});
+  } else if (r.state.frozen) {
+    if (over) {
+      r.state.clear_streak = 0;
+    } else if (++r.state.clear_streak >= p.unfreeze_after) {
+      pool_actions.push_back(
+          Action{ActionKind::kUnfreeze, now, input.pool, "",
+                 absl::StrFormat("fleet guard cleared: %d of %d eligible backends unwell for %d "
+                                 "evaluations; automated changes resume after %s frozen",
+                                 r.unwell, r.eligible, r.state.clear_streak,
+                                 absl::FormatDuration(now - r.state.frozen_since)),
+                 guard_json()});
+      r.state.frozen = false;
+      r.state.frozen_since = absl::InfinitePast();
+      r.state.clear_streak = 0;
+    }
+  }
+  r.frozen = r.state.frozen;
+
+  for (Work& w : work) {
+    if (r.state.frozen) {
+      w.st.good_streak = w.st.bad_streak = w.st.hold = 0;
+    } else {
+      Transition(w, now, input.pool, p);
+      w.st.applied_in_service = w.st.in_service;
+      w.st.applied_ramp_percent = p.ramp_percents[w.st.ramp_step];
+      w.st.applied_weight_score = WeightScore(w.st.score, p);
+    }
+  }
+
+  // Outputs, evidence, actions in order: per-backend observation and
+  // transition actions grouped by backend in input order, pool actions first.
+  r.actions = std::move(pool_actions);
+  r.backends.reserve(work.size());
+  for (Work& w : work) {
+    BackendOutput out;
+    out.key = w.st.key;
+    out.score = w.st.score;
+    out.evaluated = w.score.evaluated;
+    out.state = StateOf(w.st, p);
+    out.state_name = HealthStateName(out.state);
+    out.ramp_percent = w.st.applied_ramp_percent;
+    out.weight_score = w.st.applied_weight_score;
+    out.effective_weight =
+        EffectiveWeight(w.in->operator_state, w.in->nominal_weight, w.st.applied_in_service,
+                        w.st.applied_ramp_percent, w.st.applied_weight_score);
+    out.conditions = Conditions(w, r.state.frozen, now, p);
+    out.evidence_json = EvidenceJson(w, out, p, now);
+    for (Action& a : w.actions) {
+      a.inputs_json = out.evidence_json;
+      r.actions.push_back(std::move(a));
+    }
+    r.backends.push_back(std::move(out));
+  }
+
+  r.state.backends.reserve(work.size());
+  for (Work& w : work) r.state.backends.push_back(std::move(w.st));
+  std::sort(r.state.backends.begin(), r.state.backends.end(),
+            [](const BackendState& a, const BackendState& b) { return a.key < b.key; });
+  return r;
+}
+
+absl::StatusOr<ReleaseResult> Release(const PoolState& prev, std::string_view backend,
+                                      absl::Time now, const Params& p) {
+  ReleaseResult r{prev, {}};
+  auto it = std::find_if(r.state.backends.begin(), r.state.backends.end(),
+                         [&](const BackendState& b) { return b.key == backend; });
+  if (it == r.state.backends.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("pool ", prev.pool, ": no backend ", AV(backend), " to release"));
+  }
+  if (!it->pinned) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "pool ", prev.pool, ": backend ", AV(backend), " is not pinned (state ",
+        AV(HealthStateName(StateOf(*it, p))), "); only a pinned backend can be released"));
+  }
+  const size_t flaps = it->flaps.size();
+  it->pinned = false;
+  it->in_service = false;
+  it->flaps.clear();
+  it->cooldown_until = absl::InfinitePast();
+  it->last_promotion.reset();
+  it->good_streak = it->bad_streak = it->hold = 0;
+  it->ramp_step = 0;
+
+  JsonObject o;
+  o.Int("score", it->score).Uint("flaps_forgotten", flaps).String("state", "down");
+  r.action = Action{ActionKind::kRelease,
+                    now,
+                    prev.pool,
+                    std::string(backend),
+                    absl::StrFormat("released by the operator: now down, promoted again after %d "
+                                    "consecutive good evaluations",
+                                    p.promote_after),
+                    o.Build()};
+  return r;
+}
+
+}  // namespace ballast::health

@@ -1,0 +1,134 @@
+#include "agent/health/passive.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace ballast::health {
+
+std::string_view SignalName(Signal s) {
+  switch (s) {
+    case Signal::kSynRetransmitRatio:
+      return "syn_retransmit_ratio";
+    case Signal::kClientRstRatio:
+      return "client_rst_ratio";
+    case Signal::kIncompleteHandshakeRatio:
+      return "incomplete_handshake_ratio";
+    case Signal::kUnansweredRatio:
+      return "unanswered_ratio";
+    case Signal::kHandshakeMs:
+      return "handshake_ms";
+    case Signal::kFirstResponseMs:
+      return "first_response_ms";
+    case Signal::kProbeLatencyMs:
+      return "probe_latency_ms";
+  }
+  return "unknown";
+}
+
+bool IsTimeSignal(Signal s) {
+  return s == Signal::kHandshakeMs || s == Signal::kFirstResponseMs || s == Signal::kProbeLatencyMs;
+}
+
+double SignalFloor(Signal s, const Params& p) {
+  return IsTimeSignal(s) ? p.latency_floor_ms : p.ratio_floor;
+}
+
+std::optional<CounterSnapshot> CounterDelta(const CounterSnapshot& prev,
+                                            const CounterSnapshot& cur) {
+  uint64_t CounterSnapshot::*const fields[] = {&CounterSnapshot::new_flows,
+                                               &CounterSnapshot::packets,
+                                               &CounterSnapshot::syn_retransmits,
+                                               &CounterSnapshot::client_rsts,
+                                               &CounterSnapshot::handshake_ns_sum,
+                                               &CounterSnapshot::handshake_count,
+                                               &CounterSnapshot::first_response_ns_sum,
+                                               &CounterSnapshot::first_response_count};
+  CounterSnapshot d;
+  for (auto f : fields) {
+    if (cur.*f < prev.*f) return std::nullopt;
+    d.*f = cur.*f - prev.*f;
+  }
+  return d;
+}
+
+bool PassiveValues::any() const {
+  return std::any_of(value.begin(), value.end(), [](const auto& v) { return v.has_value(); });
+}
+
+PassiveValues DerivePassive(const CounterSnapshot& d, const Params& p) {
+  PassiveValues out;
+  const auto min = static_cast<uint64_t>(p.min_samples);
+  auto set = [&](Signal s, uint64_t samples, double value) {
+    auto i = static_cast<size_t>(s);
+    out.samples[i] = samples;
+    if (samples >= min) out.value[i] = value;
+  };
+  const double flows = static_cast<double>(d.new_flows);
+  const double hs = static_cast<double>(d.handshake_count);
+  const double fr = static_cast<double>(d.first_response_count);
+  set(Signal::kSynRetransmitRatio, d.new_flows,
+      d.new_flows ? static_cast<double>(d.syn_retransmits) / flows : 0);
+  set(Signal::kClientRstRatio, d.new_flows,
+      d.new_flows ? static_cast<double>(d.client_rsts) / flows : 0);
+  set(Signal::kIncompleteHandshakeRatio, d.new_flows,
+      d.new_flows ? std::clamp(1.0 - hs / flows, 0.0, 1.0) : 0);
+  set(Signal::kUnansweredRatio, d.handshake_count,
+      d.handshake_count ? std::clamp(1.0 - fr / hs, 0.0, 1.0) : 0);
+  set(Signal::kHandshakeMs, d.handshake_count,
+      d.handshake_count ? static_cast<double>(d.handshake_ns_sum) / hs / 1e6 : 0);
+  set(Signal::kFirstResponseMs, d.first_response_count,
+      d.first_response_count ? static_cast<double>(d.first_response_ns_sum) / fr / 1e6 : 0);
+  return out;
+}
+
+bool Established(const Baseline& b, const Params& p) {
+  return b.intervals >= static_cast<uint32_t>(p.baseline_min_intervals);
+}
+
+Baseline UpdateBaseline(const Baseline& b, double value, bool anomalous, const Params& p) {
+  Baseline out = b;
+  if (!Established(b, p)) {
+    out.value = (b.value * b.intervals + value) / (b.intervals + 1);
+  } else {
+    double a = anomalous ? p.baseline_alpha_anomalous : p.baseline_alpha;
+    out.value = b.value + a * (value - b.value);
+  }
+  if (out.intervals < 1000000) ++out.intervals;
+  return out;
+}
+
+double CompareRatio(double value, double reference, double floor) {
+  return (value + floor) / (reference + floor);
+}
+
+double Median(std::span<const double> values) {
+  std::vector<double> v(values.begin(), values.end());
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+SignalComparison Compare(Signal s, double value, const Baseline& baseline,
+                         std::span<const double> peer_values, const Params& p) {
+  SignalComparison c;
+  c.value = value;
+  const double floor = SignalFloor(s, p);
+  if (Established(baseline, p)) {
+    c.baseline = baseline.value;
+    c.vs_baseline = CompareRatio(value, baseline.value, floor);
+  }
+  if (!peer_values.empty() && peer_values.size() >= static_cast<size_t>(p.min_peers)) {
+    c.peer_median = Median(peer_values);
+    c.vs_peers = CompareRatio(value, *c.peer_median, floor);
+  }
+  if (c.vs_baseline && c.vs_peers) {
+    c.severity = std::min(*c.vs_baseline, *c.vs_peers);
+  } else if (c.vs_baseline) {
+    c.severity = c.vs_baseline;
+  } else if (c.vs_peers) {
+    c.severity = c.vs_peers;
+  }
+  return c;
+}
+
+}  // namespace ballast::health

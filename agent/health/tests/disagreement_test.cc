@@ -1,0 +1,160 @@
+// Probe and real traffic disagreeing: the score drops on its own, and a
+// disagreement sustained for disagreement_alert_after raises one alert naming
+// its direction, cleared when the signals agree again.
+#include <catch2/catch.hpp>
+
+#include "agent/health/machine.h"
+#include "agent/health/tests/sim.h"
+
+namespace ballast::health {
+namespace {
+
+using testing::ProbeFail;
+using testing::ProbeOk;
+using testing::Sim;
+using testing::TrafficPool;
+
+// Evaluations that fit in d at the test's tick.
+int Ticks(absl::Duration d) { return static_cast<int>(d / testing::kTick); }
+
+void WarmUp(Sim& s, TrafficPool& pool) {
+  for (int i = 0; i < 20; ++i) s.Step(pool.Next());
+  REQUIRE(s.actions.empty());
+}
+
+TEST_CASE("probe passes while real traffic fails: score lowered, alert only after the timer") {
+  Sim s;
+  TrafficPool pool;
+  WarmUp(s, pool);
+  testing::Traffic resets;
+  resets.rst_ratio = 0.5;  // real requests reset, the probe's still passes
+  pool.traffic["a"] = resets;
+
+  const int alert_at = Ticks(s.p.disagreement_alert_after);  // 50 evaluations after the start
+  for (int i = 0; i < alert_at; ++i) {
+    s.Step(pool.Next());
+    CHECK(s.Out("a").score == 60);
+    CHECK(s.Out("a").state == HealthState::kDegraded);
+    CHECK(s.Out("a").effective_weight == 60);
+    CHECK_THAT(s.Out("a").conditions,
+               Catch::VectorContains(std::string("disagreement:probe_passes_traffic_fails")));
+    CHECK_THAT(s.Out("a").conditions, Catch::VectorContains(std::string("client_rst_ratio_high")));
+  }
+  CHECK(s.Count(ActionKind::kDisagreement) == 0);
+  const Result& r = s.Step(pool.Next());  // exactly disagreement_alert_after after the start
+  REQUIRE(s.CountIn(r, ActionKind::kDisagreement) == 1);
+  const Action& alert = r.actions.back();
+  CHECK(IsAlert(alert.kind));
+  CHECK(alert.backend == "a");
+  CHECK_THAT(alert.message, Catch::Contains("probe_passes_traffic_fails"));
+  CHECK_THAT(alert.message, Catch::Contains("for 10s"));
+  CHECK_THAT(alert.inputs_json, Catch::Contains("\"client_rst_ratio\":{\"value\":0.5"));
+  CHECK_THAT(alert.inputs_json, Catch::Contains("\"disagreement\":\"probe_passes_traffic_fails\""));
+
+  for (int i = 0; i < 100; ++i) s.Step(pool.Next());
+  CHECK(s.Count(ActionKind::kDisagreement) == 1);  // once per episode
+  CHECK(s.Count(ActionKind::kDemote) == 0);        // disagreement alone does not demote
+
+  pool.traffic.erase("a");
+  const Result& c = s.Step(pool.Next());
+  REQUIRE(s.CountIn(c, ActionKind::kDisagreementCleared) == 1);
+  CHECK_THAT(c.actions.back().message, Catch::Contains("probe_passes_traffic_fails ended after"));
+  CHECK(s.Out("a").score == 100);
+}
+
+TEST_CASE("probe fails while real traffic is healthy: score lowered, alert after the timer") {
+  Sim s;
+  TrafficPool pool;
+  WarmUp(s, pool);
+  pool.probes["a"] = ProbeFail();
+  const int alert_at = Ticks(s.p.disagreement_alert_after);
+  for (int i = 0; i < alert_at; ++i) {
+    s.Step(pool.Next());
+    CHECK(s.Out("a").score == 60);
+  }
+  CHECK(s.Count(ActionKind::kDisagreement) == 0);
+  s.Step(pool.Next());
+  REQUIRE(s.Count(ActionKind::kDisagreement) == 1);
+  CHECK_THAT(s.actions.back().message, Catch::Contains("probe_fails_traffic_healthy"));
+  CHECK_THAT(s.actions.back().message, Catch::Contains("probes fail but real traffic is healthy"));
+  CHECK(s.Out("a").state == HealthState::kDegraded);
+  pool.probes.erase("a");
+  s.Step(pool.Next());
+  CHECK(s.Count(ActionKind::kDisagreementCleared) == 1);
+}
+
+TEST_CASE("the alert timer follows disagreement_alert_after") {
+  Sim s;
+  s.p.disagreement_alert_after = absl::Seconds(2);
+  TrafficPool pool;
+  WarmUp(s, pool);
+  pool.probes["a"] = ProbeFail();
+  for (int i = 0; i < Ticks(absl::Seconds(2)); ++i) s.Step(pool.Next());
+  CHECK(s.Count(ActionKind::kDisagreement) == 0);
+  s.Step(pool.Next());
+  CHECK(s.Count(ActionKind::kDisagreement) == 1);
+}
+
+TEST_CASE("a disagreement shorter than the timer raises neither alert nor cleared") {
+  Sim s;
+  TrafficPool pool;
+  WarmUp(s, pool);
+  pool.probes["a"] = ProbeFail();
+  for (int i = 0; i < 10; ++i) s.Step(pool.Next());
+  pool.probes.erase("a");
+  for (int i = 0; i < 10; ++i) s.Step(pool.Next());
+  CHECK(s.Count(ActionKind::kDisagreement) == 0);
+  CHECK(s.Count(ActionKind::kDisagreementCleared) == 0);
+  CHECK(s.State("a").disagreement.direction == Disagreement::kNone);
+}
+
+TEST_CASE("when probe and traffic agree that a backend is dead there is no disagreement") {
+  Sim s;
+  TrafficPool pool;
+  WarmUp(s, pool);
+  testing::Traffic refused;  // the port answers SYN with RST: no handshake completes
+  refused.completed = 0;
+  pool.traffic["a"] = refused;
+  pool.probes["a"] = ProbeFail();
+  for (int i = 0; i < 3; ++i) s.Step(pool.Next());
+  CHECK(s.Out("a").state == HealthState::kDown);
+  CHECK(s.Out("a").score == 40);
+  CHECK_THAT(s.Out("a").conditions,
+             Catch::VectorContains(std::string("incomplete_handshake_ratio_high")));
+  CHECK(s.State("a").disagreement.direction == Disagreement::kNone);
+}
+
+TEST_CASE("a hung backend is seen by traffic as unanswered requests and agrees with the probe") {
+  Sim s;
+  TrafficPool pool;
+  WarmUp(s, pool);
+  testing::Traffic hung;  // handshakes complete in the kernel, nothing answers
+  hung.answered = 0;
+  pool.traffic["a"] = hung;
+  pool.probes["a"] = ProbeFail();
+  for (int i = 0; i < 3; ++i) s.Step(pool.Next());
+  CHECK(s.Out("a").state == HealthState::kDown);
+  CHECK_THAT(s.Out("a").conditions, Catch::VectorContains(std::string("unanswered_ratio_high")));
+  CHECK(s.Count(ActionKind::kDisagreement) == 0);
+}
+
+TEST_CASE("a disagreement turning the other way starts a new episode and clears the old alert") {
+  Sim s;
+  s.p.disagreement_alert_after = absl::ZeroDuration();
+  TrafficPool pool;
+  WarmUp(s, pool);
+  pool.probes["a"] = ProbeFail();
+  s.Step(pool.Next());
+  REQUIRE(s.Count(ActionKind::kDisagreement) == 1);
+  pool.probes.erase("a");
+  testing::Traffic resets;
+  resets.rst_ratio = 0.5;
+  pool.traffic["a"] = resets;
+  s.Step(pool.Next());
+  CHECK(s.Count(ActionKind::kDisagreementCleared) == 1);
+  CHECK(s.Count(ActionKind::kDisagreement) == 2);
+  CHECK(s.State("a").disagreement.direction == Disagreement::kProbePassesTrafficFails);
+}
+
+}  // namespace
+}  // namespace ballast::health

@@ -1,0 +1,175 @@
+// The fleet guard: more than half of a pool unwell at once freezes every
+// automated weight change in that pool until it clears.
+#include <catch2/catch.hpp>
+
+#include "agent/health/machine.h"
+#include "agent/health/tests/sim.h"
+
+namespace ballast::health {
+namespace {
+
+using testing::ProbeFail;
+using testing::ProbeOk;
+using testing::ProbePool;
+using testing::Sim;
+using testing::Weights;
+
+// Four backends; the first `failing` of a, b, c, d fail their probes.
+PoolInput Failing(int failing) {
+  std::map<std::string, ProbeSummary> m;
+  int i = 0;
+  for (const char* k : {"a", "b", "c", "d"}) m[k] = i++ < failing ? ProbeFail() : ProbeOk();
+  return ProbePool(m);
+}
+
+TEST_CASE("exactly half of the pool unwell does not freeze") {
+  Sim s;
+  s.Step(Failing(0));
+  for (int i = 0; i < 3; ++i) s.Step(Failing(2));
+  CHECK_FALSE(s.last.frozen);
+  CHECK(s.last.unwell == 2);
+  CHECK(s.last.eligible == 4);
+  CHECK(s.Count(ActionKind::kFreeze) == 0);
+  CHECK(s.Out("a").state == HealthState::kDown);
+  CHECK(s.Out("b").state == HealthState::kDown);
+  CHECK(Weights(s.last) ==
+        std::map<std::string, uint32_t>{{"a", 0}, {"b", 0}, {"c", 100}, {"d", 100}});
+}
+
+TEST_CASE("more than half unwell freezes the pool: no weight changes until it clears") {
+  Sim s;
+  s.Step(Failing(0));
+  const auto before = Weights(s.last);
+  const Result& r = s.Step(Failing(3));
+  REQUIRE(s.CountIn(r, ActionKind::kFreeze) == 1);
+  const Action& freeze = r.actions.front();
+  CHECK(freeze.kind == ActionKind::kFreeze);
+  CHECK(IsAlert(freeze.kind));
+  CHECK(freeze.backend.empty());
+  CHECK_THAT(freeze.message, Catch::Contains("fleet-wide degradation: 3 of 4"));
+  CHECK_THAT(freeze.inputs_json, Catch::Contains("\"unwell_backends\":[\"a\",\"b\",\"c\"]"));
+  CHECK(r.frozen);
+  CHECK(Weights(r) == before);  // the evaluation that freezes changes nothing either
+  for (int i = 0; i < 30; ++i) {
+    s.Step(Failing(3));
+    CHECK(Weights(s.last) == before);
+    CHECK(s.state.frozen);
+  }
+  CHECK(s.Count(ActionKind::kDemote) == 0);
+  CHECK_THAT(s.Out("a").conditions, Catch::VectorContains(std::string("frozen")));
+  CHECK(s.Out("a").score == 40);  // scores are still reported
+
+  // Clears: unfreeze_after evaluations at or below the threshold.
+  s.Step(Failing(0));
+  s.Step(Failing(0));
+  CHECK(s.state.frozen);
+  const Result& u = s.Step(Failing(0));
+  CHECK(s.CountIn(u, ActionKind::kUnfreeze) == 1);
+  CHECK_FALSE(u.frozen);
+  CHECK(s.Count(ActionKind::kFreeze) == 1);
+}
+
+TEST_CASE("after an unfreeze the machine resumes with fresh streaks") {
+  Sim s;
+  s.Step(Failing(0));
+  for (int i = 0; i < 10; ++i) s.Step(Failing(3));
+  REQUIRE(s.state.frozen);
+  // Two still fail: exactly half, the guard clears after unfreeze_after.
+  for (int i = 0; i < s.p.unfreeze_after; ++i) s.Step(Failing(2));
+  REQUIRE_FALSE(s.state.frozen);
+  CHECK(s.Out("a").state == HealthState::kDegraded);
+  // The bad streak restarted at the unfreeze (the unfreezing evaluation is
+  // the first to count): demote_after - 1 more evaluations demote.
+  CHECK(s.State("a").bad_streak == 1);
+  s.Step(Failing(2));
+  CHECK(s.Out("a").state == HealthState::kDegraded);
+  s.Step(Failing(2));
+  CHECK(s.Out("a").state == HealthState::kDown);
+  CHECK(s.Out("b").state == HealthState::kDown);
+}
+
+TEST_CASE("a short dip below the threshold does not unfreeze") {
+  Sim s;
+  s.Step(Failing(0));
+  s.Step(Failing(3));
+  REQUIRE(s.state.frozen);
+  s.Step(Failing(0));
+  s.Step(Failing(0));
+  s.Step(Failing(4));
+  s.Step(Failing(0));
+  s.Step(Failing(0));
+  CHECK(s.state.frozen);
+  s.Step(Failing(0));
+  CHECK_FALSE(s.state.frozen);
+}
+
+TEST_CASE("while frozen the operator's drain and weights still apply") {
+  Sim s;
+  s.Step(Failing(0));
+  s.Step(Failing(3));
+  REQUIRE(s.state.frozen);
+  PoolInput in = Failing(3);
+  in.backends[3].operator_state = OperatorState::kDraining;
+  in.backends[2].nominal_weight = 50;
+  s.Step(in);
+  CHECK(s.Out("d").effective_weight == 0);
+  CHECK(s.Out("c").effective_weight == 50);
+  CHECK(s.Out("a").effective_weight == 100);
+}
+
+TEST_CASE("the guard counts only active backends with a positive nominal weight") {
+  Sim s;
+  PoolInput in = Failing(2);
+  in.backends[2].operator_state = OperatorState::kDraining;  // c does not count
+  s.Step(in);
+  CHECK(s.last.eligible == 3);
+  CHECK(s.last.unwell == 2);
+  CHECK(s.state.frozen);  // 2 of 3
+}
+
+TEST_CASE("fleet_guard_percent = 100 never freezes") {
+  Sim s;
+  s.p.fleet_guard_percent = 100;
+  s.Step(Failing(0));
+  for (int i = 0; i < 3; ++i) s.Step(Failing(4));
+  CHECK(s.Count(ActionKind::kFreeze) == 0);
+  CHECK(s.Out("d").state == HealthState::kDown);
+}
+
+TEST_CASE("a pool that slows down together freezes, though no backend is slower than its peers") {
+  Sim s;
+  std::map<std::string, testing::Counters> counters;
+  auto pool = [&](double first_response_ms) {
+    PoolInput in;
+    in.pool = "198.18.0.10:443/tcp";
+    testing::Traffic t;
+    t.first_response_ms = first_response_ms;
+    for (const char* k : {"a", "b", "c", "d"}) {
+      BackendInput b;
+      b.key = k;
+      b.nominal_weight = 100;
+      b.probe = ProbeOk();
+      b.counters = counters[k].Add(t);
+      in.backends.push_back(b);
+    }
+    return in;
+  };
+  for (int i = 0; i < 20; ++i) s.Step(pool(10));
+  REQUIRE_FALSE(s.state.frozen);
+  const auto before = Weights(s.last);
+  const Result& r = s.Step(pool(30));
+  CHECK(s.CountIn(r, ActionKind::kFreeze) == 1);
+  CHECK(s.Out("a").score == 100);  // no worse than its peers
+  CHECK_THAT(s.Out("a").conditions, Catch::VectorContains(std::string("drift_from_baseline")));
+  for (int i = 0; i < 50; ++i) {
+    s.Step(pool(30));
+    CHECK(Weights(s.last) == before);
+  }
+  CHECK(s.state.frozen);
+  for (int i = 0; i < s.p.unfreeze_after; ++i) s.Step(pool(10));
+  CHECK_FALSE(s.state.frozen);
+  CHECK(s.Count(ActionKind::kUnfreeze) == 1);
+}
+
+}  // namespace
+}  // namespace ballast::health

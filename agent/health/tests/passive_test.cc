@@ -1,0 +1,165 @@
+// Passive signal derivation, baselines and comparisons (pure functions).
+#include <catch2/catch.hpp>
+
+#include "agent/health/passive.h"
+
+namespace ballast::health {
+namespace {
+
+double Value(const PassiveValues& v, Signal s) {
+  REQUIRE(v.value[static_cast<size_t>(s)].has_value());
+  return *v.value[static_cast<size_t>(s)];
+}
+
+TEST_CASE("counter delta is the field-by-field difference") {
+  CounterSnapshot a{100, 600, 3, 2, 5000000, 90, 900000000, 80};
+  CounterSnapshot b{150, 900, 4, 2, 6000000, 140, 1400000000, 120};
+  auto d = CounterDelta(a, b);
+  REQUIRE(d.has_value());
+  CHECK(*d == CounterSnapshot{50, 300, 1, 0, 1000000, 50, 500000000, 40});
+  CHECK(CounterDelta(b, b) == CounterSnapshot{});
+}
+
+TEST_CASE("a counter that goes backwards (reset or wrap) gives no delta") {
+  CounterSnapshot a{100, 600, 3, 2, 5000000, 90, 900000000, 80};
+  CounterSnapshot reset = a;
+  reset.first_response_count = 79;
+  CHECK_FALSE(CounterDelta(a, reset).has_value());
+  CHECK_FALSE(CounterDelta(a, CounterSnapshot{}).has_value());
+  CounterSnapshot wrapped = a;
+  wrapped.handshake_ns_sum = 12;
+  CHECK_FALSE(CounterDelta(a, wrapped).has_value());
+}
+
+TEST_CASE("passive signals are ratios per new flow and mean times") {
+  Params p;
+  // 200 flows, 20 SYN retransmits, 10 RSTs, 180 handshakes of 0.5 ms on
+  // average, 90 first responses of 12 ms on average.
+  CounterSnapshot d{200, 1200, 20, 10, 90000000, 180, 1080000000, 90};
+  PassiveValues v = DerivePassive(d, p);
+  CHECK(Value(v, Signal::kSynRetransmitRatio) == Approx(0.1));
+  CHECK(Value(v, Signal::kClientRstRatio) == Approx(0.05));
+  CHECK(Value(v, Signal::kIncompleteHandshakeRatio) == Approx(0.1));
+  CHECK(Value(v, Signal::kUnansweredRatio) == Approx(0.5));
+  CHECK(Value(v, Signal::kHandshakeMs) == Approx(0.5));
+  CHECK(Value(v, Signal::kFirstResponseMs) == Approx(12.0));
+  CHECK(v.samples[static_cast<size_t>(Signal::kSynRetransmitRatio)] == 200);
+  CHECK(v.samples[static_cast<size_t>(Signal::kHandshakeMs)] == 180);
+  CHECK(v.samples[static_cast<size_t>(Signal::kFirstResponseMs)] == 90);
+  CHECK(v.any());
+}
+
+TEST_CASE("handshakes completing flows of the previous interval do not make a negative ratio") {
+  Params p;
+  CounterSnapshot d{20, 120, 0, 0, 2200000, 22, 0, 0};
+  CHECK(Value(DerivePassive(d, p), Signal::kIncompleteHandshakeRatio) == 0.0);
+}
+
+TEST_CASE("fewer samples than min_samples give no opinion for that signal") {
+  Params p;
+  p.min_samples = 10;
+  CounterSnapshot d{50, 300, 1, 0, 450000, 9, 0, 0};  // 50 flows, 9 handshakes
+  PassiveValues v = DerivePassive(d, p);
+  CHECK(v.value[static_cast<size_t>(Signal::kSynRetransmitRatio)].has_value());
+  CHECK_FALSE(v.value[static_cast<size_t>(Signal::kHandshakeMs)].has_value());
+  CHECK_FALSE(v.value[static_cast<size_t>(Signal::kUnansweredRatio)].has_value());
+  CHECK_FALSE(v.value[static_cast<size_t>(Signal::kFirstResponseMs)].has_value());
+  CHECK_FALSE(DerivePassive(CounterSnapshot{9, 50, 0, 0, 0, 9, 0, 0}, p).any());
+}
+
+TEST_CASE("the baseline is a plain mean while warming up, then an EWMA") {
+  Params p;
+  p.baseline_min_intervals = 3;
+  p.baseline_alpha = 0.5;
+  Baseline b;
+  b = UpdateBaseline(b, 10, false, p);
+  CHECK_FALSE(Established(b, p));
+  b = UpdateBaseline(b, 20, false, p);
+  b = UpdateBaseline(b, 30, false, p);
+  CHECK(Established(b, p));
+  CHECK(b.value == Approx(20));
+  b = UpdateBaseline(b, 40, false, p);
+  CHECK(b.value == Approx(30));
+}
+
+TEST_CASE("an anomalous value moves the baseline only by baseline_alpha_anomalous") {
+  Params p;  // alpha 0.05, anomalous 0.0001
+  Baseline b{10, 100};
+  for (int i = 0; i < 500; ++i) b = UpdateBaseline(b, 30, /*anomalous=*/true, p);
+  CHECK(b.value < 11.0);  // 500 evaluations (100 s at 200 ms) of 3x: still about 10
+  Baseline normal{10, 100};
+  for (int i = 0; i < 500; ++i) normal = UpdateBaseline(normal, 30, false, p);
+  CHECK(normal.value > 29.9);
+  p.baseline_alpha_anomalous = 0;
+  Baseline frozen{10, 100};
+  frozen = UpdateBaseline(frozen, 1000, true, p);
+  CHECK(frozen.value == 10);
+}
+
+TEST_CASE("median of odd and even counts") {
+  std::vector<double> odd = {5, 1, 3};
+  std::vector<double> even = {4, 1, 3, 2};
+  CHECK(Median(odd) == 3);
+  CHECK(Median(even) == 2.5);
+  CHECK(odd == std::vector<double>{5, 1, 3});  // input untouched
+}
+
+TEST_CASE("three times slower than its baseline and its peers has severity about 3") {
+  Params p;
+  Baseline b{10, 100};
+  std::vector<double> peers = {10, 9.5, 10.5};
+  SignalComparison c = Compare(Signal::kFirstResponseMs, 30, b, peers, p);
+  REQUIRE(c.severity.has_value());
+  CHECK(*c.baseline == 10);
+  CHECK(*c.peer_median == 10);
+  CHECK(*c.vs_baseline == Approx(30.1 / 10.1));
+  CHECK(*c.vs_peers == Approx(30.1 / 10.1));
+  CHECK(*c.severity == Approx(2.98).epsilon(0.01));
+}
+
+TEST_CASE("slower than its baseline but not than its peers: severity is the smaller ratio") {
+  Params p;
+  Baseline b{10, 100};
+  std::vector<double> peers = {30, 31};
+  SignalComparison c = Compare(Signal::kFirstResponseMs, 30, b, peers, p);
+  CHECK(*c.vs_baseline == Approx(2.98).epsilon(0.01));
+  CHECK(*c.vs_peers < 1.0);
+  CHECK(*c.severity == *c.vs_peers);
+}
+
+TEST_CASE("without an established baseline only the peers judge, and without peers nothing does") {
+  Params p;
+  Baseline warming{10, 2};
+  std::vector<double> peers = {10};
+  SignalComparison c = Compare(Signal::kFirstResponseMs, 20, warming, peers, p);
+  CHECK_FALSE(c.baseline.has_value());
+  CHECK(*c.severity == *c.vs_peers);
+  SignalComparison alone = Compare(Signal::kFirstResponseMs, 20, warming, {}, p);
+  CHECK_FALSE(alone.severity.has_value());
+  p.min_peers = 2;
+  CHECK_FALSE(Compare(Signal::kFirstResponseMs, 20, warming, peers, p).vs_peers.has_value());
+}
+
+TEST_CASE("the floor keeps a near-zero reference from turning noise into a huge ratio") {
+  Params p;  // ratio_floor 0.02
+  Baseline zero{0, 100};
+  SignalComparison one_rst = Compare(Signal::kClientRstRatio, 0.01, zero, {}, p);
+  CHECK(*one_rst.severity == Approx(1.5));  // 1% of flows reset vs 0%: mild
+  SignalComparison half = Compare(Signal::kClientRstRatio, 0.5, zero, {}, p);
+  CHECK(*half.severity == Approx(26));
+  CHECK(SignalFloor(Signal::kHandshakeMs, p) == p.latency_floor_ms);
+  CHECK(SignalFloor(Signal::kSynRetransmitRatio, p) == p.ratio_floor);
+}
+
+TEST_CASE("signal names are stable") {
+  CHECK(SignalName(Signal::kSynRetransmitRatio) == "syn_retransmit_ratio");
+  CHECK(SignalName(Signal::kClientRstRatio) == "client_rst_ratio");
+  CHECK(SignalName(Signal::kIncompleteHandshakeRatio) == "incomplete_handshake_ratio");
+  CHECK(SignalName(Signal::kUnansweredRatio) == "unanswered_ratio");
+  CHECK(SignalName(Signal::kHandshakeMs) == "handshake_ms");
+  CHECK(SignalName(Signal::kFirstResponseMs) == "first_response_ms");
+  CHECK(SignalName(Signal::kProbeLatencyMs) == "probe_latency_ms");
+}
+
+}  // namespace
+}  // namespace ballast::health
