@@ -210,6 +210,16 @@ TEST_CASE("BuildTable is pinned: same bytes on every host and every run", "[magl
   CHECK(TableDigest(Build(EqualBackends(100))) == 0x4c832222642ae6c1ULL);
   CHECK(TableDigest(Build(WeightedBackends({5, 20, 50, 100, 100, 100, 7}))) ==
         0xd55bc53252ea9fb4ULL);
+  // N = 1000 as tools/bench/maglev_bench.cc builds it (equal weights, and
+  // weights 1..100 from a fixed LCG): guards the speed work on the fill loop.
+  std::vector<uint32_t> mixed(1000);
+  uint32_t lcg = 12345;
+  for (auto& w : mixed) {
+    lcg = lcg * 1103515245u + 12345u;
+    w = 1 + (lcg >> 16) % 100;
+  }
+  CHECK(TableDigest(Build(EqualBackends(1000))) == 0x663a0a6ed38cee88ULL);
+  CHECK(TableDigest(Build(WeightedBackends(mixed))) == 0x4fb2b8c8bf610c90ULL);
 }
 
 TEST_CASE("BuildTable equals a straightforward implementation of the documented algorithm",
