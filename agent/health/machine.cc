@@ -33,6 +33,8 @@ struct Work {
   double drift_pen = 0;
   ScoreResult score;
   bool unwell = false;
+  int good_streak_seen = 0;  // streaks after this evaluation, before any transition reset
+  int bad_streak_seen = 0;
   std::vector<Action> actions;  // inputs_json filled at the end
 };
 
@@ -72,16 +74,17 @@ JsonObject ComparisonJson(const SignalComparison& c, double penalty) {
   return o;
 }
 
-std::string EvidenceJson(const Work& w, const BackendOutput& out, const Params& p, absl::Time now) {
+std::string EvidenceJson(const Work& w, const BackendOutput& out, absl::Time now) {
   const BackendState& st = w.st;
   JsonObject o;
   o.Int("score", st.score)
       .Int("previous_score", w.prev_score)
       .Bool("evaluated", w.score.evaluated)
       .String("state", out.state_name)
-      .Int("good_streak", st.good_streak)
-      .Int("bad_streak", st.bad_streak)
-      .Int("ramp_percent", p.ramp_percents[st.ramp_step])
+      .Int("good_streak", w.good_streak_seen)
+      .Int("bad_streak", w.bad_streak_seen)
+      .Int("ramp_percent", out.ramp_percent)
+      .Int("weight_score", out.weight_score)
       .Int("ramp_hold", st.hold)
       .Uint("nominal_weight", w.in->nominal_weight)
       .String("operator_state", OperatorStateName(w.in->operator_state))
@@ -254,6 +257,8 @@ void Transition(Work& w, absl::Time now, const std::string& pool, const Params& 
       st.bad_streak = 0;
     }
   }
+  w.good_streak_seen = st.good_streak;
+  w.bad_streak_seen = st.bad_streak;
   if (st.pinned) return;
   const size_t last = p.ramp_percents.size() - 1;
   if (st.in_service) {
@@ -441,11 +446,18 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
   const bool over =
       r.eligible > 0 && int64_t{r.unwell} * 100 > int64_t{p.fleet_guard_percent} * r.eligible;
   auto guard_json = [&]() {
+    JsonObject scores;
+    for (const Work& w : work) {
+      if (w.in->operator_state == OperatorState::kActive && w.in->nominal_weight > 0) {
+        scores.Int(w.st.key, w.st.score);
+      }
+    }
     JsonObject o;
     o.Int("unwell", r.unwell)
         .Int("eligible", r.eligible)
         .Int("fleet_guard_percent", p.fleet_guard_percent)
-        .Strings("unwell_backends", unwell_keys);
+        .Strings("unwell_backends", unwell_keys)
+        .Object("scores", scores);
     return o.Build();
   };
   std::vector<Action> pool_actions;
@@ -505,7 +517,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
         EffectiveWeight(w.in->operator_state, w.in->nominal_weight, w.st.applied_in_service,
                         w.st.applied_ramp_percent, w.st.applied_weight_score);
     out.conditions = Conditions(w, r.state.frozen, now, p);
-    out.evidence_json = EvidenceJson(w, out, p, now);
+    out.evidence_json = EvidenceJson(w, out, now);
     for (Action& a : w.actions) {
       a.inputs_json = out.evidence_json;
       r.actions.push_back(std::move(a));

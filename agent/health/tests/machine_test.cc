@@ -52,6 +52,8 @@ TEST_CASE("two bad evaluations do not demote, the third does") {
   CHECK(s.Out("a").effective_weight == 0);
   REQUIRE(s.CountIn(r, ActionKind::kDemote) == 1);
   CHECK_THAT(r.actions.back().message, Catch::Contains("3 consecutive bad evaluations"));
+  CHECK_THAT(r.actions.back().inputs_json, Catch::Contains("\"bad_streak\":3"));
+  CHECK_THAT(r.actions.back().inputs_json, Catch::Contains("\"state\":\"down\""));
   CHECK(s.Out("b").effective_weight == 100);
 }
 
