@@ -118,7 +118,9 @@ static __always_inline int encap(struct __sk_buff *skb, __u16 inner_proto,
 		if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr), &ip, sizeof(ip), 0))
 			return -1;
 		return bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto,
-					   sizeof(proto), 0) ? -1 : 0;
+					   sizeof(proto), 0)
+			   ? -1
+			   : 0;
 	}
 
 	struct ipv6hdr ip6 = {};
@@ -140,8 +142,8 @@ static __always_inline int encap(struct __sk_buff *skb, __u16 inner_proto,
 	if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr), &ip6, sizeof(ip6), 0))
 		return -1;
 	return bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto, sizeof(proto), 0)
-		       ? -1
-		       : 0;
+		   ? -1
+		   : 0;
 }
 
 /* Sends the encapsulated packet towards the backend. */

@@ -98,7 +98,7 @@ class HttpProber : public Prober {
     uint32_t mark = ep.mark;
 
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_CONNECT_TO, connect_to.get());
+    if (url_host != addr_host) curl_easy_setopt(c, CURLOPT_CONNECT_TO, connect_to.get());
     if (headers) curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
     curl_easy_setopt(c, CURLOPT_USERAGENT, kProbeUserAgent);
     if (method_ == "HEAD") {

@@ -32,24 +32,24 @@ struct ballast_probe_target {
 
 /* Value of the single-entry `probe_settings` array (key 0). */
 struct ballast_probe_settings {
-	__u8 src4[4];  /* outer source of IPv4 encapsulation; 0 = none */
-	__u8 src6[16]; /* outer source of IPv6 encapsulation; :: = none */
+	__u8 src4[4];	 /* outer source of IPv4 encapsulation; 0 = none */
+	__u8 src6[16];	 /* outer source of IPv6 encapsulation; :: = none */
 	__u32 mark_base; /* a marked packet with (mark & mark_mask) == mark_base */
 	__u32 mark_mask; /* and no target is dropped, never sent unencapsulated */
 };
 
 /* Counters (per-CPU array `probe_stats`, one __u64 per reason). */
 enum ballast_probe_verdict {
-	BALLAST_PROBE_V_PASS = 0,	  /* not a probe packet: untouched */
-	BALLAST_PROBE_V_ENCAP_TX,	  /* encapsulated, leaves on this device */
-	BALLAST_PROBE_V_ENCAP_REDIRECT,   /* encapsulated, redirected to another device */
-	BALLAST_PROBE_V_ENCAP_NEIGH,	  /* encapsulated, next hop resolved by the kernel */
-	BALLAST_PROBE_V_DROP_NO_TARGET,   /* probe mark without a programmed target */
-	BALLAST_PROBE_V_DROP_NOT_IP,	  /* probe mark on a non-IP packet */
-	BALLAST_PROBE_V_DROP_FAMILY,	  /* IPv6 probe to an IPv4 backend */
-	BALLAST_PROBE_V_DROP_NO_SOURCE,   /* outer source of that family not set */
-	BALLAST_PROBE_V_DROP_ENCAP,	  /* adjusting the packet failed */
-	BALLAST_PROBE_V_DROP_FIB,	  /* no route to the backend */
+	BALLAST_PROBE_V_PASS = 0,	/* not a probe packet: untouched */
+	BALLAST_PROBE_V_ENCAP_TX,	/* encapsulated, leaves on this device */
+	BALLAST_PROBE_V_ENCAP_REDIRECT, /* encapsulated, redirected to another device */
+	BALLAST_PROBE_V_ENCAP_NEIGH,	/* encapsulated, next hop resolved by the kernel */
+	BALLAST_PROBE_V_DROP_NO_TARGET, /* probe mark without a programmed target */
+	BALLAST_PROBE_V_DROP_NOT_IP,	/* probe mark on a non-IP packet */
+	BALLAST_PROBE_V_DROP_FAMILY,	/* IPv6 probe to an IPv4 backend */
+	BALLAST_PROBE_V_DROP_NO_SOURCE, /* outer source of that family not set */
+	BALLAST_PROBE_V_DROP_ENCAP,	/* adjusting the packet failed */
+	BALLAST_PROBE_V_DROP_FIB,	/* no route to the backend */
 	BALLAST_PROBE_V_MAX
 };
 

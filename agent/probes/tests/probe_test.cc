@@ -1,0 +1,206 @@
+// Every probe kind against real servers on loopback: success and each
+// failure mode, with the detail an operator reads.
+#include <catch2/catch.hpp>
+
+#include <google/protobuf/text_format.h>
+
+#include "agent/probes/probe.h"
+#include "agent/probes/tests/test_servers.h"
+
+namespace ballast::probes {
+namespace {
+
+using testing::HttpServer;
+
+v1::ProbeSpec Spec(const std::string& text) {
+  v1::ProbeSpec s;
+  REQUIRE(google::protobuf::TextFormat::ParseFromString(text, &s));
+  return s;
+}
+
+Endpoint Local(int port) {
+  Endpoint ep;
+  ep.address = *IpAddress::Parse("127.0.0.1");
+  ep.port = static_cast<uint16_t>(port);
+  ep.description = DescribeDirect(ep.address, ep.port);
+  return ep;
+}
+
+ProbeResult RunSpec(const std::string& spec, int port, int timeout_ms = 1000) {
+  auto prober = MakeProber(Spec(spec));
+  REQUIRE(prober.ok());
+  return (*prober)->Run(Local(port), Clock::now() + std::chrono::milliseconds(timeout_ms));
+}
+
+const std::string kDesc = BALLAST_TESTBACKEND_DESC;
+
+TEST_CASE("TCP: connect, refused, timeout") {
+  HttpServer server("b1");
+  auto ok = RunSpec("kind: TCP", server.port());
+  CHECK(ok.ok);
+  CHECK_THAT(ok.detail, Catch::StartsWith("TCP connect to 127.0.0.1:" +
+                                          std::to_string(server.port()) + " (direct) in "));
+
+  const int closed = testing::ClosedPort();
+  auto refused = RunSpec("kind: TCP", closed);
+  CHECK_FALSE(refused.ok);
+  CHECK(refused.detail == "TCP connect to 127.0.0.1:" + std::to_string(closed) +
+                              " (direct): connect: Connection refused");
+
+  testing::FullListener full;
+  const auto start = Clock::now();
+  auto timeout = RunSpec("kind: TCP", full.port(), 300);
+  CHECK_FALSE(timeout.ok);
+  CHECK_THAT(timeout.detail, Catch::Contains("SYN not answered"));
+  CHECK(Clock::now() - start < std::chrono::milliseconds(1000));
+  CHECK(timeout.latency >= std::chrono::milliseconds(250));
+}
+
+TEST_CASE("HTTP: status, body, regex, user agent, timeout") {
+  HttpServer server("b1");
+  const std::string where = "127.0.0.1:" + std::to_string(server.port()) + " (direct)";
+
+  auto ok = RunSpec("kind: HTTP body_contains: \"from b1\" body_regex: \"^hello from b[0-9]$\"",
+                    server.port());
+  CHECK(ok.ok);
+  CHECK_THAT(ok.detail, Catch::StartsWith("HTTP 200 from " + where + " in "));
+  CHECK(server.last_user_agent() == "ballast-probe/1");
+
+  auto status = RunSpec("kind: HTTP http_path: \"/status/503\"", server.port());
+  CHECK_FALSE(status.ok);
+  CHECK(status.detail == "HTTP 503 from " + where + " (want 200)");
+
+  auto accepted = RunSpec("kind: HTTP http_path: \"/status/204\" http_status: 200 http_status: 204",
+                          server.port());
+  CHECK(accepted.ok);
+
+  auto body = RunSpec("kind: HTTP body_contains: \"from b2\"", server.port());
+  CHECK_FALSE(body.ok);
+  CHECK(body.detail ==
+        "HTTP 200 from " + where + ": body does not contain \"from b2\" (body \"hello from b1\")");
+
+  auto regex = RunSpec("kind: HTTP body_regex: \"b[2-9]$\"", server.port());
+  CHECK_FALSE(regex.ok);
+  CHECK(regex.detail ==
+        "HTTP 200 from " + where + ": body does not match /b[2-9]$/ (body \"hello from b1\")");
+
+  auto slow = RunSpec("kind: HTTP http_path: \"/slow\"", server.port(), 300);
+  CHECK_FALSE(slow.ok);
+  CHECK_THAT(slow.detail,
+             Catch::StartsWith("HTTP probe to " + where + ": no complete answer within"));
+
+  const int closed = testing::ClosedPort();
+  auto refused = RunSpec("kind: HTTP", closed);
+  CHECK_FALSE(refused.ok);
+  CHECK_THAT(refused.detail,
+             Catch::Contains("Connection refused") || Catch::Contains("Couldn't connect"));
+}
+
+TEST_CASE("HTTPS and TLS: verified, insecure, wrong CA, wrong name") {
+  testing::TempDir dir;
+  const testing::Certs certs = testing::MakeCerts(dir.path());
+  HttpServer server("b1", certs.cert, certs.key);
+  const int port = server.port();
+  const std::string where = "127.0.0.1:" + std::to_string(port) + " (direct)";
+
+  auto ok = RunSpec("kind: HTTPS tls_ca_file: \"" + certs.ca +
+                        "\" tls_server_name: \"probe.test\" body_contains: \"from b1\"",
+                    port);
+  CHECK(ok.ok);
+  INFO(ok.detail);
+  CHECK_THAT(ok.detail, Catch::StartsWith("HTTPS 200 from " + where));
+  CHECK(server.last_user_agent() == "ballast-probe/1");
+
+  // No server name: the certificate must name the address (it has IP:127.0.0.1).
+  auto by_ip = RunSpec("kind: HTTPS tls_ca_file: \"" + certs.ca + "\"", port);
+  INFO(by_ip.detail);
+  CHECK(by_ip.ok);
+  CHECK(RunSpec("kind: HTTPS tls_insecure: true", port).ok);
+
+  auto wrong_ca = RunSpec("kind: HTTPS tls_ca_file: \"" + certs.other_ca + "\"", port);
+  CHECK_FALSE(wrong_ca.ok);
+  CHECK_THAT(wrong_ca.detail, Catch::StartsWith("HTTPS probe to " + where + ": "));
+  CHECK_THAT(wrong_ca.detail, Catch::Contains("certificate"));
+
+  auto wrong_name = RunSpec(
+      "kind: HTTPS tls_ca_file: \"" + certs.ca + "\" tls_server_name: \"other.test\"", port);
+  CHECK_FALSE(wrong_name.ok);
+
+  auto tls =
+      RunSpec("kind: TLS tls_ca_file: \"" + certs.ca + "\" tls_server_name: \"probe.test\"", port);
+  CHECK(tls.ok);
+  CHECK_THAT(tls.detail, Catch::StartsWith("TLSv1.3 handshake with " + where + " in "));
+  CHECK_THAT(tls.detail, Catch::Contains("CN = probe.test") || Catch::Contains("CN=probe.test"));
+
+  auto tls_bad = RunSpec("kind: TLS tls_ca_file: \"" + certs.other_ca + "\"", port);
+  CHECK_FALSE(tls_bad.ok);
+  CHECK(tls_bad.detail ==
+        "TLS handshake with " + where +
+            ": certificate verify failed: unable to get local issuer certificate");
+
+  auto tls_name =
+      RunSpec("kind: TLS tls_ca_file: \"" + certs.ca + "\" tls_server_name: \"other.test\"", port);
+  CHECK_FALSE(tls_name.ok);
+  CHECK(tls_name.detail ==
+        "TLS handshake with " + where + ": certificate verify failed: hostname mismatch");
+
+  HttpServer plain("b2");
+  auto not_tls = RunSpec("kind: TLS tls_insecure: true", plain.port(), 500);
+  CHECK_FALSE(not_tls.ok);
+  CHECK_THAT(not_tls.detail, Catch::StartsWith("TLS handshake with 127.0.0.1:"));
+
+  auto refused = RunSpec("kind: TLS tls_insecure: true", testing::ClosedPort());
+  CHECK_FALSE(refused.ok);
+  CHECK_THAT(refused.detail, Catch::EndsWith("connect: Connection refused"));
+}
+
+TEST_CASE("gRPC: a real method, assertions on the reply, user agent") {
+  testing::GrpcBackend b1("b1", true);
+  const std::string where = "127.0.0.1:" + std::to_string(b1.port()) + " (direct)";
+  const std::string base =
+      "kind: GRPC grpc_method: \"/ballast.testing.v1.TestBackend/Hello\" "
+      "grpc_descriptor_set: \"" +
+      kDesc + "\" grpc_request_text: \"from: 'probe'\" ";
+
+  auto ok = RunSpec(base +
+                        "grpc_expect: 'name == \"b1\"' grpc_expect: 'healthy == true' "
+                        "grpc_expect: 'message == \"hello probe from b1\"'",
+                    b1.port());
+  INFO(ok.detail);
+  CHECK(ok.ok);
+  CHECK_THAT(ok.detail, Catch::StartsWith("gRPC /ballast.testing.v1.TestBackend/Hello on " + where +
+                                          ": OK in "));
+  CHECK_THAT(ok.detail, Catch::EndsWith(", 3 assertion(s) hold"));
+  // grpc++ puts its own token first: "grpc-c++/1.51.1 ballast-probe/1 grpc-c/...".
+  CHECK_THAT(b1.last_user_agent(), Catch::Contains(" ballast-probe/1 "));
+
+  auto wrong =
+      RunSpec(base + "grpc_expect: 'name == \"b2\"' grpc_expect: 'healthy == true'", b1.port());
+  CHECK_FALSE(wrong.ok);
+  CHECK(wrong.detail == "gRPC /ballast.testing.v1.TestBackend/Hello on " + where +
+                            ": name is \"b1\" (want == \"b2\")");
+
+  testing::GrpcBackend sick("b3", false);
+  auto unhealthy = RunSpec(base + "grpc_expect: 'healthy == true'", sick.port());
+  CHECK_FALSE(unhealthy.ok);
+  CHECK_THAT(unhealthy.detail, Catch::EndsWith(": healthy is false (want == true)"));
+
+  // A server that does not speak gRPC (HTTP/1.1).
+  HttpServer http("h");
+  auto not_grpc = RunSpec(base, http.port(), 500);
+  CHECK_FALSE(not_grpc.ok);
+  CHECK_THAT(not_grpc.detail, Catch::Contains("UNAVAILABLE") || Catch::Contains("DEADLINE") ||
+                                  Catch::Contains("INTERNAL") || Catch::Contains("UNKNOWN"));
+
+  auto refused = RunSpec(base, testing::ClosedPort());
+  CHECK_FALSE(refused.ok);
+  CHECK_THAT(refused.detail, Catch::EndsWith("connect: Connection refused"));
+
+  testing::FullListener full;
+  auto timeout = RunSpec(base, full.port(), 300);
+  CHECK_FALSE(timeout.ok);
+  CHECK_THAT(timeout.detail, Catch::Contains("SYN not answered"));
+}
+
+}  // namespace
+}  // namespace ballast::probes
