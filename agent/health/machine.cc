@@ -187,7 +187,13 @@ void Observe(std::vector<Work>& work, const Params& p) {
     }
     w.score = ComputeScore(w.probe_pen, w.passive_pen, p);
     w.prev_score = w.st.score;
-    if (w.score.evaluated) w.st.score = w.score.score;
+    if (w.score.evaluated) {
+      w.st.score = w.score.score;
+      auto& recent = w.st.recent_scores;
+      recent.push_back(w.score.score);
+      const auto window = static_cast<size_t>(p.weight_score_window);
+      if (recent.size() > window) recent.erase(recent.begin(), recent.end() - window);
+    }
   }
 }
 
@@ -292,15 +298,16 @@ void Transition(Work& w, absl::Time now, const std::string& pool, const Params& 
       return;
     }
     if (st.ramp_step < last && w.score.evaluated) {
-      if (st.score < p.ramp_sag_score) {
+      if (SteadyScore(st) < p.ramp_sag_score) {
         st.hold = 0;
         if (st.ramp_step > 0) {
           const int from = p.ramp_percents[st.ramp_step];
           --st.ramp_step;
-          AddAction(w, ActionKind::kRampBack, now, pool,
-                    absl::StrFormat("ramp %s -> %s: score %d sagged below %d", FormatPercent(from),
-                                    FormatPercent(p.ramp_percents[st.ramp_step]), st.score,
-                                    p.ramp_sag_score));
+          AddAction(
+              w, ActionKind::kRampBack, now, pool,
+              absl::StrFormat("ramp %s -> %s: score %d stayed below %d for %d evaluations",
+                              FormatPercent(from), FormatPercent(p.ramp_percents[st.ramp_step]),
+                              SteadyScore(st), p.ramp_sag_score, p.weight_score_window));
         }
       } else if (++st.hold >= p.ramp_hold) {
         const int from = p.ramp_percents[st.ramp_step];
@@ -370,6 +377,11 @@ std::string_view HealthStateName(HealthState s) {
       return "pinned";
   }
   return "unknown";
+}
+
+int SteadyScore(const BackendState& b) {
+  if (b.recent_scores.empty()) return b.score;
+  return *std::max_element(b.recent_scores.begin(), b.recent_scores.end());
 }
 
 HealthState StateOf(const BackendState& b, const Params& p) {
@@ -496,7 +508,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
       Transition(w, now, input.pool, p);
       w.st.applied_in_service = w.st.in_service;
       w.st.applied_ramp_percent = p.ramp_percents[w.st.ramp_step];
-      w.st.applied_weight_score = WeightScore(w.st.score, p);
+      w.st.applied_weight_score = WeightScore(SteadyScore(w.st), p);
     }
   }
 

@@ -45,7 +45,8 @@
 //   down, good_streak >= promote_after and now >= cooldown_until -> ramping at
 //     the first ramp step (action promote; with a single ramp step of 100 the
 //     backend is healthy at once). Streaks are reset on demote and promote.
-//   ramping: an evaluated evaluation with score < ramp_sag_score is a sag: one
+//   ramping: an evaluated evaluation with SteadyScore() < ramp_sag_score (the
+//     score stayed low for weight_score_window evaluations) is a sag: one
 //     step back (action ramp_back; none at the first step) and the hold
 //     restarts; otherwise it counts towards the hold, and after ramp_hold
 //     evaluations at a step the next step is taken (action ramp_step).
@@ -140,6 +141,8 @@ struct BackendState {
   bool in_service = true;
   bool pinned = false;
   int score = 100;
+  // The last Params::weight_score_window evaluated scores, oldest first.
+  std::vector<int> recent_scores;
   size_t ramp_step = 0;  // index into Params::ramp_percents
   int hold = 0;          // evaluations held at the current ramp step
   int good_streak = 0;
@@ -215,6 +218,10 @@ struct ReleaseResult {
 // (no such backend in the pool), FailedPrecondition (backend is not pinned).
 absl::StatusOr<ReleaseResult> Release(const PoolState& prev, std::string_view backend,
                                       absl::Time now, const Params& p);
+
+// The highest of b.recent_scores (b.score when empty): what the weight and
+// the ramp's sag check use.
+int SteadyScore(const BackendState& b);
 
 // The state a backend is in (see the file comment).
 HealthState StateOf(const BackendState& b, const Params& p);

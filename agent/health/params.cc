@@ -119,6 +119,7 @@ absl::Status ValidateParams(const Params& p) {
     return Invalid("score_bands", p.score_bands, "must start at 100 and end at 0");
   }
   BALLAST_RETURN_IF_ERROR(CheckInt("weight_score_step", p.weight_score_step, 1, 50));
+  BALLAST_RETURN_IF_ERROR(CheckInt("weight_score_window", p.weight_score_window, 1, 10));
 
   BALLAST_RETURN_IF_ERROR(CheckInt("min_samples", p.min_samples, 1, 1000000));
   BALLAST_RETURN_IF_ERROR(CheckInt("min_peers", p.min_peers, 1, 1000));

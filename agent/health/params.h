@@ -95,6 +95,11 @@ struct Params {
   // The score is rounded to a multiple of this before it scales the weight,
   // so small score noise does not rebuild tables (1..50; 1 = no rounding).
   int weight_score_step = 5;
+  // The weight and the ramp's sag check use the highest score of the last
+  // weight_score_window evaluated scores, so one noisy interval (a single
+  // slow probe) neither moves traffic nor undoes a ramp step; a real drop
+  // shows after this many evaluations. 1 = the current score (1..10).
+  int weight_score_window = 2;
 
   // --- Passive signals ----------------------------------------------------------
   // A passive signal has an opinion only with at least this many samples in

@@ -2,9 +2,11 @@
 //
 //   effective = round(nominal * ramp_percent/100 * weight_score/100)
 //
-// weight_score is the health score rounded to the nearest multiple of
-// Params::weight_score_step (halves up, at most 100), so a score of 62 scales
-// by 0.60 and a score of 98 by 1.00 with the default step of 5. The product is
+// weight_score is the backend's steady score (the highest of its last
+// Params::weight_score_window evaluated scores, machine.h SteadyScore) rounded
+// to the nearest multiple of Params::weight_score_step (halves up, at most
+// 100), so a score of 62 scales by 0.60 and a score of 98 by 1.00 with the
+// default step of 5. The product is
 // computed exactly in integers and rounded half up. A backend in service with
 // a positive nominal weight never gets 0: the result is at least 1 (so a 5%
 // ramp step of a nominal weight of 10 still receives traffic).

@@ -117,8 +117,12 @@ TEST_CASE("a sag during the ramp goes back one step and restarts the hold") {
   for (int i = 0; i < s.p.ramp_hold; ++i) s.Step(Healthy());
   REQUIRE(s.Out("a").ramp_percent == 20);
   for (int i = 0; i < 5; ++i) s.Step(Healthy());
-  const Result& r = s.Step(AHalf());  // score 70 < ramp_sag_score 80
+  // Score 70 < ramp_sag_score 80 for weight_score_window (2) evaluations.
+  s.Step(AHalf());
+  CHECK(s.Count(ActionKind::kRampBack) == 0);
+  const Result& r = s.Step(AHalf());
   CHECK(s.CountIn(r, ActionKind::kRampBack) == 1);
+  CHECK_THAT(r.actions.back().message, Catch::Contains("ramp 20% -> 5%: score 70 stayed below 80"));
   CHECK(s.Out("a").ramp_percent == 5);
   CHECK(s.Out("a").effective_weight == 4);  // 100 * 5% * 70% = 3.5, rounded half up
   // The hold starts again: ramp_hold - 1 good evaluations stay at 5%.
@@ -132,7 +136,8 @@ TEST_CASE("a sag at the first ramp step stays there and restarts the hold") {
   Sim s;
   Demote(s);
   REQUIRE(PromoteWithin(s, 12) == 12);
-  for (int i = 0; i < s.p.ramp_hold - 2; ++i) s.Step(Healthy());
+  for (int i = 0; i < s.p.ramp_hold - 3; ++i) s.Step(Healthy());
+  s.Step(AHalf());
   const Result& r = s.Step(AHalf());
   CHECK(s.CountIn(r, ActionKind::kRampBack) == 0);
   CHECK(s.Out("a").ramp_percent == 5);
@@ -140,6 +145,35 @@ TEST_CASE("a sag at the first ramp step stays there and restarts the hold") {
   CHECK(s.Out("a").ramp_percent == 5);
   s.Step(Healthy());
   CHECK(s.Out("a").ramp_percent == 20);
+}
+
+TEST_CASE("one noisy evaluation neither moves the weight nor undoes a ramp step") {
+  Sim s;
+  s.Step(Healthy());
+  s.Step(AHalf());  // one interval at score 70
+  CHECK(s.Out("a").score == 70);
+  CHECK(s.Out("a").effective_weight == 100);
+  s.Step(Healthy());
+  CHECK(s.Out("a").effective_weight == 100);
+  s.Step(AHalf());
+  s.Step(AHalf());  // the drop persists: now it counts
+  CHECK(s.Out("a").effective_weight == 70);
+  s.Step(Healthy());  // recovery counts at once
+  CHECK(s.Out("a").effective_weight == 100);
+
+  Demote(s);
+  REQUIRE(PromoteWithin(s, 12) == 12);
+  for (int i = 0; i < s.p.ramp_hold; ++i) s.Step(Healthy());
+  REQUIRE(s.Out("a").ramp_percent == 20);
+  s.Step(AHalf());
+  s.Step(Healthy());
+  s.Step(AHalf());
+  CHECK(s.Out("a").ramp_percent == 20);
+  CHECK(s.Count(ActionKind::kRampBack) == 0);
+
+  s.p.weight_score_window = 1;  // no smoothing: the current score counts
+  s.Step(AHalf());
+  CHECK(s.Out("a").ramp_percent == 5);
 }
 
 TEST_CASE("a small nominal weight at the 5% step gets weight 1, never 0") {
