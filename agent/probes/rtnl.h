@@ -1,0 +1,47 @@
+// Just enough rtnetlink for the probe forwarder: policy rules that send
+// marked packets to a routing table, and that table's default route.
+//
+// Each call opens its own NETLINK_ROUTE socket in the caller's network
+// namespace, sends one request and waits for the kernel's acknowledgement.
+// Kernel errors come back as a Status with what was being done and
+// strerror() of the errno. Stateless, thread-safe.
+#ifndef BALLAST_AGENT_PROBES_RTNL_H_
+#define BALLAST_AGENT_PROBES_RTNL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "agent/dataplane/ip_address.h"
+
+namespace ballast::probes::rtnl {
+
+// Address family of rules and routes: AF_INET or AF_INET6.
+//
+// `ip rule add fwmark MARK/MASK lookup TABLE priority PRIO` (family).
+// AlreadyExists if an identical rule exists.
+absl::Status AddFwmarkRule(int family, uint32_t mark, uint32_t mask, uint32_t table,
+                           uint32_t priority);
+// The reverse; NotFound if there is no such rule.
+absl::Status DeleteFwmarkRule(int family, uint32_t mark, uint32_t mask, uint32_t table,
+                              uint32_t priority);
+
+// `ip route replace default via GATEWAY dev OIF [src PREFSRC] mtu MTU table
+// TABLE`; without a gateway, `ip route replace unreachable default table
+// TABLE` (so packets of that family fail at once instead of falling through
+// to the main table). mtu 0 = none.
+absl::Status ReplaceDefaultRoute(int family, uint32_t table,
+                                 const std::optional<IpAddress>& gateway, int oif,
+                                 const std::optional<IpAddress>& prefsrc, uint32_t mtu);
+// `ip route del default table TABLE` (family); NotFound if absent.
+absl::Status DeleteDefaultRoute(int family, uint32_t table);
+
+// Interface index and MTU of a device in the current namespace.
+absl::StatusOr<int> IfIndex(const std::string& ifname);
+absl::StatusOr<uint32_t> DeviceMtu(const std::string& ifname);
+
+}  // namespace ballast::probes::rtnl
+
+#endif  // BALLAST_AGENT_PROBES_RTNL_H_
