@@ -86,13 +86,19 @@ absl::Status ProbeForwarder::Attach() {
   auto ifindex = rtnl::IfIndex(options_.device);
   if (!ifindex.ok()) return ifindex.status();
   LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = *ifindex, .attach_point = BPF_TC_EGRESS);
-  if (int err = bpf_tc_hook_create(&hook); err != 0 && err != -EEXIST) {
-    return ErrnoStatus(err, Cat("creating the clsact qdisc on ", options_.device));
-  }
-  LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = bpf_program__fd(skel_->progs.tc_probe),
-              .flags = BPF_TC_F_REPLACE, .handle = kTcHandle, .priority = kTcPriority);
-  if (int err = bpf_tc_attach(&hook, &opts); err != 0) {
-    return ErrnoStatus(err, Cat("attaching tc_probe to ", options_.device, " egress"));
+  std::string log;
+  {
+    // libbpf logs the kernel's "exclusivity flag on" for an existing
+    // clsact qdisc, which is the normal case on a restart.
+    dataplane::CaptureLibLogs capture(&log);
+    if (int err = bpf_tc_hook_create(&hook); err != 0 && err != -EEXIST) {
+      return ErrnoStatus(err, Cat("creating the clsact qdisc on ", options_.device, ": ", log));
+    }
+    LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = bpf_program__fd(skel_->progs.tc_probe),
+                .flags = BPF_TC_F_REPLACE, .handle = kTcHandle, .priority = kTcPriority);
+    if (int err = bpf_tc_attach(&hook, &opts); err != 0) {
+      return ErrnoStatus(err, Cat("attaching tc_probe to ", options_.device, " egress: ", log));
+    }
   }
   if (!options_.manage_routing) return absl::OkStatus();
   return InstallRouting(*ifindex);

@@ -111,6 +111,27 @@ done
 n=$(grep -c . "$BE3_LOG" || true)
 ((n == 0)) || fail "backend 3 logged $n HTTP requests (want 0: it only got TCP probes)"
 
+log "scheduler: backends 1 and 2 via the VIP, backend 3 (no VIP) too, 100 ms interval for 1 s"
+sched=$(router "$PROBE_TOOL" schedule --vip "$VIP4" --port 80 --ms 1000 \
+  --targets "1=$BE1_ADDR4,2=$BE2_ADDR4,3=$BE3_ADDR4" \
+  --spec 'kind: TCP interval_ms: 100 timeout_ms: 80 jitter_ms: 10') || fail "probe_tool schedule failed"
+printf '%s\n' "$sched" | sed "s/^/$T_NAME:   /"
+grep -qE '^1 ok=([6-9]|1[0-9]) fail=0 ' <<<"$sched" || fail "scheduler: backend 1 should pass 6..19 times, never fail"
+grep -qE '^2 ok=([6-9]|1[0-9]) fail=0 ' <<<"$sched" || fail "scheduler: backend 2 should pass 6..19 times, never fail"
+grep -qE '^3 ok=0 fail=([6-9]|1[0-9]) ' <<<"$sched" || fail "scheduler: backend 3 (no VIP) should fail every probe"
+
+log "restart: a new forwarder (fresh program, pinned maps) replaces the running one"
+filter_id() { router tc filter show dev to-be1 egress | grep -o 'tc_probe.* id [0-9]*' | awk '{print $NF}'; }
+old_id=$(filter_id)
+pt attach --gw4 "$BE1_ADDR4" --gw6 "$BE1_ADDR6" || fail "second attach failed"
+new_id=$(filter_id)
+[[ -n $new_id && $new_id != "$old_id" ]] || fail "program not replaced on restart (id $old_id -> $new_id)"
+log "program id $old_id -> $new_id"
+n=$(router tc filter show dev to-be1 egress | grep -c 'tc_probe' || true)
+((n == 1)) || fail "$n tc_probe filters on to-be1 after the restart (want 1)"
+probe ok "targets survive the restart (backend 2 via the VIP, not re-programmed)" \
+  --vip "$VIP4" --port 80 --backend "$BE2_ADDR4" --id 2 --spec "$(http backend-2)"
+
 stats=$(pt stats)
 log "forwarder counters: $(echo $stats)"
 grep -q '^drop_no_target=[1-9]' <<<"$stats" || fail "drop_no_target did not count the unknown mark"

@@ -8,10 +8,15 @@
 //   probe_tool detach --dev D [--pin-dir P]
 //   probe_tool run --vip A --port N --backend A --id N --spec TEXTPROTO [--direct]
 //                                                         one probe; exit 0 if ok
+//   probe_tool schedule --vip A --port N --targets ID=ADDR,... --spec TEXTPROTO --ms T
+//                                                         a ProbeScheduler for T ms;
+//                                                         prints "ID ok=N fail=M" per target
 // Every command but `run` reopens the forwarder from its pinned maps.
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <string>
 
 #include <google/protobuf/text_format.h>
@@ -78,6 +83,47 @@ int main(int argc, char** argv) {
         (*prober)->Run(ep, Clock::now() + std::chrono::milliseconds(TimeoutMsOf(t.spec)));
     std::printf("%s %s\n", r.ok ? "ok" : "FAIL", r.detail.c_str());
     return r.ok ? 0 : 1;
+  }
+
+  if (cmd == "schedule") {
+    v1::ProbeSpec spec;
+    if (!google::protobuf::TextFormat::ParseFromString(a["spec"], &spec)) {
+      return Fail("--spec is not a ProbeSpec in text format");
+    }
+    std::mutex mu;
+    std::map<std::string, std::pair<int, int>> counts;
+    std::map<std::string, std::string> last;
+    ProbeScheduler sched({.workers = 2},
+                         [&](const std::string& id, const ProbeTarget&, const ProbeResult& r) {
+                           std::lock_guard<std::mutex> lock(mu);
+                           (r.ok ? counts[id].first : counts[id].second)++;
+                           last[id] = r.detail;
+                         });
+    std::string list = a["targets"];
+    while (!list.empty()) {
+      const size_t comma = list.find(',');
+      const std::string item = list.substr(0, comma);
+      list = comma == std::string::npos ? "" : list.substr(comma + 1);
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos) return Fail("--targets wants ID=ADDR,...");
+      ProbeTarget t;
+      t.vip = Addr(a, "vip", "0.0.0.0");
+      t.port = static_cast<uint16_t>(std::stoi(a["port"]));
+      t.backend_id = static_cast<uint32_t>(std::stoul(item.substr(0, eq)));
+      auto backend = IpAddress::Parse(item.substr(eq + 1));
+      if (!backend.ok()) return Fail(std::string(backend.status().message()));
+      t.backend = *backend;
+      t.spec = spec;
+      if (absl::Status s = sched.Add(item.substr(0, eq), t); !s.ok()) {
+        return Fail(std::string(s.message()));
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(a["ms"])));
+    sched.Shutdown();
+    for (const auto& [id, c] : counts) {
+      std::printf("%s ok=%d fail=%d last=%s\n", id.c_str(), c.first, c.second, last[id].c_str());
+    }
+    return 0;
   }
 
   ProbeForwarder::Options o;
