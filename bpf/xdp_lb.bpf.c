@@ -142,12 +142,14 @@ static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
 SEC("xdp")
 int xdp_lb(struct xdp_md *ctx)
 {
-	struct ballast_vip_meta *vip;
+	const struct ballast_vip_meta *vip = 0;
 	struct ballast_settings *s;
 	struct ballast_backend *be = 0;
+	struct ballast_flow *f;
 	struct pkt p = {};
 	enum parse_result r;
 	__u32 zero = 0, id;
+	int looked_up = 0;
 	__u64 now;
 
 	s = bpf_map_lookup_elem(&settings, &zero);
@@ -191,9 +193,17 @@ int xdp_lb(struct xdp_md *ctx)
 	if (p.key.proto == IPPROTO_ICMP || p.key.proto == IPPROTO_ICMPV6)
 		return handle_icmp(ctx, &p, s, clock_coarse());
 
-	vip = vip_lookup(p.key.dst, p.key.family, p.key.dport, p.key.proto);
-	if (!vip)
-		return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
+	/* A known flow names its VIP (vip_of_flow); only other packets pay
+	 * for the `vips` hash lookup. */
+	f = bpf_map_lookup_elem(&flows, &p.key);
+	if (f)
+		vip = vip_of_flow(f, &p.key);
+	if (!vip) {
+		vip = vip_lookup(p.key.dst, p.key.family, p.key.dport, p.key.proto);
+		if (!vip)
+			return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
+		looked_up = 1;
+	}
 
 	if (p.key.proto == IPPROTO_TCP ? parse_tcp(ctx, &p) : parse_udp(ctx, &p)) {
 		vip_account(vip->vip_id, 0, 1);
@@ -207,7 +217,7 @@ int xdp_lb(struct xdp_md *ctx)
 	}
 
 	now = clock_coarse();
-	id = conntrack_select(vip, &p, s, now, &be);
+	id = conntrack_select(vip, &p, s, now, f, looked_up, &be);
 	if (!be) {
 		/* a fresh pick from the table */
 		be = bpf_map_lookup_elem(&backends, &id);

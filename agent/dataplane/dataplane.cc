@@ -89,6 +89,54 @@ ballast_vip_key ToAbi(const VipKey& k) {
   return out;
 }
 
+// ---- vip_refs: the established-flow shortcut (struct ballast_vip_ref) ----------
+//
+// Invariants kept here: an entry is written before the `vips` entry it
+// mirrors appears; gen never decreases for a vip_id; every change to which
+// flows a vip_id covers (id given to another key, VIP deleted, a port-0 VIP
+// shadowed by a new one-port VIP) advances gen, so flows recorded under
+// the old meaning re-resolve through `vips`.
+
+absl::StatusOr<ballast_vip_ref> ReadVipRef(int fd, uint32_t vip_id) {
+  ballast_vip_ref r = {};
+  if (bpf_map_lookup_elem(fd, &vip_id, &r) != 0) {
+    return ErrnoStatus(errno, Cat("reading vip_refs[", vip_id, "]"));
+  }
+  return r;
+}
+
+absl::Status WriteVipRef(int fd, uint32_t vip_id, const ballast_vip_ref& r) {
+  if (bpf_map_update_elem(fd, &vip_id, &r, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, Cat("writing vip_refs[", vip_id, "]"));
+  }
+  return absl::OkStatus();
+}
+
+// Makes vip_refs[meta.vip_id] describe (key, meta). The generation moves
+// on unless the entry already described this same key under this id (a
+// flags or owner-deadline change keeps the flows' shortcut).
+absl::Status PublishVipRef(int fd, const ballast_vip_key& key, const ballast_vip_meta& meta) {
+  auto r = ReadVipRef(fd, meta.vip_id);
+  if (!r.ok()) return r.status();
+  const bool same =
+      r->meta.vip_id == meta.vip_id && std::memcmp(&r->key, &key, sizeof(key)) == 0 && r->gen != 0;
+  r->key = key;
+  r->meta = meta;
+  if (!same) ++r->gen;
+  return WriteVipRef(fd, meta.vip_id, *r);
+}
+
+// Advances vip_refs[vip_id].gen; with `retire`, also marks the id unused.
+// A no-op for an entry that does not describe a VIP.
+absl::Status BumpVipRef(int fd, uint32_t vip_id, bool retire) {
+  auto r = ReadVipRef(fd, vip_id);
+  if (!r.ok()) return r.status();
+  if (r->meta.vip_id != vip_id) return absl::OkStatus();
+  ++r->gen;
+  if (retire) r->meta = ballast_vip_meta{};
+  return WriteVipRef(fd, vip_id, *r);
+}
+
 absl::Status CheckVipId(uint32_t vip_id) {
   if (vip_id == BALLAST_INVALID_ID || vip_id >= BALLAST_MAX_VIPS) {
     return absl::InvalidArgumentError(
@@ -236,6 +284,18 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
   dp->prog_fd_ = bpf_program__fd(prog);
   bpf_object__for_each_map(m, dp->skel_->obj) {
     if (!bpf_map__is_internal(m)) dp->maps_[bpf_map__name(m)] = bpf_map__fd(m);
+  }
+  // VIPs adopted from pins written by a build without vip_refs (or by
+  // anything that wrote `vips` alone) get their shortcut entries.
+  {
+    auto vips = dp->Vips();
+    if (!vips.ok()) return vips.status();
+    for (const VipEntry& e : *vips) {
+      if (e.meta.vip_id == BALLAST_INVALID_ID || e.meta.vip_id >= BALLAST_MAX_VIPS) continue;
+      if (absl::Status s = PublishVipRef(dp->map_fd("vip_refs"), ToAbi(e.key), e.meta); !s.ok()) {
+        return s;
+      }
+    }
   }
   if (pinning) {
     if (absl::Status s = dp->AdoptOrPinProgram(); !s.ok()) return s;
@@ -597,6 +657,14 @@ absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, uint32_t f
   meta.vip_id = vip_id;
   meta.flags = flags;
   meta.owner_deadline_ns = owner_deadline_ns;
+  ballast_vip_meta prev = {};
+  bool existed = false;
+  for (const VipEntry& e : *vips) {
+    if (e.key == key) {
+      existed = true;
+      prev = e.meta;
+    }
+  }
   // The filter bit and the address marker first: from the moment the VIP
   // exists, its packets, fragments and ICMP errors are seen as VIP traffic.
   if (absl::Status st = SetVipFilterWord(key.addr, true); !st.ok()) return st;
@@ -607,8 +675,27 @@ absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, uint32_t f
   if (bpf_map_update_elem(map_fd("vips"), &marker, &marker_meta, BPF_ANY) != 0) {
     return ErrnoStatus(errno, Cat("writing the address marker of VIP ", VipKeyString(key)));
   }
+  // The shortcut entry before the VIP itself, so no flow can record the
+  // VIP before its entry exists.
+  const int refs = map_fd("vip_refs");
+  if (absl::Status st = PublishVipRef(refs, k, meta); !st.ok()) return st;
   if (bpf_map_update_elem(map_fd("vips"), &k, &meta, BPF_ANY) != 0) {
     return ErrnoStatus(errno, Cat("writing VIP ", VipKeyString(key)));
+  }
+  // The key's previous id no longer covers it.
+  if (existed && prev.vip_id != vip_id && prev.vip_id < BALLAST_MAX_VIPS) {
+    if (absl::Status st = BumpVipRef(refs, prev.vip_id, /*retire=*/true); !st.ok()) return st;
+  }
+  // A new one-port VIP takes some flows from the port-0 VIP of its address.
+  if (!existed && key.port != 0) {
+    for (const VipEntry& e : *vips) {
+      if (e.key.port == 0 && e.key.addr == key.addr && e.key.proto == key.proto &&
+          e.meta.vip_id < BALLAST_MAX_VIPS) {
+        if (absl::Status st = BumpVipRef(refs, e.meta.vip_id, /*retire=*/false); !st.ok()) {
+          return st;
+        }
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -624,6 +711,11 @@ absl::Status Dataplane::DeleteVip(const VipKey& key) {
   }
   if (bpf_map_delete_elem(map_fd("vips"), &k) != 0 && errno != ENOENT) {
     return ErrnoStatus(errno, Cat("deleting VIP ", VipKeyString(key)));
+  }
+  if (meta.vip_id != BALLAST_INVALID_ID && meta.vip_id < BALLAST_MAX_VIPS) {
+    if (absl::Status st = BumpVipRef(map_fd("vip_refs"), meta.vip_id, /*retire=*/true); !st.ok()) {
+      return st;
+    }
   }
   {
     auto rest = Vips();

@@ -73,6 +73,27 @@ struct ballast_vip_meta {
 	__u64 owner_deadline_ns;
 };
 
+/* Value of the `vip_refs` array, indexed by vip_id: a VIP as an established
+ * flow needs it, so a packet of a known flow skips the `vips` hash lookup.
+ * The flow records the vip_id and gen it was resolved under; the shortcut
+ * holds while meta.vip_id == that id, gen is unchanged, and key covers the
+ * flow's destination (same address, family and protocol; port 0 or the
+ * flow's port). Otherwise the packet takes the `vips` lookup and the flow
+ * records the result.
+ * The agent writes the entry before the `vips` entry when it adds a VIP,
+ * rewrites meta (same gen) when only flags or the owner deadline change,
+ * clears meta.vip_id and advances gen when the VIP is deleted, and advances
+ * the gen of a port-0 VIP when it adds a VIP for one port of the same
+ * address and protocol (that VIP now owns some of the port-0 VIP's flows).
+ * gen only grows for a given vip_id. */
+struct ballast_vip_ref {
+	struct ballast_vip_key key;   /* the `vips` key of this VIP */
+	__u32 pad0;
+	struct ballast_vip_meta meta; /* copy of its `vips` value; vip_id 0 = no VIP */
+	__u32 gen;
+	__u32 pad1;
+};
+
 /* ---- backends ---------------------------------------------------------- */
 
 enum ballast_backend_state {
@@ -130,11 +151,11 @@ enum ballast_flow_state {
 /* Value of the `flows` LRU hash. */
 struct ballast_flow {
 	__u32 backend_id;
-	__u8 state; /* enum ballast_flow_state */
-	__u8 flags; /* BALLAST_FLOW_F_* */
-	__u16 pad;
+	__u8 state;        /* enum ballast_flow_state */
+	__u8 flags;        /* BALLAST_FLOW_F_* */
+	__u16 vip_id;      /* VIP the flow was last resolved under (see vip_refs), 0 = none */
 	__u32 payload_ack; /* client's ACK number when it sent its first payload (host order) */
-	__u32 pad1;
+	__u32 vip_gen;     /* vip_refs[vip_id].gen at that time */
 	__u64 start_ns;     /* SYN time on this backend (SYN_SENT/handshake timing) */
 	__u64 last_seen_ns; /* refreshed at most every BALLAST_TOUCH_NS */
 	__u64 payload_ns;   /* time of the first client payload */

@@ -73,6 +73,20 @@ static __always_inline int is_pure_syn(const struct pkt *p)
 	return (p->tcp_flags & (TCP_SYN | TCP_ACK | TCP_RST | TCP_FIN)) == TCP_SYN;
 }
 
+/* Records in a flow the VIP it was resolved under and that VIP's current
+ * vip_refs generation, so its next packets can skip the `vips` lookup. */
+static __always_inline void flow_note_vip(struct ballast_flow *f, __u32 vip_id)
+{
+	struct ballast_vip_ref *r = bpf_map_lookup_elem(&vip_refs, &vip_id);
+
+	if (r && r->meta.vip_id == vip_id) {
+		f->vip_id = vip_id;
+		f->vip_gen = r->gen;
+	} else {
+		f->vip_id = BALLAST_INVALID_ID;
+	}
+}
+
 /* Creates (or replaces) the flow with a fresh pick from the table.
  * Returns the backend_id, or BALLAST_INVALID_ID when the table has none.
  * `now` is the coarse clock; start_ns (the handshake's start) is precise. */
@@ -86,6 +100,7 @@ static __always_inline __u32 flow_create(const struct ballast_vip_meta *vip, str
 	if (id == BALLAST_INVALID_ID)
 		return id;
 	f.backend_id = id;
+	flow_note_vip(&f, vip->vip_id);
 	f.start_ns = clock_precise();
 	f.last_seen_ns = now;
 	if (p->key.proto == IPPROTO_UDP) {
@@ -156,21 +171,23 @@ static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct
 }
 
 /* Chooses the backend for a TCP or UDP packet to a VIP and keeps the
- * connection table up to date. Returns the backend_id, or
- * BALLAST_INVALID_ID when the VIP has no usable backend. When the flow
- * keeps its backend, *bep is set to that backend's entry (already checked
- * usable); otherwise (a fresh pick) *bep is left alone and the caller looks
- * the backend up and checks it. `now` is the coarse clock. */
+ * connection table up to date. `f` is the packet's flow (the caller looked
+ * it up), or NULL. `vip_looked_up`: the VIP came from the `vips` lookup, not
+ * from the flow's shortcut, so a kept flow records it (flow_note_vip).
+ * Returns the backend_id, or BALLAST_INVALID_ID when the VIP has no usable
+ * backend. When the flow keeps its backend, *bep is set to that backend's
+ * entry (already checked usable); otherwise (a fresh pick) *bep is left
+ * alone and the caller looks the backend up and checks it. `now` is the
+ * coarse clock. */
 static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip, struct pkt *p,
 					      const struct ballast_settings *s, __u64 now,
+					      struct ballast_flow *f, int vip_looked_up,
 					      struct ballast_backend **bep)
 {
 	struct ballast_backend_stats *bs;
 	struct ballast_backend *be;
-	struct ballast_flow *f;
 	__u32 id, old;
 
-	f = bpf_map_lookup_elem(&flows, &p->key);
 	if (!f)
 		return flow_create(vip, p, now);
 
@@ -199,6 +216,8 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 		id = maglev_pick(vip->vip_id, p);
 		if (id == BALLAST_INVALID_ID)
 			return id;
+		if (vip_looked_up)
+			flow_note_vip(f, vip->vip_id);
 		if (id != old) {
 			f->backend_id = id;
 			f->start_ns = clock_precise();
@@ -211,6 +230,8 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 	}
 	flow_tcp_update(f, p, now);
 keep:
+	if (unlikely(vip_looked_up))
+		flow_note_vip(f, vip->vip_id);
 	/* no underflow should last_seen_ns be ahead of `now` */
 	if (now > f->last_seen_ns + BALLAST_TOUCH_NS)
 		f->last_seen_ns = now;

@@ -18,6 +18,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } vips SEC(".maps");
 
+/* vip_id -> the VIP, for the established-flow shortcut (struct ballast_vip_ref). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BALLAST_MAX_VIPS);
+	__type(key, __u32);
+	__type(value, struct ballast_vip_ref);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} vip_refs SEC(".maps");
+
 /* Bitmap of VIP addresses (see BALLAST_VIP_FILTER_WORDS). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -56,6 +56,31 @@ static __always_inline struct ballast_vip_meta *vip_lookup(const __u8 *addr, __u
 	return bpf_map_lookup_elem(&vips, &k);
 }
 
+/* The VIP a known flow was resolved under, from vip_refs instead of the
+ * `vips` hash (see struct ballast_vip_ref), or NULL when the shortcut does
+ * not hold and the caller must look the VIP up. */
+static __always_inline const struct ballast_vip_meta *vip_of_flow(const struct ballast_flow *f,
+								  const struct ballast_flow_key *k)
+{
+	const __u32 *a, *b;
+	struct ballast_vip_ref *r;
+	__u32 id = f->vip_id;
+
+	if (id == BALLAST_INVALID_ID)
+		return 0;
+	r = bpf_map_lookup_elem(&vip_refs, &id);
+	if (!r || r->meta.vip_id != id || r->gen != f->vip_gen)
+		return 0;
+	a = (const __u32 *)r->key.addr;
+	b = (const __u32 *)k->dst;
+	if ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]))
+		return 0;
+	if (r->key.family != k->family || r->key.proto != k->proto ||
+	    (r->key.port != 0 && r->key.port != k->dport))
+		return 0;
+	return &r->meta;
+}
+
 /* True if `addr` is the address of any VIP. */
 static __always_inline int is_vip_addr(const __u8 *addr, __u8 family)
 {

@@ -138,6 +138,76 @@ TEST_CASE("Draining backend keeps its flows until the deadline; evicted ones mov
   }
 }
 
+// The established-flow shortcut (vip_refs): a known flow's packets skip the
+// `vips` lookup, yet every VIP change is seen on the flow's next packet.
+TEST_CASE("A known flow's VIP shortcut follows VIP changes", "[lb][conntrack][vip_refs]") {
+  LbFixture fx;
+  Establish(fx);
+  const Bytes ack = Segment(tcp::kAck, 101, 5001);
+  auto f = fx.Flow(kKey);
+  REQUIRE(f);
+  CHECK(f->vip_id == kVipTcp4);  // recorded, so the next packets take the shortcut
+  const uint64_t vip_packets = fx.VipStats(kVipTcp4).packets;
+  CHECK(fx.Run(ack).verdict == BALLAST_V_TX);
+  CHECK(fx.VipStats(kVipTcp4).packets == vip_packets + 1);
+
+  SECTION("owner fence set on the VIP applies to the flow at once") {
+    const uint64_t now = dataplane::Dataplane::MonotonicNowNs();
+    fx.AddVip(Lab::Vip4(), 80, IPPROTO_TCP, kVipTcp4, BALLAST_VIP_F_OWNED, now - 1);
+    CHECK(fx.Run(ack).verdict == BALLAST_V_DROP_FENCED);
+    fx.AddVip(Lab::Vip4(), 80, IPPROTO_TCP, kVipTcp4, BALLAST_VIP_F_OWNED,
+              now + 3600ull * 1000000000ull);
+    CHECK(fx.Run(ack).verdict == BALLAST_V_TX);
+    CHECK(fx.Flow(kKey)->vip_gen == f->vip_gen);  // a deadline change keeps the shortcut
+  }
+  SECTION("VIP deleted: the flow's packets are not VIP traffic any more") {
+    REQUIRE(fx.dp().DeleteVip({ToIpAddress(Lab::Vip4()), 80, IPPROTO_TCP}).ok());
+    CHECK(fx.Run(ack).verdict == BALLAST_V_PASS_NOT_VIP);
+  }
+  SECTION("VIP deleted and its id given to another VIP: the old flow does not follow the id") {
+    REQUIRE(fx.dp().DeleteVip({ToIpAddress(Lab::Vip4()), 80, IPPROTO_TCP}).ok());
+    fx.AddVip(Lab::Vip4(), 8080, IPPROTO_TCP, kVipTcp4);
+    CHECK(fx.Run(ack).verdict == BALLAST_V_PASS_NOT_VIP);
+  }
+  SECTION("VIP key moved to another id: the flow keeps its backend, counted on the new id") {
+    fx.AddVip(Lab::Vip4(), 80, IPPROTO_TCP, 9);
+    fx.SetUniformTable(9, 2);
+    CHECK(BackendOf(fx, fx.Run(ack)) == 1);
+    CHECK(fx.VipStats(9).packets == 1);
+    CHECK(fx.Flow(kKey)->vip_id == 9);
+  }
+}
+
+TEST_CASE("A one-port VIP added beside a port-0 VIP takes over that port's known flows",
+          "[lb][conntrack][vip_refs]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  const Addr vip = Addr::Parse("198.18.0.20");
+  fx.AddVip(vip, 0, IPPROTO_TCP, 7);
+  fx.SetUniformTable(7, 1);
+  const ballast_flow_key key = FlowKey(Lab::Client4(), vip, kPort, 80, IPPROTO_TCP);
+  auto seg = [&](uint8_t flags, uint32_t seq) {
+    return FromClient4(vip).Tcp(kPort, 80, flags, seq, 5001).Build();
+  };
+  REQUIRE(BackendOf(fx, fx.Run(seg(tcp::kSyn, 100))) == 1);
+  REQUIRE(BackendOf(fx, fx.Run(seg(tcp::kAck, 101))) == 1);
+  REQUIRE(fx.Flow(key)->vip_id == 7);
+  CHECK(fx.VipStats(7).packets == 2);
+
+  fx.AddVip(vip, 80, IPPROTO_TCP, 8);
+  fx.SetUniformTable(8, 2);
+  CHECK(BackendOf(fx, fx.Run(seg(tcp::kAck, 101))) == 1);  // established: keeps its backend
+  CHECK(fx.VipStats(8).packets == 1);                      // but belongs to the new VIP
+  CHECK(fx.VipStats(7).packets == 2);
+  CHECK(fx.Flow(key)->vip_id == 8);
+
+  // Deleting the one-port VIP hands the flow back to the port-0 VIP.
+  REQUIRE(fx.dp().DeleteVip({ToIpAddress(vip), 80, IPPROTO_TCP}).ok());
+  CHECK(BackendOf(fx, fx.Run(seg(tcp::kAck, 101))) == 1);
+  CHECK(fx.VipStats(7).packets == 3);
+  CHECK(fx.Flow(key)->vip_id == 7);
+}
+
 TEST_CASE("A mid-stream packet without a flow is adopted as established", "[lb][conntrack]") {
   LbFixture fx;
   SetUpLab(fx);
