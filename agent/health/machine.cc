@@ -33,7 +33,8 @@ struct Work {
   double drift_pen = 0;
   ScoreResult score;
   bool unwell = false;
-  int good_streak_seen = 0;  // streaks after this evaluation, before any transition reset
+  uint32_t weight_before = 0;  // this input's weight under the previous applied values
+  int good_streak_seen = 0;    // streaks after this evaluation, before any transition reset
   int bad_streak_seen = 0;
   std::vector<Action> actions;  // inputs_json filled at the end
 };
@@ -158,17 +159,21 @@ void Observe(std::vector<Work>& work, const Params& p) {
     }
     if (w.in->probe) w.value[kProbeLatency] = ProbeLatencyMs(*w.in->probe);
   }
-  std::vector<double> peers;
-  for (size_t i = 0; i < work.size(); ++i) {
-    Work& w = work[i];
+  // Per signal, every backend's value, sorted: each backend's peer median
+  // is then a lookup (PeerMedian), O(N log N) per pool instead of O(N^2).
+  std::array<std::vector<double>, kNumSignals> sorted;
+  for (size_t s = 0; s < kNumSignals; ++s) {
+    for (const Work& w : work) {
+      if (w.value[s]) sorted[s].push_back(*w.value[s]);
+    }
+    std::sort(sorted[s].begin(), sorted[s].end());
+  }
+  for (Work& w : work) {
     for (size_t s = 0; s < kNumSignals; ++s) {
       if (!w.value[s]) continue;
-      peers.clear();
-      for (size_t j = 0; j < work.size(); ++j) {
-        if (j != i && work[j].value[s]) peers.push_back(*work[j].value[s]);
-      }
       const Signal sig = static_cast<Signal>(s);
-      SignalComparison c = Compare(sig, *w.value[s], w.st.baselines[s], peers, p);
+      SignalComparison c =
+          Compare(sig, *w.value[s], w.st.baselines[s], PeerMedian(sorted[s], *w.value[s], p), p);
       if (c.severity) w.penalty[s] = SlowdownPenalty(*c.severity, p);
       if (c.vs_baseline) w.drift_pen = std::max(w.drift_pen, SlowdownPenalty(*c.vs_baseline, p));
       const bool anomalous = c.vs_baseline && *c.vs_baseline > p.slowdown_tolerance;
@@ -426,6 +431,10 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
       auto it = old.find(in.key);
       work[i].st = it != old.end() ? *it->second : NewBackendState(in.key, p);
       PruneFlaps(work[i].st, now, p);
+      const BackendState& st = work[i].st;
+      work[i].weight_before =
+          EffectiveWeight(in.operator_state, in.nominal_weight, st.applied_in_service,
+                          st.applied_ramp_percent, st.applied_weight_score);
     }
   }
 
@@ -529,7 +538,9 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
         EffectiveWeight(w.in->operator_state, w.in->nominal_weight, w.st.applied_in_service,
                         w.st.applied_ramp_percent, w.st.applied_weight_score);
     out.conditions = Conditions(w, r.state.frozen, now, p);
-    out.evidence_json = EvidenceJson(w, out, now);
+    if (!w.actions.empty() || out.effective_weight != w.weight_before) {
+      out.evidence_json = EvidenceJson(w, out, now);
+    }
     for (Action& a : w.actions) {
       a.inputs_json = out.evidence_json;
       r.actions.push_back(std::move(a));

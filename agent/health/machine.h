@@ -186,7 +186,12 @@ struct BackendOutput {
   // "disagreement:probe_passes_traffic_fails", "drift_from_baseline",
   // "cooldown", "frozen", "draining", "evicted", "nominal_zero".
   std::vector<std::string> conditions;
-  std::string evidence_json;  // the inputs JSON also attached to its actions
+  // The inputs JSON attached to this backend's actions. Built only when the
+  // backend has actions in this evaluation or health changed its weight
+  // (effective_weight differs from this input's weight under the previous
+  // evaluation's ramp, weight score and in-service flag); empty otherwise,
+  // since building it for every backend is most of an evaluation's cost.
+  std::string evidence_json;
 };
 
 struct Result {

@@ -108,8 +108,20 @@ double Median(std::span<const double> values) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+std::optional<double> PeerMedian(std::span<const double> sorted, double self, const Params& p) {
+  if (sorted.size() < 2 || sorted.size() - 1 < static_cast<size_t>(p.min_peers)) {
+    return std::nullopt;
+  }
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), self);
+  if (it == sorted.end() || *it != self) return std::nullopt;  // precondition broken
+  const auto k = static_cast<size_t>(it - sorted.begin());
+  const size_t m = sorted.size() - 1;
+  auto at = [&](size_t j) { return sorted[j < k ? j : j + 1]; };
+  return m % 2 ? at(m / 2) : (at(m / 2 - 1) + at(m / 2)) / 2;
+}
+
 SignalComparison Compare(Signal s, double value, const Baseline& baseline,
-                         std::span<const double> peer_values, const Params& p) {
+                         std::optional<double> peer_median, const Params& p) {
   SignalComparison c;
   c.value = value;
   const double floor = SignalFloor(s, p);
@@ -117,9 +129,9 @@ SignalComparison Compare(Signal s, double value, const Baseline& baseline,
     c.baseline = baseline.value;
     c.vs_baseline = CompareRatio(value, baseline.value, floor);
   }
-  if (!peer_values.empty() && peer_values.size() >= static_cast<size_t>(p.min_peers)) {
-    c.peer_median = Median(peer_values);
-    c.vs_peers = CompareRatio(value, *c.peer_median, floor);
+  if (peer_median) {
+    c.peer_median = peer_median;
+    c.vs_peers = CompareRatio(value, *peer_median, floor);
   }
   if (c.vs_baseline && c.vs_peers) {
     c.severity = std::min(*c.vs_baseline, *c.vs_peers);

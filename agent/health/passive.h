@@ -122,21 +122,27 @@ double CompareRatio(double value, double reference, double floor);
 // Precondition: !values.empty(). Does not modify the caller's data.
 double Median(std::span<const double> values);
 
+// The median of a backend's peers: `sorted` holds the signal's values of all
+// backends of the pool that have one (ascending), `self` is this backend's
+// value (present in `sorted`). Median of `sorted` without one occurrence of
+// `self`; nullopt when fewer than min_peers peers remain. O(log n).
+std::optional<double> PeerMedian(std::span<const double> sorted, double self, const Params& p);
+
 // The comparison of one signal of one backend in one evaluation.
 struct SignalComparison {
   double value = 0;
   std::optional<double> baseline;     // set when the baseline is established
-  std::optional<double> peer_median;  // set when >= min_peers peers have a value
+  std::optional<double> peer_median;  // set when >= min_peers peers have a value (PeerMedian)
   std::optional<double> vs_baseline;  // CompareRatio(value, baseline)
   std::optional<double> vs_peers;     // CompareRatio(value, peer_median)
   // min(vs_baseline, vs_peers) of those present; nullopt when neither is
   // (the signal then has no opinion).
   std::optional<double> severity;
 };
-// `peer_values`: the same signal's values of the other backends this
-// evaluation (not including this backend).
+// `peer_median`: PeerMedian() of the signal this evaluation (nullopt: no peer
+// comparison).
 SignalComparison Compare(Signal s, double value, const Baseline& baseline,
-                         std::span<const double> peer_values, const Params& p);
+                         std::optional<double> peer_median, const Params& p);
 
 }  // namespace ballast::health
 

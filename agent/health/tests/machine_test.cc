@@ -390,6 +390,24 @@ TEST_CASE("score band crossings are actions carrying their inputs") {
   CHECK(s.Count(ActionKind::kScoreBand) == 2);
 }
 
+TEST_CASE("evidence is built for backends with actions or a health weight change only") {
+  Sim s;
+  s.Step(Healthy());
+  CHECK(s.Out("a").evidence_json.empty());
+  s.Step(AFails());  // score band action
+  CHECK_THAT(s.Out("a").evidence_json, Catch::StartsWith("{\"score\":40"));
+  CHECK(s.Out("b").evidence_json.empty());
+  s.Step(AFails());  // no action, but the steady score now moves the weight 100 -> 40
+  CHECK(s.last.actions.empty());
+  CHECK(s.Out("a").effective_weight == 40);
+  CHECK_THAT(s.Out("a").evidence_json, Catch::Contains("\"effective_weight\":40"));
+  PoolInput in = AFails();
+  in.backends[1].nominal_weight = 50;  // an operator change is not health's
+  s.Step(in);
+  CHECK(s.Out("b").effective_weight == 50);
+  CHECK(s.Out("b").evidence_json.empty());
+}
+
 TEST_CASE("an evaluation without any data keeps the score and the streaks") {
   Sim s;
   s.Step(AFails());

@@ -104,11 +104,32 @@ TEST_CASE("median of odd and even counts") {
   CHECK(odd == std::vector<double>{5, 1, 3});  // input untouched
 }
 
+TEST_CASE("the peer median leaves the backend itself out") {
+  Params p;
+  std::vector<double> all = {1, 2, 3, 10};
+  CHECK(*PeerMedian(all, 10, p) == 2);  // median of 1, 2, 3
+  CHECK(*PeerMedian(all, 1, p) == 3);   // median of 2, 3, 10
+  CHECK(*PeerMedian(all, 2, p) == 3);   // median of 1, 3, 10
+  std::vector<double> odd = {1, 2, 3, 4, 100};
+  CHECK(*PeerMedian(odd, 100, p) == 2.5);  // median of 1, 2, 3, 4
+  CHECK(*PeerMedian(odd, 3, p) == 3);      // median of 1, 2, 4, 100
+  std::vector<double> same = {5, 5, 5};
+  CHECK(*PeerMedian(same, 5, p) == 5);
+  std::vector<double> alone = {7};
+  CHECK_FALSE(PeerMedian(alone, 7, p).has_value());
+  p.min_peers = 5;
+  CHECK_FALSE(PeerMedian(odd, 3, p).has_value());
+  p.min_peers = 4;
+  CHECK(PeerMedian(odd, 3, p).has_value());
+  p.min_peers = 3;
+  CHECK(PeerMedian(all, 10, p).has_value());
+}
+
 TEST_CASE("three times slower than its baseline and its peers has severity about 3") {
   Params p;
   Baseline b{10, 100};
-  std::vector<double> peers = {10, 9.5, 10.5};
-  SignalComparison c = Compare(Signal::kFirstResponseMs, 30, b, peers, p);
+  std::vector<double> all = {9.5, 10, 10.5, 30};
+  SignalComparison c = Compare(Signal::kFirstResponseMs, 30, b, PeerMedian(all, 30, p), p);
   REQUIRE(c.severity.has_value());
   CHECK(*c.baseline == 10);
   CHECK(*c.peer_median == 10);
@@ -120,8 +141,7 @@ TEST_CASE("three times slower than its baseline and its peers has severity about
 TEST_CASE("slower than its baseline but not than its peers: severity is the smaller ratio") {
   Params p;
   Baseline b{10, 100};
-  std::vector<double> peers = {30, 31};
-  SignalComparison c = Compare(Signal::kFirstResponseMs, 30, b, peers, p);
+  SignalComparison c = Compare(Signal::kFirstResponseMs, 30, b, 30.5, p);
   CHECK(*c.vs_baseline == Approx(2.98).epsilon(0.01));
   CHECK(*c.vs_peers < 1.0);
   CHECK(*c.severity == *c.vs_peers);
@@ -130,22 +150,19 @@ TEST_CASE("slower than its baseline but not than its peers: severity is the smal
 TEST_CASE("without an established baseline only the peers judge, and without peers nothing does") {
   Params p;
   Baseline warming{10, 2};
-  std::vector<double> peers = {10};
-  SignalComparison c = Compare(Signal::kFirstResponseMs, 20, warming, peers, p);
+  SignalComparison c = Compare(Signal::kFirstResponseMs, 20, warming, 10.0, p);
   CHECK_FALSE(c.baseline.has_value());
   CHECK(*c.severity == *c.vs_peers);
-  SignalComparison alone = Compare(Signal::kFirstResponseMs, 20, warming, {}, p);
+  SignalComparison alone = Compare(Signal::kFirstResponseMs, 20, warming, std::nullopt, p);
   CHECK_FALSE(alone.severity.has_value());
-  p.min_peers = 2;
-  CHECK_FALSE(Compare(Signal::kFirstResponseMs, 20, warming, peers, p).vs_peers.has_value());
 }
 
 TEST_CASE("the floor keeps a near-zero reference from turning noise into a huge ratio") {
   Params p;  // ratio_floor 0.02
   Baseline zero{0, 100};
-  SignalComparison one_rst = Compare(Signal::kClientRstRatio, 0.01, zero, {}, p);
+  SignalComparison one_rst = Compare(Signal::kClientRstRatio, 0.01, zero, std::nullopt, p);
   CHECK(*one_rst.severity == Approx(1.5));  // 1% of flows reset vs 0%: mild
-  SignalComparison half = Compare(Signal::kClientRstRatio, 0.5, zero, {}, p);
+  SignalComparison half = Compare(Signal::kClientRstRatio, 0.5, zero, std::nullopt, p);
   CHECK(*half.severity == Approx(26));
   CHECK(SignalFloor(Signal::kHandshakeMs, p) == p.latency_floor_ms);
   CHECK(SignalFloor(Signal::kSynRetransmitRatio, p) == p.ratio_floor);
