@@ -166,6 +166,8 @@ absl::Status ProbeForwarder::Detach() {
   return first;
 }
 
+int ProbeForwarder::prog_fd() const { return bpf_program__fd(skel_->progs.tc_probe); }
+
 absl::Status ProbeForwarder::SetTarget(uint32_t backend_id, const IpAddress& backend) {
   if (backend_id == BALLAST_INVALID_ID || backend_id >= BALLAST_MAX_BACKENDS) {
     return absl::InvalidArgumentError(Cat("probe target ", backend.ToString(), ": backend id ",

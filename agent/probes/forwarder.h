@@ -96,6 +96,9 @@ class ProbeForwarder {
   // Per-verdict packet counts summed over CPUs.
   absl::StatusOr<std::array<uint64_t, BALLAST_PROBE_V_MAX>> Stats() const;
 
+  // The loaded tc program (owned by this object; for tests and tooling).
+  int prog_fd() const;
+
  private:
   ProbeForwarder() = default;
   absl::Status InstallRouting(int ifindex);
