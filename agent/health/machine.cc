@@ -327,7 +327,7 @@ void Transition(Work& w, absl::Time now, const std::string& pool, const Params& 
     return;
   }
   // Down.
-  if (st.good_streak >= p.promote_after && now >= st.cooldown_until) {
+  if (w.score.evaluated && st.good_streak >= p.promote_after && now >= st.cooldown_until) {
     const int streak = st.good_streak;
     st.in_service = true;
     st.ramp_step = 0;
@@ -431,6 +431,8 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
       auto it = old.find(in.key);
       work[i].st = it != old.end() ? *it->second : NewBackendState(in.key, p);
       PruneFlaps(work[i].st, now, p);
+      // Params may change between calls: keep the ramp step in range.
+      work[i].st.ramp_step = std::min(work[i].st.ramp_step, p.ramp_percents.size() - 1);
       const BackendState& st = work[i].st;
       work[i].weight_before =
           EffectiveWeight(in.operator_state, in.nominal_weight, st.applied_in_service,

@@ -8,6 +8,9 @@
 //   state = r->state;  apply r->backends[i].effective_weight;  audit r->actions;
 //
 // Next() is pure: no I/O, no clock (time is `now`), no globals, no threads.
+// Params may differ from one call to the next (a configuration change): a
+// ramp step beyond a shortened ramp_percents becomes its last step, and the
+// other numbers apply from that evaluation on.
 // The same inputs give the same outputs, so every rule is unit-tested with
 // time values passed in (tests/machine_test.cc). `now` must not go backwards
 // between calls for one pool (not checked; durations would be negative).

@@ -446,6 +446,18 @@ TEST_CASE("with new_backend_start = ramping a new backend starts at the first ra
   CHECK(s.Count(ActionKind::kPromote) == 0);  // a start is not a promotion
 }
 
+TEST_CASE("params may change between evaluations: a shortened ramp keeps the step in range") {
+  Sim s;
+  Demote(s);
+  REQUIRE(PromoteWithin(s, 12) == 12);
+  for (int i = 0; i < 3 * s.p.ramp_hold - 1; ++i) s.Step(Healthy());
+  REQUIRE(s.State("a").ramp_step == 2);  // at 50%
+  s.p.ramp_percents = {10, 100};
+  s.Step(Healthy());
+  CHECK(s.Out("a").ramp_percent == 100);
+  CHECK(s.Out("a").state == HealthState::kHealthy);
+}
+
 TEST_CASE("the input is rejected when a key is empty or repeated") {
   PoolInput in = Healthy();
   in.backends[2].key = "a";
