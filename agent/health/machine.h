@@ -28,6 +28,8 @@
 //   4. The evaluation is good (score >= good_score), bad (< bad_score) or
 //      neutral; good_streak / bad_streak count consecutive ones (a neutral one
 //      resets both).
+//   5. Transitions (below), then the effective weight (weight.h) from the
+//      operator state, nominal weight, ramp percent and SteadyScore().
 //
 // States (HealthState): a backend is in service or not.
 //   healthy   in service, ramp at 100%, score >= good_score
@@ -45,7 +47,8 @@
 //     cooldown_until = now + min(max_cooldown, cooldown_base * 2^(n-1)). If
 //     pin_flaps flaps fall within pin_window (this one included) -> pinned
 //     (actions demote then pin). A demotion that is not a flap has no cooldown.
-//   down, good_streak >= promote_after and now >= cooldown_until -> ramping at
+//   down, at an evaluated evaluation with good_streak >= promote_after and
+//     now >= cooldown_until -> ramping at
 //     the first ramp step (action promote; with a single ramp step of 100 the
 //     backend is healthy at once). Streaks are reset on demote and promote.
 //   ramping: an evaluated evaluation with SteadyScore() < ramp_sag_score (the
