@@ -216,7 +216,9 @@ int xdp_lb(struct xdp_md *ctx)
 		return verdict(BALLAST_V_DROP_FENCED, XDP_DROP);
 	}
 
-	now = clock_coarse();
+	/* A new flow needs the precise clock for its handshake start: read it
+	 * once, as `now`. Everything else runs on the coarse clock. */
+	now = f ? clock_coarse() : clock_precise();
 	id = conntrack_select(vip, &p, s, now, f, looked_up, &be);
 	if (!be) {
 		/* a fresh pick from the table */

@@ -89,9 +89,10 @@ static __always_inline void flow_note_vip(struct ballast_flow *f, __u32 vip_id)
 
 /* Creates (or replaces) the flow with a fresh pick from the table.
  * Returns the backend_id, or BALLAST_INVALID_ID when the table has none.
- * `now` is the coarse clock; start_ns (the handshake's start) is precise. */
+ * start_ns (the handshake's start) needs the precise clock: `now` when
+ * `now_precise`, else read here; last_seen_ns takes `now` either way. */
 static __always_inline __u32 flow_create(const struct ballast_vip_meta *vip, struct pkt *p,
-					 __u64 now)
+					 __u64 now, int now_precise)
 {
 	struct ballast_flow f = {};
 	struct ballast_backend_stats *bs;
@@ -101,7 +102,7 @@ static __always_inline __u32 flow_create(const struct ballast_vip_meta *vip, str
 		return id;
 	f.backend_id = id;
 	flow_note_vip(&f, vip->vip_id);
-	f.start_ns = clock_precise();
+	f.start_ns = now_precise ? now : clock_precise();
 	f.last_seen_ns = now;
 	if (p->key.proto == IPPROTO_UDP) {
 		f.state = BALLAST_FLOW_UDP;
@@ -178,7 +179,8 @@ static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct
  * backend. When the flow keeps its backend, *bep is set to that backend's
  * entry (already checked usable); otherwise (a fresh pick) *bep is left
  * alone and the caller looks the backend up and checks it. `now` is the
- * coarse clock. */
+ * coarse clock, except with no flow (f NULL): then it is the precise clock,
+ * read once for the new flow's handshake start and timestamps. */
 static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip, struct pkt *p,
 					      const struct ballast_settings *s, __u64 now,
 					      struct ballast_flow *f, int vip_looked_up,
@@ -189,7 +191,7 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 	__u32 id, old;
 
 	if (!f)
-		return flow_create(vip, p, now);
+		return flow_create(vip, p, now, 1);
 
 	old = f->backend_id;
 	be = bpf_map_lookup_elem(&backends, &old);
@@ -197,17 +199,17 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 		bs = backend_stats_of(old);
 		if (bs)
 			bs->resteered_away += 1;
-		return flow_create(vip, p, now);
+		return flow_create(vip, p, now, 0);
 	}
 	if (flow_expired(f, s, now))
-		return flow_create(vip, p, now);
+		return flow_create(vip, p, now, 0);
 
 	if (p->key.proto == IPPROTO_UDP)
 		goto keep;
 
 	if (is_pure_syn(p)) {
 		if (f->state != BALLAST_FLOW_SYN_SENT)
-			return flow_create(vip, p, now); /* a new connection on a reused tuple */
+			return flow_create(vip, p, now, 0); /* a new connection on a reused tuple */
 		/* Retransmitted SYN: the backend did not answer (yet). Follow
 		 * the current table. */
 		bs = backend_stats_of(old);
