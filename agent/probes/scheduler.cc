@@ -141,6 +141,7 @@ void ProbeScheduler::DispatchLoop() {
     for (const auto& [when, id] : due) {
       Target& t = targets_[id];
       t.in_flight = true;
+      t.in_flight_generation = t.generation;
       // Next start: interval ± jitter after this one was due (not after it
       // ran), so a busy pool does not stretch the schedule; never in the past.
       t.due = std::max(when + NextGap(t.def.spec), now);
@@ -167,8 +168,12 @@ void ProbeScheduler::WorkerLoop() {
     auto it = targets_.find(job.id);
     if (it == targets_.end()) continue;  // removed meanwhile
     Target& t = it->second;
-    t.in_flight = false;
-    dispatch_cv_.notify_all();
+    // Only the job this target waits for clears in_flight: after Remove +
+    // Add of the same id, the new target's own job may be running.
+    if (t.in_flight_generation == job.generation) {
+      t.in_flight = false;
+      dispatch_cv_.notify_all();
+    }
     if (stop_ || t.generation != job.generation) continue;  // replaced: drop the old result
     t.delivering = true;
     t.delivering_thread = std::this_thread::get_id();

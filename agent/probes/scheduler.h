@@ -98,8 +98,9 @@ class ProbeScheduler {
     std::shared_ptr<const Prober> prober;
     uint64_t generation = 0;
     Clock::time_point due;
-    bool in_flight = false;   // queued or running
-    bool delivering = false;  // callback running
+    bool in_flight = false;             // queued or running
+    uint64_t in_flight_generation = 0;  // generation of the job in flight
+    bool delivering = false;            // callback running
     std::thread::id delivering_thread;
   };
   struct Job {

@@ -10,13 +10,17 @@
 #     IPv4-in-IPv6: each answer names the chosen backend;
 #   - backend 3 without the VIP on its loopback fails its probe via the VIP,
 #     while the direct probe of backend 3 passes;
-#   - a probe mark without a programmed target is dropped, not leaked.
-# Usage: probe_netns_test.sh PROBE_TOOL LBDP
+#   - a probe mark without a programmed target is dropped, not leaked;
+#   - gRPC to ballast-testbackend on VIP:50051 via backend 2 names backend-2.
+# Usage: probe_netns_test.sh PROBE_TOOL LBDP TESTBACKEND DESCRIPTOR_SET
 set -euo pipefail
 
 T_NAME=probe_netns_test
 PROBE_TOOL=${1:?probe_tool path}
 export LBDP=${2:?lbdp path}
+TESTBACKEND=${3:?ballast-testbackend path}
+DESC=${4:?testbackend descriptor set path}
+PIDS=()
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 PREFIX=pr$$
 LAB=("$repo/tools/lab/lab" --prefix "$PREFIX" --no-build)
@@ -28,11 +32,14 @@ fail() { printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2; FAILED=1; }
 die() { printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2; exit 1; }
 
 [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, tc BPF, bpffs); run as root"
-for b in "$PROBE_TOOL" "$LBDP"; do [[ -x $b ]] || die "$b is not built"; done
+[[ -f $DESC ]] || die "descriptor set $DESC does not exist (build ballast_testing_proto)"
+for b in "$PROBE_TOOL" "$LBDP" "$TESTBACKEND"; do [[ -x $b ]] || die "$b is not built"; done
 for t in ip nginx curl tc; do command -v "$t" >/dev/null || die "$t is not installed (tools/setup.sh)"; done
 
 cleanup() {
-  local rc=$?
+  local rc=$? pid
+  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [[ -n ${SRC4:-} ]]; then pt detach >/dev/null 2>&1 || true; fi
   "${LAB[@]}" down >/dev/null 2>&1 || echo "$T_NAME: warning: lab down failed" >&2
   if ((rc == 0 && FAILED != 0)); then rc=1; fi
@@ -56,10 +63,10 @@ SRC6=2001:db8::1
 pt() { router "$PROBE_TOOL" "$@" --dev to-be1 --src4 $SRC4 --src6 $SRC6 --pin-dir $PIN; }
 
 pt attach --gw4 "$BE1_ADDR4" --gw6 "$BE1_ADDR6" || die "forwarder attach failed"
-router tc filter show dev to-be1 egress | grep -q tc_probe || die "tc_probe is not on to-be1 egress"
-router ip rule show | grep -q "fwmark 0x6c620000/0xffff0000 lookup 27746" || die "IPv4 fwmark rule missing"
-router ip -6 rule show | grep -q "fwmark 0x6c620000/0xffff0000 lookup 27746" || die "IPv6 fwmark rule missing"
-router ip route show table 27746 | grep -q "default via $BE1_ADDR4 dev to-be1" || die "IPv4 probe route missing"
+grep -q tc_probe <<<"$(router tc filter show dev to-be1 egress)" || die "tc_probe is not on to-be1 egress"
+grep -q "fwmark 0x6c620000/0xffff0000 lookup 27746" <<<"$(router ip rule show)" || die "IPv4 fwmark rule missing"
+grep -q "fwmark 0x6c620000/0xffff0000 lookup 27746" <<<"$(router ip -6 rule show)" || die "IPv6 fwmark rule missing"
+grep -q "default via $BE1_ADDR4 dev to-be1" <<<"$(router ip route show table 27746)" || die "IPv4 probe route missing"
 
 pt target --id 1 --addr "$BE1_ADDR4"
 pt target --id 2 --addr "$BE2_ADDR4"
@@ -92,6 +99,31 @@ probe ok "TCP connect to the VIP via backend 3" \
 probe fail "a mark without a programmed target is dropped" \
   --vip "$VIP4" --port 80 --backend "$BE1_ADDR4" --id 9 --spec 'kind: TCP timeout_ms: 300'
 
+log "gRPC: ballast-testbackend on [::]:50051 in backends 1 and 2"
+for i in 1 2; do
+  ip netns exec "$PREFIX-be$i" "$TESTBACKEND" --name "backend-$i" --http off --control off \
+    --grpc '[::]:50051' 2>"$STATE/tb$i.err" &
+  PIDS+=("$!")
+done
+for i in 1 2; do
+  for ((n = 0; n < 50; n++)); do grep -q ready "$STATE/tb$i.err" 2>/dev/null && break; sleep 0.1; done
+  grep -q ready "$STATE/tb$i.err" || die "testbackend $i did not start: $(cat "$STATE/tb$i.err")"
+done
+grpc() { # grpc NAME: a GRPC spec asserting the reply's name
+  cat <<SPEC
+kind: GRPC timeout_ms: 1000 interval_ms: 2000
+grpc_method: "/ballast.testing.v1.TestBackend/Hello" grpc_descriptor_set: "$DESC"
+grpc_request_text: "from: 'probe'"
+grpc_expect: 'name == "$1"' grpc_expect: 'healthy == true'
+SPEC
+}
+probe ok "gRPC to the VIP via backend 2 answers as backend-2" \
+  --vip "$VIP4" --port 50051 --backend "$BE2_ADDR4" --id 2 --spec "$(grpc backend-2)"
+probe ok "gRPC over IPv6 to the VIP via backend 1 answers as backend-1" \
+  --vip "$VIP6" --port 50051 --backend "$BE1_ADDR6" --id 11 --spec "$(grpc backend-1)"
+probe fail "gRPC via backend 1 expecting backend-2 fails its assertion" \
+  --vip "$VIP4" --port 50051 --backend "$BE1_ADDR4" --id 1 --spec "$(grpc backend-2)"
+
 log "backend 3 stops serving the VIP (VIP removed from its loopback)"
 lab exec be3 ip addr del "$VIP4/32" dev lo
 probe fail "probe via the VIP to backend 3 without the VIP" \
@@ -121,13 +153,13 @@ grep -qE '^2 ok=([6-9]|1[0-9]) fail=0 ' <<<"$sched" || fail "scheduler: backend 
 grep -qE '^3 ok=0 fail=([6-9]|1[0-9]) ' <<<"$sched" || fail "scheduler: backend 3 (no VIP) should fail every probe"
 
 log "restart: a new forwarder (fresh program, pinned maps) replaces the running one"
-filter_id() { router tc filter show dev to-be1 egress | grep -o 'tc_probe.* id [0-9]*' | awk '{print $NF}'; }
+filter_id() { local f; f=$(router tc filter show dev to-be1 egress); grep -o 'tc_probe.* id [0-9]*' <<<"$f" | awk '{print $NF}'; }
 old_id=$(filter_id)
 pt attach --gw4 "$BE1_ADDR4" --gw6 "$BE1_ADDR6" || fail "second attach failed"
 new_id=$(filter_id)
 [[ -n $new_id && $new_id != "$old_id" ]] || fail "program not replaced on restart (id $old_id -> $new_id)"
 log "program id $old_id -> $new_id"
-n=$(router tc filter show dev to-be1 egress | grep -c 'tc_probe' || true)
+n=$(grep -c 'tc_probe' <<<"$(router tc filter show dev to-be1 egress)" || true)
 ((n == 1)) || fail "$n tc_probe filters on to-be1 after the restart (want 1)"
 probe ok "targets survive the restart (backend 2 via the VIP, not re-programmed)" \
   --vip "$VIP4" --port 80 --backend "$BE2_ADDR4" --id 2 --spec "$(http backend-2)"
@@ -138,9 +170,9 @@ grep -q '^drop_no_target=[1-9]' <<<"$stats" || fail "drop_no_target did not coun
 grep -q '^encap_redirect=[1-9]' <<<"$stats" || fail "no probe was redirected to another device"
 
 pt detach || fail "detach failed"
-router tc filter show dev to-be1 egress | grep -q tc_probe && fail "tc_probe still attached after detach"
-router ip rule show | grep -q "lookup 27746" && fail "fwmark rule left after detach"
-router ip route show table 27746 2>/dev/null | grep -q . && fail "probe routes left after detach"
+grep -q tc_probe <<<"$(router tc filter show dev to-be1 egress)" && fail "tc_probe still attached after detach"
+grep -q "lookup 27746" <<<"$(router ip rule show; router ip -6 rule show)" && fail "fwmark rule left after detach"
+grep -q . <<<"$(router ip route show table 27746 2>/dev/null; router ip -6 route show table 27746 2>/dev/null)" && fail "probe routes left after detach"
 router test -e "$PIN/probe_targets" && fail "maps still pinned after detach"
 SRC4=""
 ((FAILED == 0)) && log "PASS"

@@ -162,3 +162,29 @@ TEST_CASE("jitter spreads probe starts within interval +- jitter") {
 
 }  // namespace
 }  // namespace ballast::probes
+
+namespace ballast::probes {
+namespace {
+
+TEST_CASE("remove and re-add an id while its probe runs: only the new target's results arrive") {
+  testing::FullListener full;  // the first probe hangs for its timeout
+  testing::HttpServer up("b1");
+  Recorder rec;
+  ProbeScheduler sched(
+      {.workers = 2, .spread_start = false},
+      [&](const std::string& id, const ProbeTarget& t, const ProbeResult& r) { rec(id, t, r); });
+  ProbeTarget slow = Target(full.port(), 1000);
+  slow.spec.set_timeout_ms(300);
+  REQUIRE(sched.Add("x", slow).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the slow probe is running
+  REQUIRE(sched.Remove("x").ok());
+  REQUIRE(sched.Add("x", Target(up.port(), 100)).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(550));
+  std::lock_guard<std::mutex> lock(rec.mu);
+  auto& rs = rec.results["x"];
+  CHECK(rs.size() >= 4);
+  for (const auto& r : rs) CHECK(r.ok);  // never the removed target's timeout
+}
+
+}  // namespace
+}  // namespace ballast::probes
