@@ -80,9 +80,9 @@ TEST_CASE("targets probe at their interval; results carry the target; remove and
 
   std::this_thread::sleep_for(std::chrono::milliseconds(550));
   const size_t n_up = rec.count("up");
-  CHECK(n_up >= 4);
-  CHECK(n_up <= 7);
-  CHECK(rec.count("down") >= 4);
+  CHECK(n_up >= 3);  // 6 expected; fewer only on a stalled machine
+  CHECK(n_up <= 7);  // never more often than the interval
+  CHECK(rec.count("down") >= 3);
   {
     std::lock_guard<std::mutex> lock(rec.mu);
     for (const auto& r : rec.results["up"]) CHECK(r.ok);
@@ -115,22 +115,38 @@ TEST_CASE("targets probe at their interval; results carry the target; remove and
 
 TEST_CASE("a bounded pool: slow probes do not run more than `workers` at once") {
   testing::FullListener full;  // every probe waits for its full timeout
-  std::atomic<int> done{0};
+  std::mutex mu;
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> runs;  // start, end
   ProbeScheduler sched({.workers = 2, .spread_start = false},
                        [&](const std::string&, const ProbeTarget&, const ProbeResult& r) {
+                         std::lock_guard<std::mutex> lock(mu);
+                         const auto end = Clock::now();
+                         runs.emplace_back(end - r.latency, end);
                          CHECK_FALSE(r.ok);
-                         done++;
                        });
   for (int i = 0; i < 4; ++i) {
-    ProbeTarget t = Target(full.port(), 1000);
+    ProbeTarget t = Target(full.port(), 5000);
     t.spec.set_timeout_ms(200);
     REQUIRE(sched.Add("t" + std::to_string(i), t).ok());
   }
-  // 4 probes of 200 ms on 2 workers: 2 finish at ~200 ms, 2 at ~400 ms.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  CHECK(done.load() == 2);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  CHECK(done.load() == 4);
+  for (int n = 0; n < 100; ++n) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (runs.size() >= 4) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  sched.Shutdown();
+  std::lock_guard<std::mutex> lock(mu);
+  REQUIRE(runs.size() == 4);  // one probe per target (interval 5 s)
+  // The most probes running at any instant (checked at every start).
+  int most = 0;
+  for (const auto& [start, end] : runs) {
+    int running = 0;
+    for (const auto& [s2, e2] : runs) running += s2 <= start && start < e2;
+    most = std::max(most, running);
+  }
+  CHECK(most == 2);
 }
 
 TEST_CASE("jitter spreads probe starts within interval +- jitter") {
@@ -154,7 +170,7 @@ TEST_CASE("jitter spreads probe starts within interval +- jitter") {
     const auto gap =
         std::chrono::duration_cast<std::chrono::milliseconds>(starts[i] - starts[i - 1]);
     CHECK(gap.count() >= 50);   // 100 - 40, minus scheduling slack
-    CHECK(gap.count() <= 160);  // 100 + 40, plus slack
+    CHECK(gap.count() <= 300);  // 100 + 40, plus slack for a loaded machine
     if (gap.count() < 90 || gap.count() > 110) varied = true;
   }
   CHECK(varied);
