@@ -14,6 +14,7 @@
 #include "agent/core/ids.h"
 #include "agent/core/names.h"
 #include "agent/core/validate.h"
+#include "agent/health/weight.h"
 #include "absl/strings/string_view.h"
 
 namespace ballast::core {
@@ -54,7 +55,16 @@ BackendView ViewFromOverride(const v1::BackendOverride* o, const v1::Backend& b)
   } else if (o->drain_deadline_unix_ms() > 0) {
     v.mode = BackendMode::kDraining;
   }
-  if (v.mode != BackendMode::kActive) v.effective_weight = 0;
+  if (v.mode != BackendMode::kActive) {
+    v.effective_weight = 0;
+  } else if (o->has_health()) {
+    // Health checking's share of the weight (agent/health/weight.h).
+    const v1::HealthMark& h = o->health();
+    v.effective_weight =
+        health::EffectiveWeight(health::OperatorState::kActive, b.weight(), h.in_service(),
+                                static_cast<int>(std::clamp<uint32_t>(h.ramp_percent(), 1, 100)),
+                                static_cast<int>(std::min<uint32_t>(h.weight_score(), 100)));
+  }
   return v;
 }
 

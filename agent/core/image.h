@@ -10,8 +10,11 @@
 // an image keeps each table's inputs, a hash of its contents and the slot
 // count per backend. BuildImage() returns the tables it had to build.
 //
-// Effective weight of a backend = its nominal weight, or 0 when it is
-// draining, evicted or pinned. Map state: active -> ACTIVE; draining ->
+// Effective weight of a backend = 0 when it is draining, evicted or pinned;
+// else its nominal weight scaled by health checking's mark when it has one
+// (HealthMark: in service, ramp percent, weight score; agent/health/weight.h),
+// else the nominal weight. Map state: active -> ACTIVE (also a backend health
+// checking demoted: weight 0, its established flows stay); draining ->
 // DRAINING with the deadline; evicted or pinned -> EVICTED (flows move).
 //
 // Pure functions (no I/O) except ReadImage(), which reads the maps. Thread

@@ -162,6 +162,19 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
   w.Family("ballast_evictions_total", "counter",
            "Draining backends evicted because their drain deadline passed.");
   w.Sample("ballast_evictions_total", "", health.evictions);
+  w.Family("ballast_health_actions_total", "counter",
+           "Automated health actions, by kind (demote, promote, ramp_step, pin, freeze, "
+           "disagreement, ...).");
+  for (const auto& [kind, n] : health.health_actions) {
+    w.Sample("ballast_health_actions_total", Label("kind", kind), n);
+  }
+  w.Family("ballast_health_alerts_total", "counter",
+           "Health actions that should page a human (pin, freeze, disagreement), by kind.");
+  for (const char* kind : {"pin", "freeze", "disagreement"}) {
+    auto it = health.health_actions.find(kind);
+    w.Sample("ballast_health_alerts_total", Label("kind", kind),
+             it == health.health_actions.end() ? uint64_t{0} : it->second);
+  }
   w.Family("ballast_agent_start_time_seconds", "gauge", "Unix time the agent started.");
   w.Sample("ballast_agent_start_time_seconds", "",
            static_cast<double>(health.started_unix_ms) / 1000.0);
@@ -200,6 +213,10 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
                [](const v1::VipStatus& v) { return v.table_size(); });
     vip_family("ballast_vip_backends", "gauge", "Backends configured for the VIP.",
                [](const v1::VipStatus& v) { return v.backends_size(); });
+    vip_family("ballast_vip_frozen", "gauge",
+               "1 while the fleet guard holds the VIP's weights (more than the configured share "
+               "of its backends unwell at once: fleet-wide degradation).",
+               [](const v1::VipStatus& v) { return v.frozen() ? 1 : 0; });
 
     auto backend_family = [&](absl::string_view name, absl::string_view type,
                               absl::string_view help, auto get) {
@@ -228,6 +245,18 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
     }
     backend_family("ballast_backend_score", "gauge", "Health score 0..100.",
                    [](const v1::BackendStatus& b) { return b.score(); });
+    w.Family("ballast_backend_health", "gauge",
+             "Always 1; the state label is what health checking decided (healthy, degraded, "
+             "ramping, down, pinned). Absent while health checking is off.");
+    for (const BackendRow& r : rows) {
+      if (r.b->health().empty()) continue;
+      w.Sample("ballast_backend_health", absl::StrCat(r.labels, ",", Label("state", r.b->health())),
+               uint64_t{1});
+    }
+    backend_family(
+        "ballast_backend_ramp_percent", "gauge",
+        "Percent of the nominal weight the ramp allows (100 when not ramping).",
+        [](const v1::BackendStatus& b) { return b.health().empty() ? 100u : b.ramp_percent(); });
     backend_family("ballast_backend_table_slots", "gauge",
                    "Slots of the VIP's Maglev table that point at the backend.",
                    [](const v1::BackendStatus& b) { return b.table_slots(); });

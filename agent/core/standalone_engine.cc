@@ -104,7 +104,7 @@ void PruneOverrides(v1::State& state) {
   auto* o = state.mutable_overrides();
   for (int i = o->size() - 1; i >= 0; --i) {
     const v1::BackendOverride& x = o->Get(i);
-    bool keep = x.drain_deadline_unix_ms() != 0 || x.evicted() || x.pinned();
+    bool keep = x.drain_deadline_unix_ms() != 0 || x.evicted() || x.pinned() || x.has_health();
     if (keep) {
       keep = false;
       if (const v1::Vip* v = FindVip(state, x.vip()); v != nullptr) {
@@ -803,6 +803,11 @@ absl::Status StandaloneEngine::Release(const v1::VipKey& vkey, const std::string
                                absl::StrCat("vip ", key, " backend ", address, " is not pinned"));
                          }
                          o->set_pinned(false);
+                         // Out of service until health checking promotes it
+                         // again (promote_after good evaluations, then the ramp).
+                         v1::HealthMark* h = o->mutable_health();
+                         h->set_in_service(false);
+                         h->set_state("down");
                          return absl::OkStatus();
                        });
 }
@@ -911,6 +916,10 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
     } else {
       return st.status();
     }
+    if (auto h = health_view_.vips.find(VipKeyText(vip.key())); h != health_view_.vips.end()) {
+      vs->set_frozen(h->second.frozen);
+      vs->set_frozen_since_unix_ms(h->second.frozen_since_unix_ms);
+    }
     const VipImage* vi = nullptr;
     if (auto it = image_.vips.find(VipKeyText(vip.key())); it != image_.vips.end()) {
       vi = &it->second;
@@ -930,6 +939,21 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
       bs->set_state(std::string(BackendModeName(view.mode)));
       bs->set_drain_deadline_unix_ms(view.drain_deadline_unix_ms);
       bs->set_score(100);
+      if (state_->config().global().has_health()) {
+        if (auto h = health_view_.backends.find(bkey); h != health_view_.backends.end()) {
+          bs->set_score(h->second.score);
+          bs->set_health(h->second.state);
+          bs->set_ramp_percent(h->second.ramp_percent);
+          for (const std::string& c : h->second.conditions) bs->add_conditions(c);
+          bs->set_last_probe(h->second.last_probe);
+        } else if (o_it != overrides.end() && o_it->second->has_health()) {
+          // Not evaluated since this agent started: what was last decided.
+          const v1::HealthMark& mark = o_it->second->health();
+          bs->set_score(mark.score());
+          bs->set_health(mark.state());
+          bs->set_ramp_percent(mark.ramp_percent());
+        }
+      }
       if (vi != nullptr) {
         if (auto it = vi->slots.find(id); it != vi->slots.end()) bs->set_table_slots(it->second);
       }
@@ -1049,6 +1073,130 @@ absl::StatusOr<int> StandaloneEngine::Tick() {
     health_.evictions += static_cast<uint64_t>(evicted);
   }
   return evicted;
+}
+
+// ---- health checking ---------------------------------------------------------------------
+
+absl::StatusOr<StandaloneEngine::HealthInputs> StandaloneEngine::ReadHealthInputs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  HealthInputs in;
+  const v1::Global& g = state_->config().global();
+  in.enabled = g.has_health();
+  in.settings = g.health();
+  if (health_.torn_down) return in;
+  std::map<std::string, const v1::BackendOverride*> overrides;
+  for (const v1::BackendOverride& o : state_->overrides()) {
+    overrides[BackendIdKey(o.vip(), o.address())] = &o;
+  }
+  for (const v1::Vip& vip : state_->config().vips()) {
+    HealthPool pool;
+    pool.key = vip.key();
+    pool.key_text = VipKeyText(vip.key());
+    for (const v1::Backend& b : vip.backends()) {
+      HealthBackend hb;
+      hb.address = b.address();
+      const std::string bkey = BackendIdKey(vip.key(), b.address());
+      const auto id_it = state_->ids().find(bkey);
+      hb.backend_id = id_it == state_->ids().end() ? 0 : id_it->second;
+      const auto o_it = overrides.find(bkey);
+      const v1::BackendOverride* o = o_it == overrides.end() ? nullptr : o_it->second;
+      const BackendView view = ViewFromOverride(o, b);
+      hb.nominal_weight = view.nominal_weight;
+      hb.mode = view.mode;
+      if (o != nullptr && o->has_health()) {
+        hb.has_mark = true;
+        hb.mark = o->health();
+      }
+      hb.probe = b.probe();
+      if (hb.backend_id != 0) {
+        auto st = dp_->BackendStats(hb.backend_id);
+        if (!st.ok()) return st.status();
+        hb.counters = *st;
+      }
+      pool.backends.push_back(std::move(hb));
+    }
+    in.pools.push_back(std::move(pool));
+  }
+  return in;
+}
+
+absl::Status StandaloneEngine::ApplyHealth(const std::vector<HealthDecision>& decisions,
+                                           const std::vector<HealthRecord>& records) {
+  const auto same_mark = [](const v1::HealthMark& a, const v1::HealthMark& b) {
+    // The score alone does not make a mark different: it moves every
+    // evaluation, and is kept only to show it after a restart.
+    return a.in_service() == b.in_service() && a.ramp_percent() == b.ramp_percent() &&
+           a.weight_score() == b.weight_score() && a.state() == b.state();
+  };
+  // Anything to store? (Checked first so that quiet evaluations do not take
+  // the commit path at all.)
+  bool any = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (health_.torn_down) return absl::OkStatus();
+    for (const HealthDecision& d : decisions) {
+      const v1::BackendOverride* o = FindOverride(*state_, d.vip, d.address);
+      if (d.clear) {
+        any = any || (o != nullptr && o->has_health());
+      } else if (o == nullptr || !o->has_health() || !same_mark(o->health(), d.mark) ||
+                 (d.pin && !o->pinned())) {
+        any = true;
+      }
+      if (any) break;
+    }
+  }
+  if (!any && records.empty()) return absl::OkStatus();
+  Mutation m;
+  m.scoped = true;
+  m.ids_changed = false;
+  for (const HealthRecord& r : records) {
+    m.audit.push_back({r.action, r.vip, r.backend, r.inputs_json});
+    m.events.push_back(MakeEvent(r.action, r.vip, r.backend, r.message));
+  }
+  auto r = Commit(
+      Actor{"automation"}, std::move(m),
+      [&](v1::State& st, Mutation& mm) -> absl::Status {
+        mm.changed = false;
+        std::set<std::string> scope;
+        for (const HealthDecision& d : decisions) {
+          v1::Vip* vip = nullptr;
+          v1::Backend* backend = nullptr;
+          if (!FindBackend(st, d.vip, d.address, &vip, &backend).ok()) continue;
+          v1::BackendOverride* o = FindOverrideMut(st, d.vip, d.address);
+          if (d.clear) {
+            if (o == nullptr || !o->has_health()) continue;
+            o->clear_health();
+          } else {
+            if (o != nullptr && o->has_health() && same_mark(o->health(), d.mark) &&
+                (!d.pin || o->pinned())) {
+              continue;
+            }
+            if (o == nullptr) {
+              o = st.add_overrides();
+              *o->mutable_vip() = CanonicalVipKey(d.vip);
+              o->set_address(Canon(d.address));
+            }
+            *o->mutable_health() = d.mark;
+            if (d.pin) o->set_pinned(true);
+          }
+          mm.changed = true;
+          const std::string text = VipKeyText(vip->key());
+          if (scope.insert(text).second) mm.scope.push_back(CanonicalVipKey(vip->key()));
+        }
+        PruneOverrides(st);
+        return absl::OkStatus();
+      },
+      false, absl::StatusCode::kInternal);
+  if (r.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const HealthRecord& rec : records) ++health_.health_actions[rec.action];
+  }
+  return r.status();
+}
+
+void StandaloneEngine::SetHealthView(HealthView view) {
+  std::lock_guard<std::mutex> lock(mu_);
+  health_view_ = std::move(view);
 }
 
 // ---- accessors -------------------------------------------------------------------------

@@ -92,10 +92,11 @@ struct ProgramStats {
 struct EngineHealth {
   uint64_t generation = 0;
   int64_t started_unix_ms = 0;
-  int64_t last_map_update_unix_ms = 0;  // last successful programming pass
-  uint64_t map_update_errors = 0;       // failed programming passes since start
-  uint64_t evictions = 0;               // drain deadlines that passed since start
-  ProgramStats start_reconcile;         // what the start-up reconciliation wrote
+  int64_t last_map_update_unix_ms = 0;             // last successful programming pass
+  uint64_t map_update_errors = 0;                  // failed programming passes since start
+  uint64_t evictions = 0;                          // drain deadlines that passed since start
+  ProgramStats start_reconcile;                    // what the start-up reconciliation wrote
+  std::map<std::string, uint64_t> health_actions;  // automated health actions by kind
   bool torn_down = false;
 };
 
@@ -143,6 +144,74 @@ class StandaloneEngine final : public Engine {
 
   // Drops audit records older than `days` days (0 = keep everything).
   absl::StatusOr<size_t> PruneAudit(uint32_t days);
+
+  // ---- health checking (driven by HealthController, health_controller.h) ----
+
+  // One backend as health checking sees it.
+  struct HealthBackend {
+    std::string address;  // canonical
+    uint32_t backend_id = 0;
+    uint32_t nominal_weight = 0;
+    BackendMode mode = BackendMode::kActive;
+    bool has_mark = false;
+    v1::HealthMark mark;               // valid when has_mark
+    ballast_backend_stats counters{};  // cumulative, summed over CPUs
+    v1::ProbeSpec probe;
+  };
+  struct HealthPool {
+    v1::VipKey key;  // canonical
+    std::string key_text;
+    std::vector<HealthBackend> backends;
+  };
+  struct HealthInputs {
+    bool enabled = false;  // global.health is present
+    v1::HealthSettings settings;
+    std::vector<HealthPool> pools;
+  };
+  // The configured pools with their backends' counters (read from the maps).
+  absl::StatusOr<HealthInputs> ReadHealthInputs() const;
+
+  // What health checking decided for one backend.
+  struct HealthDecision {
+    v1::VipKey vip;
+    std::string address;
+    bool clear = false;  // remove the mark (health checking was turned off)
+    v1::HealthMark mark;
+    bool pin = false;  // flap damping pinned it out
+  };
+  // One automated action: audited (actor "automation") and sent as an event.
+  struct HealthRecord {
+    std::string action;  // e.g. demote, promote, ramp_step, pin, freeze, health_weight
+    std::string vip;
+    std::string backend;
+    std::string inputs_json;  // the observations that caused it
+    std::string message;
+  };
+  // Stores the decisions whose mark or pin differs from the state's (a
+  // decision for a backend that no longer exists is ignored), persists and
+  // programs the VIPs concerned, then audits `records`. Nothing changed and
+  // no records: a no-op.
+  absl::Status ApplyHealth(const std::vector<HealthDecision>& decisions,
+                           const std::vector<HealthRecord>& records);
+
+  // Status-only health details (not persisted): the score, conditions and
+  // last probe per backend and the fleet guard per VIP, shown by GetStatus().
+  struct BackendHealthView {
+    uint32_t score = 100;
+    std::string state;  // healthy | degraded | ramping | down | pinned
+    uint32_t ramp_percent = 100;
+    std::vector<std::string> conditions;
+    std::string last_probe;
+  };
+  struct VipHealthView {
+    bool frozen = false;
+    int64_t frozen_since_unix_ms = 0;
+  };
+  struct HealthView {
+    std::map<std::string, BackendHealthView> backends;  // by BackendIdKey(vip, address)
+    std::map<std::string, VipHealthView> vips;          // by VipKeyText
+  };
+  void SetHealthView(HealthView view);
 
   EngineHealth Health() const;
   v1::State State() const;  // a copy of the current state
@@ -228,6 +297,7 @@ class StandaloneEngine final : public Engine {
   Image image_;                       // what the maps hold (as last programmed)
   std::string attached_if_;           // device the program was attached to by this engine
   EngineHealth health_;
+  HealthView health_view_;  // guarded by mu_
   std::atomic<bool> shutdown_{false};
 
   std::mutex sinks_mu_;

@@ -7,12 +7,15 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "agent/core/health_settings.h"
 #include "agent/core/names.h"
 #include "agent/dataplane/ip_address.h"
 #include "agent/maglev/maglev.h"
+#include "agent/probes/spec.h"
 #include "absl/strings/string_view.h"
 
 namespace ballast::core {
@@ -265,7 +268,12 @@ absl::Status ValidateProbe(const v1::ProbeSpec& p, const FieldPath& at) {
   } else if (!p.grpc_method().empty()) {
     return at.Child("grpc_method").Invalid("is only used by GRPC probes");
   }
-  return CheckRange(p.port(), 0, 65535, at.Child("port"));
+  if (auto s = CheckRange(p.port(), 0, 65535, at.Child("port")); !s.ok()) return s;
+  // The kind-specific fields (regex, TLS files, gRPC descriptor set, request
+  // and assertions), checked by the probes themselves.
+  std::string where = at.Describe("");
+  if (absl::EndsWith(where, ": ")) where.resize(where.size() - 2);
+  return probes::ValidateProbeSpec(p, where);
 }
 
 absl::Status ValidateBackend(const v1::Backend& b, const v1::VipKey& vip, const FieldPath& at) {
@@ -348,7 +356,12 @@ absl::Status ValidateGlobal(const v1::Global& g, const FieldPath& at) {
   if (auto s = CheckOptionalRange(t.syn_idle_s(), 1, 600, 5, tat.Child("syn_idle_s")); !s.ok()) {
     return s;
   }
-  return CheckOptionalRange(g.drain_timeout_s(), 1, 86400, 300, at.Child("drain_timeout_s"));
+  if (auto s = CheckOptionalRange(g.drain_timeout_s(), 1, 86400, 300, at.Child("drain_timeout_s"));
+      !s.ok()) {
+    return s;
+  }
+  if (g.has_health()) return ValidateHealthSettings(g.health(), at.Child("health"));
+  return absl::OkStatus();
 }
 
 namespace {
@@ -576,6 +589,30 @@ absl::Status ValidateAgentConfig(const v1::AgentConfig& c) {
   if (auto s = CheckRange(c.audit_retention_days(), 0, 3650, root.Child("audit_retention_days"));
       !s.ok()) {
     return s;
+  }
+  if (c.has_probe_forwarding()) {
+    const v1::ProbeForwarding& f = c.probe_forwarding();
+    const FieldPath at = root.Child("probe_forwarding");
+    if (f.device().empty() || f.device().size() >= IF_NAMESIZE ||
+        f.device().find_first_of("/: \t\r\n") != std::string::npos) {
+      return at.Child("device").Invalid(absl::StrCat("\"", f.device(),
+                                                     "\" is not a network device name (1..",
+                                                     IF_NAMESIZE - 1, " characters)"));
+    }
+    const std::pair<const std::string*, bool> gws[] = {{&f.gateway4(), true},
+                                                       {&f.gateway6(), false}};
+    for (const auto& [gw, v4] : gws) {
+      if (gw->empty()) continue;
+      const FieldPath g = at.Child(v4 ? "gateway4" : "gateway6");
+      auto a = IpAddress::Parse(*gw);
+      if (!a.ok() || a->is_v4() != v4) {
+        return g.Invalid(absl::StrCat("\"", *gw, "\" is not an IPv", v4 ? "4" : "6", " address"));
+      }
+    }
+    if (f.gateway4().empty() && f.gateway6().empty() && !f.external_routing()) {
+      return at.Invalid(
+          "needs gateway4 and/or gateway6 (a neighbour on the device) unless external_routing");
+    }
   }
   return ValidateConfig(c.initial(), root.Child("initial"));
 }

@@ -460,7 +460,9 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
         w.in->operator_state == OperatorState::kActive && w.in->nominal_weight > 0;
     if (!eligible) continue;
     ++r.eligible;
-    w.unwell = w.st.score < p.good_score || 100.0 - w.drift_pen < p.good_score;
+    // The steady score, like the weight: one noisy evaluation of a healthy
+    // backend must not freeze a pool in which another backend really died.
+    w.unwell = SteadyScore(w.st) < p.good_score || 100.0 - w.drift_pen < p.good_score;
     if (w.unwell) {
       ++r.unwell;
       unwell_keys.push_back(w.st.key);

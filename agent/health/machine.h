@@ -73,7 +73,7 @@
 //
 // Fleet guard: eligible backends are those with operator state active and a
 // positive nominal weight. An eligible backend is unwell at this evaluation if
-// its score < good_score, or if its signals compared with its own baseline
+// its SteadyScore() < good_score (so one noisy evaluation does not count), or if its signals compared with its own baseline
 // alone (ignoring peers) would give a score < good_score -- that is how a pool
 // that slows down as a whole is seen even though no backend is worse than its
 // peers. If unwell * 100 > fleet_guard_percent * eligible (strictly more than

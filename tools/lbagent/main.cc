@@ -25,10 +25,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <google/protobuf/text_format.h>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,10 +40,12 @@
 #include "agent/core/agent_config.h"
 #include "agent/core/clock.h"
 #include "agent/core/log.h"
+#include "agent/core/health_controller.h"
 #include "agent/core/metrics.h"
 #include "agent/core/standalone_engine.h"
 #include "agent/core/state_store.h"
 #include "agent/dataplane/dataplane.h"
+#include "agent/probes/forwarder.h"
 
 namespace ballast {
 namespace {
@@ -237,6 +241,122 @@ class MetricsServer {
   std::thread thread_;
 };
 
+// Runs HealthController::Evaluate() every EvalIntervalMs() on its own
+// thread until Stop(). Errors are logged when they change (not once per
+// evaluation).
+class HealthLoop {
+ public:
+  HealthLoop(core::StandaloneEngine* engine, const core::Clock* clock,
+             const v1::AgentConfig& config)
+      : engine_(engine),
+        forwarding_(config.probe_forwarding()),
+        probe_pin_dir_(config.pin_dir() + "/probe"),
+        controller_(engine, clock, core::HealthControllerOptions{},
+                    [this](const std::vector<probes::ProbeTarget>& t) { return Forward(t); }),
+        thread_([this] { Loop(); }) {}
+  ~HealthLoop() { Stop(); }
+  // Stops evaluating; after a teardown also removes the probe forwarding
+  // (tc filter, rules, routes, pins). Otherwise it stays for the next agent.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    if (forwarder_ != nullptr && engine_->Health().torn_down) {
+      if (auto s = forwarder_->Detach(); !s.ok()) {
+        Log(LogLevel::kWarning, "probe forwarding teardown incomplete",
+            {{"error", std::string(s.message())}});
+      }
+    }
+    forwarder_.reset();
+  }
+
+ private:
+  // The via-VIP probe targets into the tc forwarder (opened and attached
+  // on first use). Runs on the health thread only.
+  absl::Status Forward(const std::vector<probes::ProbeTarget>& targets) {
+    if (forwarding_.device().empty()) {
+      if (targets.empty()) return absl::OkStatus();
+      return absl::FailedPreconditionError(
+          "probes via the VIP need probe_forwarding { device ... } in the agent config "
+          "(or probe { direct: true } on the backends)");
+    }
+    if (forwarder_ == nullptr) {
+      if (targets.empty()) return absl::OkStatus();
+      const v1::Global g = engine_->GetConfig().global();
+      probes::ProbeForwarder::Options o;
+      o.device = forwarding_.device();
+      if (auto a = IpAddress::Parse(g.source_v4()); a.ok()) o.src4 = *a;
+      if (auto a = IpAddress::Parse(g.source_v6()); a.ok()) o.src6 = *a;
+      if (auto a = IpAddress::Parse(forwarding_.gateway4()); a.ok()) o.gateway4 = *a;
+      if (auto a = IpAddress::Parse(forwarding_.gateway6()); a.ok()) o.gateway6 = *a;
+      o.pin_dir = probe_pin_dir_;
+      o.manage_routing = !forwarding_.external_routing();
+      auto f = probes::ProbeForwarder::Open(o);
+      if (!f.ok()) return f.status();
+      if (auto s = (*f)->Attach(); !s.ok()) return s;
+      forwarder_ = std::move(*f);
+      Log(LogLevel::kInfo, "probe forwarding attached",
+          {{"device", forwarding_.device()}, {"pin_dir", probe_pin_dir_}});
+    }
+    std::map<uint32_t, IpAddress> want;
+    for (const probes::ProbeTarget& t : targets) want.emplace(t.backend_id, t.backend);
+    auto have = forwarder_->Targets();
+    if (!have.ok()) return have.status();
+    for (const auto& [id, addr] : *have) {
+      if (want.count(id) == 0) {
+        if (auto s = forwarder_->RemoveTarget(id); !s.ok()) return s;
+      }
+    }
+    for (const auto& [id, addr] : want) {
+      auto it = have->find(id);
+      if (it != have->end() && it->second == addr) continue;
+      if (auto s = forwarder_->SetTarget(id, addr); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  void Loop() {
+    std::string last_error;
+    bool was_enabled = false;
+    for (;;) {
+      const auto start = std::chrono::steady_clock::now();
+      absl::Status s = controller_.Evaluate();
+      const bool enabled = controller_.Enabled();
+      if (enabled != was_enabled) {
+        Log(LogLevel::kInfo, enabled ? "health checking on" : "health checking off",
+            {{"eval_interval_ms", controller_.EvalIntervalMs()}});
+        was_enabled = enabled;
+      }
+      const std::string err = s.ok() ? "" : std::string(s.message());
+      if (err != last_error) {
+        if (!err.empty()) {
+          Log(LogLevel::kError, "health evaluation failed", {{"error", err}});
+        } else {
+          Log(LogLevel::kInfo, "health evaluation recovered");
+        }
+        last_error = err;
+      }
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_until(lock, start + std::chrono::milliseconds(controller_.EvalIntervalMs()),
+                     [this] { return stop_; });
+      if (stop_) return;
+    }
+  }
+
+  core::StandaloneEngine* const engine_;
+  const v1::ProbeForwarding forwarding_;
+  const std::string probe_pin_dir_;
+  std::unique_ptr<probes::ProbeForwarder> forwarder_;  // health thread only (and Stop())
+  core::HealthController controller_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after everything above exists
+};
+
 int Run(const std::string& config_path) {
   auto loaded = core::LoadAgentConfig(config_path);
   if (!loaded.ok()) {
@@ -316,6 +436,10 @@ int Run(const std::string& config_path) {
        {"metrics", config.metrics_listen()},
        {"generation", (*engine)->Health().generation}});
 
+  // Health checking: its own thread, one evaluation per configured interval
+  // (global.health; off when absent).
+  HealthLoop health_loop(engine->get(), &clock, config);
+
   // The main loop: signals, the drain-deadline tick, daily audit pruning.
   const timespec tick = {0, 200'000'000};
   auto last_prune = std::chrono::steady_clock::now();
@@ -346,6 +470,7 @@ int Run(const std::string& config_path) {
        {"data_plane", torn_down ? "torn down (detached and unpinned)"
                                 : "left attached and pinned: forwarding continues"}});
   (*admin)->Shutdown();
+  health_loop.Stop();
   metrics.reset();
   engine->reset();  // closes our fds only; the attachment and pins stay
   return kExitOk;

@@ -404,6 +404,21 @@ absl::Status RunAudit(Session& s, const Args& a, std::FILE* out) {
   return Emit(a, out, resp, FormatAudit(resp));
 }
 
+void DigestOptions(CLI::App& cmd, Args& a) {
+  cmd.add_option("--since", a.digest_since, "the period, e.g. 7d, 24h")->capture_default_str();
+}
+
+absl::Status RunDigest(Session& s, const Args& a, std::FILE* out) {
+  LBCTL_ASSIGN_OR_RETURN(since, ParseDuration(a.digest_since, "--since"));
+  const absl::Time now = absl::Now();
+  v1::QueryAuditRequest req;
+  req.set_since_unix_ms(std::max<int64_t>(0, absl::ToUnixMillis(now - since)));
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::QueryAuditResponse resp;
+  LBCTL_RETURN_IF_ERROR(c->Call(c->audit(), &v1::Audit::Stub::QueryAudit, req, &resp));
+  return Emit(a, out, resp, FormatDigest(resp, since, now));
+}
+
 void TeardownOptions(CLI::App& cmd, Args& a) { cmd.add_flag("--yes", a.yes, "really tear down"); }
 
 absl::Status RunTeardown(Session& s, const Args& a, std::FILE* out) {
@@ -443,6 +458,8 @@ constexpr Command kCommands[] = {
      RunConfigDiff},
     {"events", "", "stream the agent's events", EventsOptions, RunEvents},
     {"audit", "", "show the audit log", AuditOptions, RunAudit},
+    {"digest", "", "summarise a period of the audit log (actions, backends, alerts)", DigestOptions,
+     RunDigest},
     {"teardown", "", "detach the program, unpin the maps, stop lbagent", TeardownOptions,
      RunTeardown},
 };

@@ -51,6 +51,7 @@ struct Args {
   bool dry_run = false;
   bool allow_empty = false;
   std::string since = "24h";
+  std::string digest_since = "7d";
   uint32_t limit = 0;
   uint64_t count = 0;
   bool yes = false;

@@ -106,14 +106,20 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
     absl::StrAppend(&out, "  id ", vip.vip_id(), "  table ", vip.table_size(), "  pkts ",
                     Compact(vip.packets()), "  bytes ", Compact(vip.bytes()), "  dropped ",
                     Compact(vip.dropped()), "  backends ", vip.backends_size(), "\n");
+    if (vip.frozen()) {
+      absl::StrAppend(&out,
+                      "  FROZEN by the fleet guard (fleet-wide degradation): weights held since ",
+                      Ago(vip.frozen_since_unix_ms(), now), "\n");
+    }
     if (vip.backends_size() == 0) {
       absl::StrAppend(&out, "  (no backends)\n");
       continue;
     }
     Table t({"BACKEND", "STATE", "NOMINAL", "EFFECTIVE", "SLOTS", "FLOWS", "NEW", "PKTS", "SYN-RTX",
-             "RSTS", "HS-MS", "SCORE"},
+             "RSTS", "HS-MS", "SCORE", "HEALTH", "WHY"},
             "  ");
-    t.SetNumeric({false, false, true, true, true, true, true, true, true, true, true, true});
+    t.SetNumeric(
+        {false, false, true, true, true, true, true, true, true, true, true, true, false, false});
     for (const v1::BackendStatus& b : vip.backends()) {
       const v1::BackendCounters& c = b.counters();
       std::string slots =
@@ -126,10 +132,13 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
               ? absl::StrFormat("%.2f", static_cast<double>(c.handshake_ns_sum()) /
                                             static_cast<double>(c.handshake_count()) / 1e6)
               : "-";
+      std::string health = b.health().empty() ? "-" : b.health();
+      if (b.health() == "ramping") absl::StrAppend(&health, " ", b.ramp_percent(), "%");
       t.AddRow({b.address(), BackendState(b, now), absl::StrCat(b.nominal_weight()),
                 absl::StrCat(b.effective_weight()), slots, Compact(b.flows()),
                 Compact(c.new_flows()), Compact(c.packets()), Compact(c.syn_retransmits()),
-                Compact(c.client_rsts()), hs, absl::StrCat(b.score())});
+                Compact(c.client_rsts()), hs, absl::StrCat(b.score()), health,
+                b.conditions_size() == 0 ? "-" : absl::StrJoin(b.conditions(), ",")});
     }
     out.append(t.Render());
   }
@@ -162,6 +171,73 @@ std::string FormatAudit(const v1::QueryAuditResponse& resp) {
               r.backend().empty() ? "-" : r.backend(), r.result().empty() ? "-" : r.result()});
   }
   return t.Render();
+}
+
+std::string FormatDigest(const v1::QueryAuditResponse& resp, absl::Duration period,
+                         absl::Time now) {
+  std::string out = absl::StrCat("digest of the last ", absl::FormatDuration(period), " (since ",
+                                 FormatTimeMs(absl::ToUnixMillis(now - period)),
+                                 "): ", resp.records_size(), " audit records\n");
+  std::map<std::string, uint64_t> automated, operator_actions, failed;
+  std::map<std::string, uint64_t> per_backend;
+  std::vector<const v1::AuditRecord*> alerts;
+  for (const v1::AuditRecord& r : resp.records()) {
+    const bool ok = r.result().empty() || r.result() == "ok";
+    if (!ok) ++failed[r.action()];
+    if (r.actor() == "automation") {
+      ++automated[r.action()];
+      if (!r.backend().empty()) ++per_backend[absl::StrCat(r.vip(), " ", r.backend())];
+      if (r.action() == "pin" || r.action() == "freeze" || r.action() == "disagreement") {
+        alerts.push_back(&r);
+      }
+    } else {
+      ++operator_actions[r.action()];
+    }
+  }
+  const auto counts = [&out](const char* title, const std::map<std::string, uint64_t>& m) {
+    absl::StrAppend(&out, "\n", title, "\n");
+    if (m.empty()) {
+      absl::StrAppend(&out, "  none\n");
+      return;
+    }
+    Table t({"ACTION", "COUNT"}, "  ");
+    t.SetNumeric({false, true});
+    for (const auto& [k, n] : m) t.AddRow({k, absl::StrCat(n)});
+    out.append(t.Render());
+  };
+  counts("automated actions by kind", automated);
+  counts("operator actions by kind", operator_actions);
+  std::vector<std::pair<uint64_t, std::string>> top;
+  for (const auto& [k, n] : per_backend) top.emplace_back(n, k);
+  std::sort(top.begin(), top.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first > y.first : x.second < y.second;
+  });
+  absl::StrAppend(&out, "\nbackends acted on most (automated actions)\n");
+  if (top.empty()) absl::StrAppend(&out, "  none\n");
+  if (!top.empty()) {
+    Table t({"VIP BACKEND", "ACTIONS"}, "  ");
+    t.SetNumeric({false, true});
+    for (size_t i = 0; i < top.size() && i < 10; ++i) {
+      t.AddRow({top[i].second, absl::StrCat(top[i].first)});
+    }
+    out.append(t.Render());
+  }
+  const auto count_of = [&automated](const char* k) {
+    auto it = automated.find(k);
+    return it == automated.end() ? uint64_t{0} : it->second;
+  };
+  absl::StrAppend(&out, "\nalerts: ", count_of("pin"), " pins, ", count_of("freeze"),
+                  " freezes (fleet-wide degradation), ", count_of("disagreement"),
+                  " disagreement alerts\n");
+  for (const v1::AuditRecord* r : alerts) {
+    absl::StrAppend(&out, "  ", FormatTimeMs(r->unix_ms()), "  ", r->action(), "  ",
+                    r->vip().empty() ? "-" : r->vip(), r->backend().empty() ? "" : " ",
+                    r->backend(), "\n");
+  }
+  if (!failed.empty()) {
+    counts("rejected or failed requests by action", failed);
+  }
+  return out;
 }
 
 std::string FormatEvent(const v1::Event& e) {

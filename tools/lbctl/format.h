@@ -44,6 +44,11 @@ std::string Compact(uint64_t n);
 std::string FormatStatus(const v1::StatusResponse& status, absl::Time now);
 std::string FormatVips(const v1::ListVipsResponse& vips);
 std::string FormatAudit(const v1::QueryAuditResponse& audit);
+// The summary of a period's audit records (`lbctl digest`): automated and
+// operator actions by kind, the backends acted on most, pins, freezes and
+// disagreement alerts (each listed), rejected requests.
+std::string FormatDigest(const v1::QueryAuditResponse& audit, absl::Duration period,
+                         absl::Time now);
 std::string FormatEvent(const v1::Event& event);
 std::string FormatApply(const v1::ApplyConfigResponse& resp, bool dry_run);
 

@@ -48,6 +48,10 @@ TEST_CASE("FormatStatus: header, VIP line, one row per backend", "[lbctl][format
   a->mutable_counters()->set_client_rsts(1);
   a->mutable_counters()->set_handshake_ns_sum(3'000'000);
   a->mutable_counters()->set_handshake_count(2);
+  a->set_health("ramping");
+  a->set_ramp_percent(20);
+  a->add_conditions("low_traffic");
+  a->add_conditions("cooldown");
   v1::BackendStatus* b = vip->add_backends();
   b->set_address("198.18.1.2");
   b->set_state("draining");
@@ -64,12 +68,52 @@ TEST_CASE("FormatStatus: header, VIP line, one row per backend", "[lbctl][format
       "VIP 198.18.0.10:80/tcp \"web\"  id 1  table 251  pkts 150.0k  bytes 0  dropped 0  "
       "backends 2\n"
       "  BACKEND     STATE            NOMINAL  EFFECTIVE  SLOTS  FLOWS  NEW  PKTS  SYN-RTX  RSTS"
-      "  HS-MS  SCORE\n"
+      "  HS-MS  SCORE  HEALTH       WHY\n"
       "  198.18.1.1  active               100        100  66.5%     12   40   900        2     1"
-      "   1.50    100\n"
+      "   1.50    100  ramping 20%  low_traffic,cooldown\n"
       "  198.18.1.2  draining(1m30s)      100          0  33.5%      3    0     0        0     0"
-      "      -    100\n";
+      "      -    100  -            -\n";
   CHECK(FormatStatus(st, now) == want);
+
+  // The fleet guard's freeze is said under the VIP line.
+  vip->set_frozen(true);
+  vip->set_frozen_since_unix_ms(1700000095000);
+  CHECK_THAT(FormatStatus(st, now),
+             Catch::Contains("\n  FROZEN by the fleet guard (fleet-wide degradation): weights held "
+                             "since 5s ago\n"));
+}
+
+TEST_CASE("FormatDigest: actions by kind, backends acted on most, alerts", "[lbctl][format]") {
+  const absl::Time now = absl::FromUnixMillis(1700000100000);
+  v1::QueryAuditResponse resp;
+  const auto add = [&](const char* actor, const char* action, const char* backend,
+                       const char* result) {
+    v1::AuditRecord* r = resp.add_records();
+    r->set_unix_ms(1700000000000);
+    r->set_actor(actor);
+    r->set_action(action);
+    r->set_vip("198.18.0.10:80/tcp");
+    r->set_backend(backend);
+    r->set_result(result);
+  };
+  add("automation", "demote", "198.18.1.1", "ok");
+  add("automation", "promote", "198.18.1.1", "ok");
+  add("automation", "demote", "198.18.1.1", "ok");
+  add("automation", "pin", "198.18.1.1", "ok");
+  add("automation", "demote", "198.18.1.2", "ok");
+  add("automation", "freeze", "", "ok");
+  add("operator:alice", "release", "198.18.1.1", "ok");
+  add("operator:alice", "set_weight", "198.18.1.2", "INVALID_ARGUMENT: weight 3000");
+  const std::string out = FormatDigest(resp, absl::Hours(24 * 7), now);
+  CHECK_THAT(out, Catch::Contains("8 audit records"));
+  CHECK_THAT(out, Catch::Contains("\n  demote       3\n"));
+  CHECK_THAT(out, Catch::Contains("\n  release         1\n"));
+  // Backends acted on most, most first.
+  CHECK(out.find("198.18.0.10:80/tcp 198.18.1.1        4") <
+        out.find("198.18.0.10:80/tcp 198.18.1.2        1"));
+  CHECK_THAT(out, Catch::Contains("alerts: 1 pins, 1 freezes (fleet-wide degradation), 0 "
+                                  "disagreement alerts"));
+  CHECK_THAT(out, Catch::Contains("rejected or failed requests by action"));
 }
 
 TEST_CASE("FormatStatus without VIPs says how to add one", "[lbctl][format]") {

@@ -40,6 +40,13 @@ TEST_CASE("more than half unwell freezes the pool: no weight changes until it cl
   Sim s;
   s.Step(Failing(0));
   const auto before = Weights(s.last);
+  // Unwell counts the steady score (best of the last two): one bad
+  // evaluation is noise, the second freezes -- still before the third bad
+  // evaluation could demote anyone.
+  const Result& first = s.Step(Failing(3));
+  CHECK(s.CountIn(first, ActionKind::kFreeze) == 0);
+  CHECK_FALSE(first.frozen);
+  CHECK(Weights(first) == before);
   const Result& r = s.Step(Failing(3));
   REQUIRE(s.CountIn(r, ActionKind::kFreeze) == 1);
   const Action& freeze = r.actions.front();
@@ -92,10 +99,12 @@ TEST_CASE("a short dip below the threshold does not unfreeze") {
   Sim s;
   s.Step(Failing(0));
   s.Step(Failing(3));
+  s.Step(Failing(3));
   REQUIRE(s.state.frozen);
   s.Step(Failing(0));
   s.Step(Failing(0));
   s.Step(Failing(4));
+  s.Step(Failing(4));  // unwell again (steady): the clear streak starts over
   s.Step(Failing(0));
   s.Step(Failing(0));
   CHECK(s.state.frozen);
@@ -106,6 +115,7 @@ TEST_CASE("a short dip below the threshold does not unfreeze") {
 TEST_CASE("while frozen the operator's drain and weights still apply") {
   Sim s;
   s.Step(Failing(0));
+  s.Step(Failing(3));
   s.Step(Failing(3));
   REQUIRE(s.state.frozen);
   PoolInput in = Failing(3);

@@ -1,0 +1,421 @@
+#include "agent/core/health_controller.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "agent/core/health_settings.h"
+#include "agent/core/log.h"
+#include "agent/core/names.h"
+#include "agent/health/weight.h"
+
+namespace ballast::core {
+
+namespace {
+
+health::OperatorState OperatorStateOf(BackendMode m) {
+  switch (m) {
+    case BackendMode::kDraining:
+      return health::OperatorState::kDraining;
+    case BackendMode::kEvicted:
+      return health::OperatorState::kEvicted;
+    case BackendMode::kActive:
+    case BackendMode::kPinned:  // health's own state; the machine knows it
+      break;
+  }
+  return health::OperatorState::kActive;
+}
+
+std::string TargetId(const std::string& vip_text, const std::string& address) {
+  return absl::StrCat(vip_text, " ", address);
+}
+
+health::CounterSnapshot SnapshotOf(const ballast_backend_stats& c) {
+  health::CounterSnapshot s;
+  s.new_flows = c.new_flows;
+  s.packets = c.packets;
+  s.syn_retransmits = c.syn_retransmits;
+  s.client_rsts = c.client_rsts;
+  s.handshake_ns_sum = c.handshake_ns_sum;
+  s.handshake_count = c.handshake_count;
+  s.first_response_ns_sum = c.first_response_ns_sum;
+  s.first_response_count = c.first_response_count;
+  return s;
+}
+
+// The effective weight a mark gives (the weight before this evaluation).
+uint32_t WeightOf(const StandaloneEngine::HealthBackend& b) {
+  if (!b.has_mark) {
+    return health::EffectiveWeight(OperatorStateOf(b.mode), b.nominal_weight, true, 100, 100);
+  }
+  if (b.mode == BackendMode::kPinned) return 0;
+  return health::EffectiveWeight(
+      OperatorStateOf(b.mode), b.nominal_weight, b.mark.in_service(),
+      static_cast<int>(std::clamp<uint32_t>(b.mark.ramp_percent(), 1, 100)),
+      static_cast<int>(std::min<uint32_t>(b.mark.weight_score(), 100)));
+}
+
+absl::Time Now(const Clock* clock) {
+  // Monotonic: the health logic's windows and cooldowns must not jump with
+  // the wall clock.
+  return absl::FromUnixNanos(static_cast<int64_t>(clock->NowMonotonicNs()));
+}
+
+}  // namespace
+
+HealthController::HealthController(StandaloneEngine* engine, const Clock* clock,
+                                   HealthControllerOptions options, ForwardHook forward_hook)
+    : engine_(engine), clock_(clock), options_(options), forward_hook_(std::move(forward_hook)) {}
+
+HealthController::~HealthController() { StopProbes(); }
+
+void HealthController::StopProbes() {
+  if (scheduler_ != nullptr) {
+    scheduler_->Shutdown();
+    scheduler_.reset();
+  }
+  target_defs_.clear();
+}
+
+uint32_t HealthController::EvalIntervalMs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return eval_interval_ms_;
+}
+
+bool HealthController::Enabled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return enabled_;
+}
+
+HealthCounters HealthController::Counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+void HealthController::OnProbeResult(const std::string& id, const probes::ProbeResult& result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ProbeAccum& a = accum_[id];
+  a.has_result = true;
+  if (result.ok) {
+    ++a.summary.successes;
+    a.summary.success_latency_sum += absl::FromChrono(result.latency);
+    ++counters_.probes_ok;
+  } else {
+    ++a.summary.failures;
+    ++counters_.probes_failed;
+  }
+  a.last_detail = result.detail;
+  last_probe_[id] = absl::StrCat(result.ok ? "ok: " : "FAILED: ", result.detail);
+}
+
+absl::Status HealthController::SyncTargets(const StandaloneEngine::HealthInputs& in) {
+  std::map<std::string, probes::ProbeTarget> want;
+  std::map<std::string, std::string> defs;
+  for (const StandaloneEngine::HealthPool& pool : in.pools) {
+    auto vip = IpAddress::Parse(pool.key.address());
+    if (!vip.ok()) continue;
+    for (const StandaloneEngine::HealthBackend& b : pool.backends) {
+      if (b.backend_id == 0) continue;
+      // A VIP of every port needs the probe's own port.
+      if (pool.key.port() == 0 && b.probe.port() == 0) continue;
+      auto addr = IpAddress::Parse(b.address);
+      if (!addr.ok()) continue;
+      probes::ProbeTarget t;
+      t.vip = *vip;
+      t.port = static_cast<uint16_t>(pool.key.port());
+      t.backend = *addr;
+      t.backend_id = b.backend_id;
+      t.spec = b.probe;
+      const std::string id = TargetId(pool.key_text, b.address);
+      defs[id] = absl::StrCat(t.backend_id, "|", t.port, "|", b.probe.SerializeAsString());
+      want[id] = std::move(t);
+    }
+  }
+  if (scheduler_ == nullptr) {
+    probes::ProbeScheduler::Options o;
+    o.workers = options_.probe_workers;
+    o.mark_base = options_.mark_base;
+    scheduler_ = std::make_unique<probes::ProbeScheduler>(
+        o, [this](const std::string& id, const probes::ProbeTarget&, const probes::ProbeResult& r) {
+          OnProbeResult(id, r);
+        });
+  }
+  // Forwarding first, so that a new target's first probe finds its route.
+  std::vector<probes::ProbeTarget> forwarded;
+  for (const auto& [id, t] : want) {
+    if (!t.spec.direct()) forwarded.push_back(t);
+  }
+  const auto same = [](const std::vector<probes::ProbeTarget>& a,
+                       const std::vector<probes::ProbeTarget>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].backend_id != b[i].backend_id || a[i].backend != b[i].backend ||
+          a[i].vip != b[i].vip) {
+        return false;
+      }
+    }
+    return true;
+  };
+  absl::Status first = absl::OkStatus();
+  const auto note = [&first](const absl::Status& s) {
+    if (!s.ok() && first.ok()) first = s;
+  };
+  // A forwarding failure still schedules the probes: they fail, and with
+  // every backend failing at once the fleet guard holds the weights.
+  if (forward_hook_ && !same(forwarded, forwarded_)) {
+    absl::Status s = forward_hook_(forwarded);
+    note(s);
+    if (s.ok()) forwarded_ = forwarded;
+  }
+  for (auto it = target_defs_.begin(); it != target_defs_.end();) {
+    if (want.count(it->first) == 0) {
+      note(scheduler_->Remove(it->first));
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        accum_.erase(it->first);
+        last_probe_.erase(it->first);
+      }
+      it = target_defs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [id, t] : want) {
+    auto it = target_defs_.find(id);
+    if (it == target_defs_.end()) {
+      absl::Status s = scheduler_->Add(id, t);
+      note(s);
+      if (s.ok()) target_defs_[id] = defs[id];
+    } else if (it->second != defs[id]) {
+      absl::Status s = scheduler_->Update(id, t);
+      note(s);
+      if (s.ok()) it->second = defs[id];
+      std::lock_guard<std::mutex> lock(mu_);
+      accum_.erase(id);
+    }
+  }
+  return first;
+}
+
+health::PoolState HealthController::PrepareState(
+    const StandaloneEngine::HealthPool& pool, const health::Params& params, absl::Time now,
+    std::vector<StandaloneEngine::HealthRecord>* records) {
+  health::PoolState st;
+  if (auto it = pools_.find(pool.key_text); it != pools_.end()) {
+    st = it->second;
+  } else {
+    st.pool = pool.key_text;
+  }
+  bool added = false;
+  for (const StandaloneEngine::HealthBackend& b : pool.backends) {
+    auto bs = std::find_if(st.backends.begin(), st.backends.end(),
+                           [&](const health::BackendState& x) { return x.key == b.address; });
+    if (bs == st.backends.end()) {
+      if (!b.has_mark && b.mode != BackendMode::kPinned) continue;  // Next() adds it
+      // Known to the engine from before this process: resume from its mark.
+      health::BackendState n = health::NewBackendState(b.address, params);
+      if (b.has_mark) {
+        const v1::HealthMark& m = b.mark;
+        n.in_service = m.in_service();
+        n.score = static_cast<int>(std::min<uint32_t>(m.score(), 100));
+        const int pct = static_cast<int>(std::clamp<uint32_t>(m.ramp_percent(), 1, 100));
+        n.ramp_step = params.ramp_percents.size() - 1;
+        for (size_t i = 0; i < params.ramp_percents.size(); ++i) {
+          if (params.ramp_percents[i] >= pct) {
+            n.ramp_step = i;
+            break;
+          }
+        }
+        n.applied_in_service = m.in_service();
+        n.applied_ramp_percent = params.ramp_percents[n.ramp_step];
+        n.applied_weight_score = static_cast<int>(std::min<uint32_t>(m.weight_score(), 100));
+      }
+      if (b.mode == BackendMode::kPinned) {
+        n.pinned = true;
+        n.in_service = false;
+        n.applied_in_service = false;
+      }
+      st.backends.push_back(std::move(n));
+      added = true;
+      continue;
+    }
+    if (bs->pinned && b.mode != BackendMode::kPinned) {
+      // The operator released it (lbctl backend release).
+      auto rr = health::Release(st, b.address, now, params);
+      if (rr.ok()) {
+        st = std::move(rr->state);
+        records->push_back({std::string(health::ActionKindName(rr->action.kind)), pool.key_text,
+                            b.address, rr->action.inputs_json, rr->action.message});
+      }
+    } else if (!bs->pinned && b.mode == BackendMode::kPinned) {
+      bs->pinned = true;
+      bs->in_service = false;
+      bs->applied_in_service = false;
+    }
+  }
+  if (added) {
+    std::sort(
+        st.backends.begin(), st.backends.end(),
+        [](const health::BackendState& x, const health::BackendState& y) { return x.key < y.key; });
+  }
+  return st;
+}
+
+absl::Status HealthController::Evaluate() {
+  auto in = engine_->ReadHealthInputs();
+  if (!in.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.evaluation_errors;
+    return in.status();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    enabled_ = in->enabled;
+    eval_interval_ms_ = in->enabled ? EvalIntervalOf(in->settings) : kDefaultEvalIntervalMs;
+  }
+  if (!in->enabled) {
+    // Off: no probes, no marks, nominal weights.
+    StopProbes();
+    if (forward_hook_ && !forwarded_.empty()) {
+      if (auto s = forward_hook_({}); s.ok()) forwarded_.clear();
+    }
+    pools_.clear();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      accum_.clear();
+      last_probe_.clear();
+    }
+    std::vector<StandaloneEngine::HealthDecision> clear;
+    for (const StandaloneEngine::HealthPool& pool : in->pools) {
+      for (const StandaloneEngine::HealthBackend& b : pool.backends) {
+        if (!b.has_mark) continue;
+        StandaloneEngine::HealthDecision d;
+        d.vip = pool.key;
+        d.address = b.address;
+        d.clear = true;
+        clear.push_back(std::move(d));
+      }
+    }
+    engine_->SetHealthView({});
+    return engine_->ApplyHealth(clear, {});
+  }
+
+  const health::Params params = HealthParamsOf(in->settings);
+  absl::Status probe_status = SyncTargets(*in);
+  if (!probe_status.ok()) {
+    Log(LogLevel::kWarning, "probe targets not fully applied",
+        {{"error", std::string(probe_status.message())}});
+  }
+
+  const absl::Time now = Now(clock_);
+  const int64_t now_unix_ms = clock_->NowUnixMs();
+  std::map<std::string, ProbeAccum> probes;
+  std::map<std::string, std::string> last_probe;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    probes.swap(accum_);
+    last_probe = last_probe_;
+  }
+
+  std::vector<StandaloneEngine::HealthDecision> decisions;
+  std::vector<StandaloneEngine::HealthRecord> records;
+  StandaloneEngine::HealthView view;
+  std::map<std::string, health::PoolState> next_pools;
+  std::map<std::string, uint64_t> action_counts;
+  absl::Status first_error = absl::OkStatus();
+
+  for (const StandaloneEngine::HealthPool& pool : in->pools) {
+    health::PoolState prev = PrepareState(pool, params, now, &records);
+    health::PoolInput input;
+    input.pool = pool.key_text;
+    for (const StandaloneEngine::HealthBackend& b : pool.backends) {
+      health::BackendInput bi;
+      bi.key = b.address;
+      bi.nominal_weight = b.nominal_weight;
+      bi.operator_state = OperatorStateOf(b.mode);
+      if (auto p = probes.find(TargetId(pool.key_text, b.address));
+          p != probes.end() && p->second.has_result) {
+        bi.probe = p->second.summary;
+      }
+      if (b.backend_id != 0) bi.counters = SnapshotOf(b.counters);
+      input.backends.push_back(std::move(bi));
+    }
+    auto r = health::Next(prev, input, now, params);
+    if (!r.ok()) {
+      if (first_error.ok()) first_error = r.status();
+      next_pools[pool.key_text] = prev;
+      continue;
+    }
+    std::map<std::string, bool> acted;
+    for (const health::Action& a : r->actions) {
+      records.push_back({std::string(health::ActionKindName(a.kind)), pool.key_text, a.backend,
+                         a.inputs_json, a.message});
+      ++action_counts[std::string(health::ActionKindName(a.kind))];
+      if (!a.backend.empty()) acted[a.backend] = true;
+    }
+    StandaloneEngine::VipHealthView& vv = view.vips[pool.key_text];
+    vv.frozen = r->frozen;
+    if (r->frozen) {
+      const absl::Duration ago = now - r->state.frozen_since;
+      vv.frozen_since_unix_ms = now_unix_ms - absl::ToInt64Milliseconds(ago);
+    }
+    for (size_t i = 0; i < r->backends.size() && i < pool.backends.size(); ++i) {
+      const health::BackendOutput& out = r->backends[i];
+      const StandaloneEngine::HealthBackend& b = pool.backends[i];
+      auto bs = std::find_if(r->state.backends.begin(), r->state.backends.end(),
+                             [&](const health::BackendState& x) { return x.key == out.key; });
+      if (bs == r->state.backends.end()) continue;
+      StandaloneEngine::HealthDecision d;
+      d.vip = pool.key;
+      d.address = b.address;
+      d.mark.set_in_service(bs->applied_in_service);
+      d.mark.set_ramp_percent(static_cast<uint32_t>(bs->applied_ramp_percent));
+      d.mark.set_weight_score(static_cast<uint32_t>(bs->applied_weight_score));
+      d.mark.set_score(static_cast<uint32_t>(out.score));
+      d.mark.set_state(std::string(out.state_name));
+      d.pin = out.state == health::HealthState::kPinned;
+      decisions.push_back(d);
+
+      // A weight change that no action explains (the score moved within
+      // its band) is an automated action too.
+      const uint32_t before = WeightOf(b);
+      if (out.effective_weight != before && !acted[out.key]) {
+        records.push_back(
+            {"health_weight", pool.key_text, b.address, out.evidence_json,
+             absl::StrCat("effective weight ", before, " -> ", out.effective_weight, " (score ",
+                          out.score, ", ", std::string(out.state_name), ")")});
+        ++action_counts["health_weight"];
+      }
+
+      StandaloneEngine::BackendHealthView& bv = view.backends[BackendIdKey(pool.key, b.address)];
+      bv.score = static_cast<uint32_t>(out.score);
+      bv.state = std::string(out.state_name);
+      bv.ramp_percent = static_cast<uint32_t>(out.ramp_percent);
+      bv.conditions = out.conditions;
+      if (auto lp = last_probe.find(TargetId(pool.key_text, b.address)); lp != last_probe.end()) {
+        bv.last_probe = lp->second;
+      }
+    }
+    next_pools[pool.key_text] = std::move(r->state);
+  }
+
+  absl::Status applied = engine_->ApplyHealth(decisions, records);
+  if (applied.ok()) {
+    // Only a stored outcome becomes the machine's memory; after a failure the
+    // next evaluation decides again from the same state.
+    pools_ = std::move(next_pools);
+  }
+  engine_->SetHealthView(std::move(view));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.evaluations;
+    counters_.last_evaluation_unix_ms = now_unix_ms;
+    if (!applied.ok() || !first_error.ok()) ++counters_.evaluation_errors;
+    for (const auto& [k, n] : action_counts) counters_.actions[k] += n;
+  }
+  if (!applied.ok()) return applied;
+  return first_error;
+}
+
+}  // namespace ballast::core
