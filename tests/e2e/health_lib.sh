@@ -1,0 +1,174 @@
+# Shared by tests/e2e/health_*.sh: the netns lab with ballast-testbackend
+# servers and lbagent with health checking on (tools/lab/lab --servers
+# testbackend --health: HTTP probes via the VIP every 200 ms, one evaluation
+# per 200 ms), continuous load from tests/e2e/connload.py, and helpers to
+# read what health checking decided.
+#
+# Source it, then: health_lab_up [extra health settings]; ...; the EXIT trap
+# removes everything (load generators by PID, then the lab: lbagent,
+# servers, namespaces, pins).
+#
+# Environment: LBAGENT, LBCTL, LBDP, TESTBACKEND (paths to the binaries;
+# default: the build directory $BUILD, default <repo>/build).
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${BUILD:-$repo/build}
+export LBAGENT=${LBAGENT:-$BUILD/tools/lbagent/lbagent}
+export LBCTL=${LBCTL:-$BUILD/tools/lbctl/lbctl}
+export LBDP=${LBDP:-$BUILD/tools/lbdp/lbdp}
+export TESTBACKEND=${TESTBACKEND:-$BUILD/tools/testbackend/ballast-testbackend}
+
+T_NAME=$(basename "$0" .sh)
+PREFIX=${PREFIX:-hl$$}
+LAB=("$repo/tools/lab/lab" --prefix "$PREFIX" --no-build)
+PIDS=()
+FAILED=0
+WORK=$(mktemp -d "/tmp/ballast-$T_NAME.XXXXXX")
+
+log() { printf '%s: %s\n' "$T_NAME" "$*"; }
+fail() {
+  printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2
+  FAILED=1
+}
+die() {
+  printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2
+  exit 1
+}
+check() { # check DESCRIPTION CMD...
+  local what=$1
+  shift
+  if "$@"; then log "ok: $what"; else fail "$what"; fi
+}
+
+[[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, XDP, tc, bpffs); run as root"
+for b in "$LBAGENT" "$LBCTL" "$LBDP" "$TESTBACKEND"; do
+  [[ -x $b ]] || die "$b is not built (set BUILD= or LBAGENT=/LBCTL=/LBDP=/TESTBACKEND=)"
+done
+for t in ip python3 curl; do
+  command -v "$t" >/dev/null || die "$t is not installed (tools/setup.sh)"
+done
+
+health_cleanup() {
+  local rc=$? pid
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [[ -n ${STATE:-} && ($rc -ne 0 || $FAILED -ne 0) ]]; then
+    echo "---- lbagent log (last 30 lines) ----" >&2
+    tail -n 30 "$STATE/agent/lbagent.log" >&2 2>/dev/null || true
+    echo "---- audit (last 40 records) ----" >&2
+    lbctl audit --since 10m 2>/dev/null | tail -n 40 >&2 || true
+  fi
+  "${LAB[@]}" down >/dev/null 2>&1 || echo "$T_NAME: warning: lab down failed" >&2
+  rm -rf "$WORK"
+  if ((rc == 0 && FAILED != 0)); then rc=1; fi
+  exit $rc
+}
+trap health_cleanup EXIT
+trap 'exit 130' INT TERM
+
+lab() { "${LAB[@]}" "$@"; }
+lbctl() { "$LBCTL" --socket "$SOCK" "$@"; }
+knob() { # knob BACKEND_INDEX ARGS...: ballast-testbackend ctl in backend i's namespace
+  local i=$1
+  shift
+  lab exec "be$i" "$TESTBACKEND" ctl "$@" >/dev/null
+}
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# health_lab_up [SETTINGS]: the lab; SETTINGS (protobuf text, e.g.
+# "eval_interval_ms: 100 ramp_hold: 3") replace the lab's global.health
+# settings ("eval_interval_ms: 200") through `lbctl config apply`.
+health_lab_up() {
+  log "lab $PREFIX up (testbackend servers, lbagent with health checking)"
+  lab --servers testbackend --health --no-traffic up >"$WORK/lab-up.log" 2>&1 ||
+    die "lab up failed: $(tail -n 20 "$WORK/lab-up.log")"
+  eval "$(lab addrs)"
+  if [[ -n ${1:-} ]]; then
+    lbctl config get >"$WORK/config.txtpb"
+    sed -i "s/eval_interval_ms: 200/$1/" "$WORK/config.txtpb"
+    grep -q "$1" "$WORK/config.txtpb" || die "cannot set health settings '$1' in: $(cat "$WORK/config.txtpb")"
+    lbctl config apply -f "$WORK/config.txtpb" >/dev/null || die "config apply of health settings '$1' failed"
+  fi
+  wait_state "$VIP4_KEY" "$BE1_ADDR4" healthy 10 || die "backend-1 not healthy 10 s after start"
+}
+
+# field VIP ADDR FIELD: a field of a backend in `lbctl --json status`.
+field() {
+  lbctl --json status | python3 -c '
+import json, sys
+vip, addr, field = sys.argv[1:4]
+for v in json.load(sys.stdin).get("vips", []):
+    k = v["key"]; a = k["address"]
+    text = ("[%s]" % a if ":" in a else a) + ":%s/%s" % (k.get("port", 0), k["protocol"].lower())
+    if text != vip: continue
+    if field == "frozen":
+        print(str(v.get("frozen", False)).lower()); sys.exit(0)
+    for b in v.get("backends", []):
+        if b["address"] == addr:
+            print(b.get(field, "")); sys.exit(0)
+print("missing")' "$1" "$2" "$3"
+}
+
+# wait_state VIP ADDR STATE SECONDS: poll until the backend's health state is
+# STATE; 0 when reached (prints nothing), 1 after SECONDS.
+wait_state() {
+  local deadline
+  deadline=$(awk -v s="$4" -v n="$(now)" 'BEGIN { printf "%.3f", n + s }')
+  while awk -v d="$deadline" -v n="$(now)" 'BEGIN { exit !(n < d) }'; do
+    [[ $(field "$1" "$2" health) == "$3" ]] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# wait_weight_at_most VIP ADDR W SECONDS: until effectiveWeight <= W.
+wait_weight_at_most() {
+  local deadline w
+  deadline=$(awk -v s="$4" -v n="$(now)" 'BEGIN { printf "%.3f", n + s }')
+  while awk -v d="$deadline" -v n="$(now)" 'BEGIN { exit !(n < d) }'; do
+    w=$(field "$1" "$2" effectiveWeight)
+    [[ $w =~ ^[0-9]+$ ]] && ((w <= $3)) && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# load_start NAME SECONDS [ARGS...]: connload from the client namespace in the
+# background (fresh connection per request unless --keepalive is given).
+load_start() {
+  local name=$1 secs=$2
+  shift 2
+  lab exec client python3 "$repo/tests/e2e/connload.py" --addr "$VIP4" --seconds "$secs" \
+    --log "$WORK/$name.log" "$@" >"$WORK/$name.json" 2>"$WORK/$name.err" &
+  PIDS+=("$!")
+  eval "LOAD_PID_$name=$!"
+}
+# load_wait NAME: waits for it (not in a subshell: `wait` needs the parent);
+# its summary JSON is then in $LOAD_SUMMARY.
+load_wait() {
+  local v="LOAD_PID_$1"
+  wait "${!v}" || true
+  [[ -s $WORK/$1.json ]] || die "load generator $1 failed: $(head -c 600 "$WORK/$1.err")"
+  LOAD_SUMMARY=$(cat "$WORK/$1.json")
+}
+
+# audit_actions ACTION [BACKEND]: audit records (last 10 min) of ACTION, as
+# "<unix ms> <vip> <backend>" lines.
+audit_actions() {
+  lbctl --json audit --since 10m | python3 -c '
+import json, sys
+action = sys.argv[1]; backend = sys.argv[2] if len(sys.argv) > 2 else None
+for r in json.load(sys.stdin).get("records", []):
+    if r["action"] == action and (backend is None or r.get("backend") == backend):
+        print(r["unixMs"], r.get("vip", ""), r.get("backend", "") or "-")' "$@"
+}
+
+health_finish() {
+  if ((FAILED)); then
+    log "FAILED"
+    exit 1
+  fi
+  log "PASS"
+}
