@@ -1,0 +1,210 @@
+// The engine's side of health checking: marks (ApplyHealth) set effective
+// weights in the state, the file and the data plane; pins and the operator's
+// release; marks survive a restart; turning health checking off clears them;
+// HealthSettings validation.
+#include <catch2/catch.hpp>
+
+#include "agent/core/health_controller.h"
+#include "agent/core/health_settings.h"
+#include "agent/core/names.h"
+#include "agent/core/tests/test_util.h"
+#include "agent/core/validate.h"
+#include "agent/maglev/maglev.h"
+
+namespace ballast::core {
+namespace {
+
+using testing::Key;
+using testing::SmallConfig;
+using testing::StartEngine;
+using testing::TempDir;
+
+const Actor kOp{"operator:test"};
+const v1::VipKey kVip4 = Key("198.18.0.10", 80);
+constexpr const char* kB3 = "198.18.1.3";
+
+StandaloneEngine::HealthDecision Mark(bool in_service, uint32_t ramp, uint32_t weight_score,
+                                      const char* state, bool pin = false) {
+  StandaloneEngine::HealthDecision d;
+  d.vip = kVip4;
+  d.address = kB3;
+  d.mark.set_in_service(in_service);
+  d.mark.set_ramp_percent(ramp);
+  d.mark.set_weight_score(weight_score);
+  d.mark.set_score(weight_score);
+  d.mark.set_state(state);
+  d.pin = pin;
+  return d;
+}
+
+const v1::BackendStatus& B3(const v1::StatusResponse& st) { return st.vips(0).backends(2); }
+
+// The table in the map equals BuildTable of the effective weights in status.
+void RequireTableFollowsStatus(const StandaloneEngine& e) {
+  auto st = e.GetStatus();
+  REQUIRE(st.ok());
+  const v1::State s = e.State();
+  std::vector<maglev::Backend> in;
+  for (const v1::BackendStatus& b : st->vips(0).backends()) {
+    in.push_back({b.backend_id(), CanonicalAddress(b.address()), b.effective_weight()});
+  }
+  auto want = maglev::BuildTable(in, st->vips(0).table_size());
+  REQUIRE(want.ok());
+  auto got = e.ReadTable(kVip4);
+  REQUIRE(got.ok());
+  REQUIRE(*got == *want);
+}
+
+TEST_CASE("ApplyHealth: marks scale the weight, are persisted, programmed and audited") {
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  {
+    auto e = StartEngine(dir, &clock, SmallConfig());
+    REQUIRE(e->SetWeight(kVip4, kB3, 100, kOp).ok());
+    std::vector<std::string> kinds;
+    e->Subscribe([&](const v1::Event& ev) { kinds.push_back(ev.kind()); });
+    const uint64_t gen = e->Health().generation;
+
+    // Ramping at 20 %: 100 -> 20.
+    REQUIRE(e->ApplyHealth({Mark(true, 20, 100, "ramping")},
+                           {{"ramp_step", VipKeyText(kVip4), kB3, "{\"ramp_percent\":20}",
+                             "ramp step to 20%"}})
+                .ok());
+    auto st = e->GetStatus();
+    REQUIRE(st.ok());
+    CHECK(B3(*st).nominal_weight() == 100);
+    CHECK(B3(*st).effective_weight() == 20);
+    CHECK(B3(*st).state() == "active");
+    RequireTableFollowsStatus(*e);
+    CHECK(e->Health().generation == gen + 1);
+    CHECK(kinds == std::vector<std::string>{"ramp_step"});
+    auto audit = e->QueryAudit(0, 0);
+    REQUIRE(audit.ok());
+    CHECK(audit->back().actor() == "automation");
+    CHECK(audit->back().action() == "ramp_step");
+    CHECK(audit->back().inputs_json() == "{\"ramp_percent\":20}");
+    CHECK(e->Health().health_actions.at("ramp_step") == 1);
+
+    // The same mark again (only the score moved) changes nothing.
+    StandaloneEngine::HealthDecision same = Mark(true, 20, 100, "ramping");
+    same.mark.set_score(97);
+    REQUIRE(e->ApplyHealth({same}, {}).ok());
+    CHECK(e->Health().generation == gen + 1);
+
+    // Degraded: weight score 70 -> 70 % of nominal.
+    REQUIRE(e->ApplyHealth({Mark(true, 100, 70, "degraded")}, {}).ok());
+    CHECK(B3(*e->GetStatus()).effective_weight() == 70);
+    RequireTableFollowsStatus(*e);
+
+    // Demoted: out of the table, but the map keeps it ACTIVE (its flows stay).
+    REQUIRE(e->ApplyHealth({Mark(false, 100, 40, "down")}, {}).ok());
+    st = e->GetStatus();
+    CHECK(B3(*st).effective_weight() == 0);
+    CHECK(B3(*st).table_slots() == 0);
+    CHECK(e->ReadDataplane()->backends.at(B3(*st).backend_id()).state == BALLAST_BACKEND_ACTIVE);
+    RequireTableFollowsStatus(*e);
+
+    // A decision for a backend that is gone is ignored.
+    StandaloneEngine::HealthDecision gone = Mark(true, 100, 100, "healthy");
+    gone.address = "198.18.1.99";
+    REQUIRE(e->ApplyHealth({gone}, {}).ok());
+  }
+  // Restart: the mark is in the state file; the backend stays out.
+  auto e = StartEngine(dir, &clock, SmallConfig());
+  auto st = e->GetStatus();
+  REQUIRE(st.ok());
+  CHECK(B3(*st).effective_weight() == 0);
+  RequireTableFollowsStatus(*e);
+}
+
+TEST_CASE("A pin evicts the backend; release clears it and leaves it down until promoted") {
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  auto e = StartEngine(dir, &clock, SmallConfig());
+  REQUIRE(e->Release(kVip4, kB3, kOp).code() == absl::StatusCode::kFailedPrecondition);
+  REQUIRE(e->ApplyHealth({Mark(false, 100, 40, "pinned", /*pin=*/true)},
+                         {{"pin", VipKeyText(kVip4), kB3, "{}", "pinned after 3 flaps"}})
+              .ok());
+  auto st = e->GetStatus();
+  REQUIRE(st.ok());
+  CHECK(B3(*st).state() == "pinned");
+  CHECK(B3(*st).effective_weight() == 0);
+  CHECK(e->ReadDataplane()->backends.at(B3(*st).backend_id()).state == BALLAST_BACKEND_EVICTED);
+  // The operator cannot drain it or undrain it while pinned.
+  CHECK(e->Undrain(kVip4, kB3, kOp).code() == absl::StatusCode::kFailedPrecondition);
+
+  REQUIRE(e->Release(kVip4, kB3, kOp).ok());
+  st = e->GetStatus();
+  CHECK(B3(*st).state() == "active");
+  CHECK(B3(*st).effective_weight() == 0);  // down until health checking promotes it
+  const v1::BackendOverride* o = FindOverride(e->State(), kVip4, kB3);
+  REQUIRE(o != nullptr);
+  CHECK_FALSE(o->pinned());
+  CHECK(o->health().state() == "down");
+  CHECK_FALSE(o->health().in_service());
+  RequireTableFollowsStatus(*e);
+}
+
+TEST_CASE("With health checking off, the controller clears every mark") {
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  auto e = StartEngine(dir, &clock, SmallConfig());  // no global.health
+  REQUIRE(e->ApplyHealth({Mark(false, 100, 40, "down")}, {}).ok());
+  REQUIRE(B3(*e->GetStatus()).effective_weight() == 0);
+  HealthController hc(e.get(), &clock, HealthControllerOptions{}, nullptr);
+  REQUIRE(hc.Evaluate().ok());
+  CHECK_FALSE(hc.Enabled());
+  CHECK(B3(*e->GetStatus()).effective_weight() == 2);
+  CHECK(FindOverride(e->State(), kVip4, kB3) == nullptr);
+  RequireTableFollowsStatus(*e);
+}
+
+TEST_CASE("HealthSettings: every field's range and the rules between fields") {
+  const auto bad = [](const std::function<void(v1::HealthSettings&)>& mutate) {
+    v1::Config c = SmallConfig();
+    mutate(*c.mutable_global()->mutable_health());
+    return std::string(ValidateConfig(c, FieldPath::Index()).message());
+  };
+  v1::Config ok = SmallConfig();
+  ok.mutable_global()->mutable_health();
+  REQUIRE(ValidateConfig(ok, FieldPath::Index()).ok());
+  CHECK(bad([](v1::HealthSettings& h) { h.set_eval_interval_ms(10); }) ==
+        "global.health.eval_interval_ms: 10 is out of range 50..60000 (0 = default 1000)");
+  CHECK(bad([](v1::HealthSettings& h) { h.set_demote_after(5000); }) ==
+        "global.health.demote_after: 5000 is out of range 1..1000 (0 = default 3)");
+  CHECK(bad([](v1::HealthSettings& h) {
+          h.set_good_score(60);
+          h.set_bad_score(70);
+        }) == "global.health.bad_score: effective bad_score 70 must be below good_score 60");
+  CHECK(bad([](v1::HealthSettings& h) {
+          h.add_ramp_percents(10);
+          h.add_ramp_percents(5);
+        }) ==
+        "global.health.ramp_percents[1]: 5 is not above the step before it (10): steps "
+        "must increase");
+  CHECK(bad([](v1::HealthSettings& h) {
+          h.add_ramp_percents(10);
+          h.add_ramp_percents(50);
+        }) == "global.health.ramp_percents: [10, 50] must end at 100 (full weight)");
+  CHECK(bad([](v1::HealthSettings& h) { h.set_cooldown_base_s(7200); }) ==
+        "global.health.cooldown_base_s: effective cooldown_base_s 7200 is above "
+        "max_cooldown_s 3600");
+  CHECK(bad([](v1::HealthSettings& h) { h.set_pin_flaps(1); }) ==
+        "global.health.pin_flaps: 1 is out of range 2..100 (0 = default 3)");
+
+  // Defaults and conversions.
+  const health::Params p = HealthParamsOf(v1::HealthSettings());
+  CHECK(p.demote_after == 3);
+  CHECK(p.promote_after == 12);
+  CHECK(p.ramp_percents == std::vector<int>{5, 20, 50, 100});
+  CHECK(p.latency_floor_ms == kDefaultLatencyFloorMs);
+  CHECK(EvalIntervalOf(v1::HealthSettings()) == 1000);
+  v1::HealthSettings s;
+  s.set_cooldown_base_s(2);
+  s.set_pin_window_s(120);
+  CHECK(HealthParamsOf(s).cooldown_base == absl::Seconds(2));
+  CHECK(HealthParamsOf(s).pin_window == absl::Minutes(2));
+}
+
+}  // namespace
+}  // namespace ballast::core
