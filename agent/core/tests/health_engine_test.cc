@@ -137,7 +137,8 @@ TEST_CASE("A pin evicts the backend; release clears it and leaves it down until 
   st = e->GetStatus();
   CHECK(B3(*st).state() == "active");
   CHECK(B3(*st).effective_weight() == 0);  // down until health checking promotes it
-  const v1::BackendOverride* o = FindOverride(e->State(), kVip4, kB3);
+  const v1::State state = e->State();  // FindOverride points into it
+  const v1::BackendOverride* o = FindOverride(state, kVip4, kB3);
   REQUIRE(o != nullptr);
   CHECK_FALSE(o->pinned());
   CHECK(o->health().state() == "down");
@@ -155,7 +156,8 @@ TEST_CASE("With health checking off, the controller clears every mark") {
   REQUIRE(hc.Evaluate().ok());
   CHECK_FALSE(hc.Enabled());
   CHECK(B3(*e->GetStatus()).effective_weight() == 2);
-  CHECK(FindOverride(e->State(), kVip4, kB3) == nullptr);
+  const v1::State state = e->State();
+  CHECK(FindOverride(state, kVip4, kB3) == nullptr);
   RequireTableFollowsStatus(*e);
 }
 
