@@ -250,7 +250,9 @@ class HealthLoop {
              const v1::AgentConfig& config)
       : engine_(engine),
         forwarding_(config.probe_forwarding()),
-        probe_pin_dir_(config.pin_dir() + "/probe"),
+        // A sibling of pin_dir: the data plane's teardown unpins everything in
+        // pin_dir and removes it; probe forwarding is torn down by Stop().
+        probe_pin_dir_(config.pin_dir() + "-probe"),
         controller_(engine, clock, core::HealthControllerOptions{},
                     [this](const std::vector<probes::ProbeTarget>& t) { return Forward(t); }),
         thread_([this] { Loop(); }) {}
