@@ -172,3 +172,40 @@ health_finish() {
   fi
   log "PASS"
 }
+
+# health_relearn [SED_EXPR]: the health logic forgets everything it learned
+# (baselines, streaks, flaps): health checking is switched off by a config
+# without the health block, then the current config (edited by SED_EXPR, e.g.
+# "s/weight: [0-9]*/weight: 100/") is applied again. For a test that changes
+# the backends' normal (a base delay) after start: a baseline is learned in
+# its first intervals and then, by design, barely moves while anomalous.
+health_relearn() {
+  local deadline
+  lbctl config get >"$WORK/relearn.txtpb"
+  if [[ -n ${1:-} ]]; then sed -i "$1" "$WORK/relearn.txtpb"; fi
+  python3 - "$WORK/relearn.txtpb" >"$WORK/relearn-off.txtpb" <<'PY'
+import sys
+out, depth = [], None
+for line in open(sys.argv[1]):
+    s = line.strip()
+    if depth is None and s == "health {":
+        depth = 1
+        continue
+    if depth is not None:
+        depth += s.count("{") - s.count("}")
+        if depth <= 0:
+            depth = None
+        continue
+    out.append(line)
+sys.stdout.write("".join(out))
+PY
+  lbctl config apply -f "$WORK/relearn-off.txtpb" >/dev/null || die "config apply without health failed"
+  deadline=$(awk -v n="$(now)" 'BEGIN { printf "%.3f", n + 5 }')
+  until [[ -z $(field "$VIP4_KEY" "$BE1_ADDR4" health) ]]; do
+    awk -v d="$deadline" -v n="$(now)" 'BEGIN { exit !(n < d) }' ||
+      die "health checking still on 5 s after a config without it"
+    sleep 0.05
+  done
+  lbctl config apply -f "$WORK/relearn.txtpb" >/dev/null || die "config apply of $WORK/relearn.txtpb failed"
+  wait_state "$VIP4_KEY" "$BE1_ADDR4" healthy 10 || die "backend-1 not healthy 10 s after health checking came back"
+}
