@@ -1,0 +1,140 @@
+#!/bin/bash
+# e2e health: every backend slowed at once, under continuous new-connection
+# load through the VIP.
+#
+# Every backend answers after a base delay (BASE ms), learned as normal; then
+# all three become 3x slower at the same moment. Expected (issue 4): the
+# fleet guard freezes the pool (freeze record, alert in `lbctl digest`,
+# `frozen` in `lbctl --json status`, metric ballast_vip_frozen 1) and no
+# weight changes while frozen (effective weights and table slots identical,
+# no health_weight / demote / promote / ramp record). Then the delays are
+# cleared and the pool unfreezes. Prints the measured times. Needs root.
+source "$(dirname "${BASH_SOURCE[0]}")/health_lib.sh"
+
+BASE=${BASE:-20}
+SLOW=$((3 * BASE))
+# Passive signals off and latency_floor_ms 1: see health_brownout.sh.
+SETTINGS=${SETTINGS:-"eval_interval_ms: 200 ramp_hold: 5 cooldown_base_s: 1 latency_floor_ms: 1 min_samples: 1000"}
+health_lab_up "$SETTINGS"
+BES=("$BE1_ADDR4" "$BE2_ADDR4" "$BE3_ADDR4")
+
+for i in 1 2 3; do knob "$i" set delay_ms="$BASE"; done
+load_start fleet 22 --workers 8 --rate 40 --timeout 2
+health_relearn "s/weight: [0-9]*/weight: 100/"
+sleep 3
+# knobs_all ARGS...: the same knob change on the three backends at once.
+knobs_all() {
+  local i pids=()
+  for i in 1 2 3; do
+    knob "$i" "$@" &
+    pids+=("$!")
+  done
+  for i in "${pids[@]}"; do wait "$i" || die "knob change '$*' failed"; done
+}
+# weights_slots: "frozen w/slots w/slots w/slots" of the IPv4 VIP (one status call).
+weights_slots() {
+  lbctl --json status | python3 -c '
+import json, sys
+vip, addrs = sys.argv[1], sys.argv[2:]
+for v in json.load(sys.stdin).get("vips", []):
+    k = v["key"]
+    if "%s:%s/%s" % (k["address"], k.get("port", 0), k["protocol"].lower()) != vip:
+        continue
+    by = {b["address"]: b for b in v.get("backends", [])}
+    print(str(v.get("frozen", False)).lower(),
+          " ".join("%s/%s" % (by[a].get("effectiveWeight"), by[a].get("tableSlots")) for a in addrs))
+' "$VIP4_KEY" "${BES[@]}"
+}
+before=$(weights_slots)
+[[ $before == false* ]] || die "the pool is frozen before any fault ($before)"
+before=${before#false }
+log "before: every backend at ${BASE} ms; weight/slots: $before"
+
+# ---- all slowed at once ----------------------------------------------------------------------
+t_slow=$(now)
+t_slow_ms=$(awk -v t="$t_slow" 'BEGIN { printf "%.0f", t * 1000 }')
+knobs_all set delay_ms="$SLOW"
+log "every backend now at ${SLOW} ms (3x)"
+deadline=$(awk -v n="$(now)" 'BEGIN { printf "%.3f", n + 5 }')
+froze=""
+while awk -v d="$deadline" -v n="$(now)" 'BEGIN { exit !(n < d) }'; do
+  if [[ $(field "$VIP4_KEY" "$BE1_ADDR4" frozen) == true ]]; then froze=$(since "$t_slow"); break; fi
+  sleep 0.05
+done
+[[ -n $froze ]] || die "the pool did not freeze within 5 s of slowing every backend ($(lbctl status | head -n 12))"
+log "freeze: the pool is frozen $froze s after every backend slowed"
+freeze_rec=$(audit_actions freeze | awk -v v="$VIP4_KEY" -v t="$t_slow_ms" '$2 == v && $1 >= t' | head -n 1)
+check "freeze: a freeze record for $VIP4_KEY in the audit log ($freeze_rec)" test -n "$freeze_rec"
+
+# Hold the fleet-wide slowdown for 4 s: nothing moves.
+changes=0 samples=0 t_hold=$(now)
+while awk -v a="$t_hold" -v n="$(now)" 'BEGIN { exit !(n - a < 4) }'; do
+  now_ws=$(weights_slots)
+  samples=$((samples + 1))
+  [[ $now_ws == "true $before" ]] || { changes=$((changes + 1)); log "freeze: changed: $now_ws"; }
+  sleep 0.1
+done
+check "freeze: frozen, effective weights and table slots unchanged in $samples samples over 4 s" test "$changes" = 0
+conds=$(field "$VIP4_KEY" "$BE2_ADDR4" conditions)
+check "freeze: backends show the condition frozen ($conds)" grep -q frozen <<<"$conds"
+moves=$(lbctl --json audit --since 10m | python3 -c '
+import json, sys
+vip, t0 = sys.argv[1], int(sys.argv[2])
+n = 0
+for r in json.load(sys.stdin).get("records", []):
+    if r.get("vip") == vip and int(r["unixMs"]) >= t0 and r["action"] in (
+            "health_weight", "demote", "promote", "ramp_step", "ramp_back", "pin"):
+        n += 1
+        print(r["action"], r.get("backend"), file=sys.stderr)
+print(n)' "$VIP4_KEY" "$t_slow_ms")
+check "freeze: no weight-changing audit record since the slowdown ($moves)" test "$moves" = 0
+metric=$(lab exec router curl -s 127.0.0.1:9580/metrics | grep "^ballast_vip_frozen{vip=\"$VIP4_KEY\"}" || true)
+check "freeze: metric '$metric'" test "${metric##* }" = 1
+digest=$(lbctl digest --since 1h)
+alerts=$(grep '^alerts:' <<<"$digest" || true)
+nfreeze=$(sed -n 's/.* \([0-9][0-9]*\) freezes.*/\1/p' <<<"$alerts")
+check "freeze: the alert is in lbctl digest ($alerts)" test "${nfreeze:-0}" -ge 1
+if freeze_json=$(lbctl --json audit --since 10m | python3 -c '
+import json, sys
+for r in json.load(sys.stdin).get("records", []):
+    if r["action"] == "freeze" and r.get("vip") == sys.argv[1]:
+        print(r["inputsJson"][:300]); break' "$VIP4_KEY"); then
+  log "freeze: audit inputs: $freeze_json"
+fi
+
+# ---- cleared -------------------------------------------------------------------------------
+t_clear=$(now)
+knobs_all clear
+deadline=$(awk -v n="$(now)" 'BEGIN { printf "%.3f", n + 10 }')
+thawed=""
+while awk -v d="$deadline" -v n="$(now)" 'BEGIN { exit !(n < d) }'; do
+  if [[ $(field "$VIP4_KEY" "$BE1_ADDR4" frozen) == false ]]; then thawed=$(since "$t_clear"); break; fi
+  sleep 0.05
+done
+if [[ -n $thawed ]]; then
+  log "unfreeze: the pool unfroze $thawed s after the delays were cleared"
+else
+  fail "unfreeze: still frozen 10 s after the delays were cleared"
+fi
+nfreeze4=$(audit_actions freeze | awk -v v="$VIP4_KEY" -v t="$t_slow_ms" '$2 == v && $1 >= t' | wc -l)
+check "freeze: one freeze of $VIP4_KEY for the episode ($nfreeze4)" test "$nfreeze4" = 1
+unfreeze_rec=$(audit_actions unfreeze | awk -v v="$VIP4_KEY" -v t="$t_slow_ms" '$2 == v && $1 >= t' | head -n 1)
+check "unfreeze: an unfreeze record in the audit log ($unfreeze_rec)" test -n "$unfreeze_rec"
+lbctl --json audit --since 10m | python3 -c '
+import json, sys
+vip, t0 = sys.argv[1], int(sys.argv[2])
+for r in json.load(sys.stdin).get("records", []):
+    if r["action"] == "unfreeze" and r.get("vip") == vip and int(r["unixMs"]) >= t0:
+        print("unfreeze %.2f s after the clear: %s" % ((int(r["unixMs"]) - t0) / 1000.0, r["inputsJson"][:300]))
+        break' "$VIP4_KEY" "$(awk -v t="$t_clear" 'BEGIN { printf "%.0f", t * 1000 }')" | while read -r l; do log "$l"; done
+metric=$(lab exec router curl -s 127.0.0.1:9580/metrics | grep "^ballast_vip_frozen{vip=\"$VIP4_KEY\"}" || true)
+check "unfreeze: metric '$metric'" test "${metric##* }" = 0
+sleep 1
+after=$(weights_slots)
+check "unfreeze: weights and slots as before ($after)" test "$after" = "false $before"
+load_wait fleet
+log "load: $LOAD_SUMMARY"
+failed=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["failed"])' "$LOAD_SUMMARY")
+check "load: no failed connection ($failed)" test "$failed" = 0
+
+health_finish
