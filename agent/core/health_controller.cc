@@ -56,10 +56,13 @@ uint32_t WeightOf(const StandaloneEngine::HealthBackend& b) {
       static_cast<int>(std::min<uint32_t>(b.mark.weight_score(), 100)));
 }
 
-absl::Time Now(const Clock* clock) {
-  // Monotonic: the health logic's windows and cooldowns must not jump with
-  // the wall clock.
-  return absl::FromUnixNanos(static_cast<int64_t>(clock->NowMonotonicNs()));
+// The wall clock (the audit's times, e.g. cooldown_until_unix_ms, are read by
+// people), never going backwards between evaluations: the health logic
+// requires a non-decreasing `now`.
+absl::Time Now(const Clock* clock, absl::Time* last) {
+  const absl::Time t = std::max(absl::FromUnixMillis(clock->NowUnixMs()), *last);
+  *last = t;
+  return t;
 }
 
 }  // namespace
@@ -308,7 +311,7 @@ absl::Status HealthController::Evaluate() {
         {{"error", std::string(probe_status.message())}});
   }
 
-  const absl::Time now = Now(clock_);
+  const absl::Time now = Now(clock_, &last_now_);
   const int64_t now_unix_ms = clock_->NowUnixMs();
   std::map<std::string, ProbeAccum> probes;
   std::map<std::string, std::string> last_probe;
@@ -356,10 +359,7 @@ absl::Status HealthController::Evaluate() {
     }
     StandaloneEngine::VipHealthView& vv = view.vips[pool.key_text];
     vv.frozen = r->frozen;
-    if (r->frozen) {
-      const absl::Duration ago = now - r->state.frozen_since;
-      vv.frozen_since_unix_ms = now_unix_ms - absl::ToInt64Milliseconds(ago);
-    }
+    if (r->frozen) vv.frozen_since_unix_ms = absl::ToUnixMillis(r->state.frozen_since);
     for (size_t i = 0; i < r->backends.size() && i < pool.backends.size(); ++i) {
       const health::BackendOutput& out = r->backends[i];
       const StandaloneEngine::HealthBackend& b = pool.backends[i];

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "agent/core/clock.h"
 #include "agent/core/standalone_engine.h"
 #include "agent/health/machine.h"
@@ -118,6 +119,7 @@ class HealthController {
   std::map<std::string, health::PoolState> pools_;  // by VIP text
   std::map<std::string, std::string> target_defs_;  // id -> serialized definition
   std::vector<probes::ProbeTarget> forwarded_;      // last given to forward_hook_
+  absl::Time last_now_ = absl::InfinitePast();      // the last evaluation's `now`
 };
 
 }  // namespace ballast::core

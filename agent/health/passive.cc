@@ -70,10 +70,15 @@ PassiveValues DerivePassive(const CounterSnapshot& d, const Params& p) {
       d.new_flows ? static_cast<double>(d.syn_retransmits) / flows : 0);
   set(Signal::kClientRstRatio, d.new_flows,
       d.new_flows ? static_cast<double>(d.client_rsts) / flows : 0);
-  set(Signal::kIncompleteHandshakeRatio, d.new_flows,
-      d.new_flows ? std::clamp(1.0 - hs / flows, 0.0, 1.0) : 0);
-  set(Signal::kUnansweredRatio, d.handshake_count,
-      d.handshake_count ? std::clamp(1.0 - fr / hs, 0.0, 1.0) : 0);
+  // A handshake or a first response that completes just after the interval
+  // ends is not missing: up to max(2, 5% of the samples) missing ones are in
+  // flight across the boundary, not failures.
+  const auto missing_ratio = [](double total, double done) {
+    const double slack = std::max(2.0, 0.05 * total);
+    return std::clamp((total - done - slack) / total, 0.0, 1.0);
+  };
+  set(Signal::kIncompleteHandshakeRatio, d.new_flows, d.new_flows ? missing_ratio(flows, hs) : 0);
+  set(Signal::kUnansweredRatio, d.handshake_count, d.handshake_count ? missing_ratio(hs, fr) : 0);
   set(Signal::kHandshakeMs, d.handshake_count,
       d.handshake_count ? static_cast<double>(d.handshake_ns_sum) / hs / 1e6 : 0);
   set(Signal::kFirstResponseMs, d.first_response_count,

@@ -15,6 +15,10 @@
 //                                handshake_count (0..1; a hung server
 //                                completes handshakes in the kernel but
 //                                never answers)
+//                                For both "missing" ratios, up to max(2, 5%
+//                                of the samples) missing ones are taken as
+//                                in flight across the interval's end, not
+//                                as failures: (missing - slack) / samples.
 //   handshake_ms                 handshake_ns_sum / handshake_count     handshake_count
 //   first_response_ms            first_response_ns_sum /                first_response_count
 //                                first_response_count
