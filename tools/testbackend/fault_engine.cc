@@ -82,14 +82,15 @@ bool FaultEngine::HangApplies(bool is_probe) const {
 }
 
 bool FaultEngine::Sleep(int64_t ms, const std::function<bool()>& abandoned) const {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   for (;;) {
     if (stopping() || abandoned()) return false;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
-    if (left <= 0) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(left, kSliceMs)));
+    // Compared at the clock's own resolution: rounding what is left down to
+    // whole milliseconds ended delays up to 1 ms early.
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) return true;
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(kSliceMs)));
   }
 }
 
