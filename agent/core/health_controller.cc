@@ -8,7 +8,6 @@
 #include "agent/core/health_settings.h"
 #include "agent/core/log.h"
 #include "agent/core/names.h"
-#include "agent/health/weight.h"
 
 namespace ballast::core {
 
@@ -42,18 +41,6 @@ health::CounterSnapshot SnapshotOf(const ballast_backend_stats& c) {
   s.first_response_ns_sum = c.first_response_ns_sum;
   s.first_response_count = c.first_response_count;
   return s;
-}
-
-// The effective weight a mark gives (the weight before this evaluation).
-uint32_t WeightOf(const StandaloneEngine::HealthBackend& b) {
-  if (!b.has_mark) {
-    return health::EffectiveWeight(OperatorStateOf(b.mode), b.nominal_weight, true, 100, 100);
-  }
-  if (b.mode == BackendMode::kPinned) return 0;
-  return health::EffectiveWeight(
-      OperatorStateOf(b.mode), b.nominal_weight, b.mark.in_service(),
-      static_cast<int>(std::clamp<uint32_t>(b.mark.ramp_percent(), 1, 100)),
-      static_cast<int>(std::min<uint32_t>(b.mark.weight_score(), 100)));
 }
 
 // The wall clock (the audit's times, e.g. cooldown_until_unix_ms, are read by
@@ -379,7 +366,7 @@ absl::Status HealthController::Evaluate() {
 
       // A weight change that no action explains (the score moved within
       // its band) is an automated action too.
-      const uint32_t before = WeightOf(b);
+      const uint32_t before = b.effective_weight;
       if (out.effective_weight != before && !acted[out.key]) {
         records.push_back(
             {"health_weight", pool.key_text, b.address, out.evidence_json,

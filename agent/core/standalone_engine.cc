@@ -1102,6 +1102,7 @@ absl::StatusOr<StandaloneEngine::HealthInputs> StandaloneEngine::ReadHealthInput
       const v1::BackendOverride* o = o_it == overrides.end() ? nullptr : o_it->second;
       const BackendView view = ViewFromOverride(o, b);
       hb.nominal_weight = view.nominal_weight;
+      hb.effective_weight = view.effective_weight;
       hb.mode = view.mode;
       if (o != nullptr && o->has_health()) {
         hb.has_mark = true;

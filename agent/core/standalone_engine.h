@@ -152,6 +152,7 @@ class StandaloneEngine final : public Engine {
     std::string address;  // canonical
     uint32_t backend_id = 0;
     uint32_t nominal_weight = 0;
+    uint32_t effective_weight = 0;  // what the table uses now (image.h ViewFromOverride)
     BackendMode mode = BackendMode::kActive;
     bool has_mark = false;
     v1::HealthMark mark;               // valid when has_mark

@@ -47,24 +47,23 @@ stats() {
     }'
 }
 
+# figure SCRIPT SED_CAPTURE LABEL: one number per log line of SCRIPT's runs.
+figure() {
+  cat "$logs"/"$1".*.log 2>/dev/null | sed -nE "s/$2/\\1/p" | stats "$3"
+}
+
 echo "health_bench: $rounds round(s); min / median / max"
-cat "$logs"/health_kill.*.log 2>/dev/null |
-  sed -nE 's/.*kill: backend-2 out of the table ([0-9.]+) s after SIGKILL.*/\1/p' |
-  stats "kill -> out of the table (s)"
-cat "$logs"/health_kill.*.log 2>/dev/null |
-  sed -nE 's/.*kill: failed new connections: ([0-9]+) raced the kill.*/\1/p' |
-  stats "kill: failed new connections that raced the kill"
-cat "$logs"/health_kill.*.log 2>/dev/null |
-  sed -nE 's/.*raced the kill .*, ([0-9]+) after it.*/\1/p' |
-  stats "kill: failed new connections after the table change"
-cat "$logs"/health_kill.*.log 2>/dev/null |
-  sed -nE 's/.*hang: backend-3 out of the table ([0-9.]+) s after SIGSTOP.*/\1/p' |
-  stats "hang -> out of the table (s)"
-cat "$logs"/health_brownout.*.log 2>/dev/null |
-  sed -nE 's/.*brownout: first weight change of backend-1 ([0-9.]+) s after the slowdown.*/\1/p' |
-  stats "brownout -> first weight change (s)"
-cat "$logs"/health_brownout.*.log 2>/dev/null |
-  sed -nE 's/.*brownout: backend-1 at <= 70% of its weight ([0-9.]+) s after the slowdown.*/\1/p' |
-  stats "brownout -> 30 % of the weight off (s)"
+figure health_kill '.*kill: backend-2 out of the table ([0-9.]+) s after SIGKILL.*' \
+  "kill -> out of the table (s)"
+figure health_kill '.*kill: failed new connections: ([0-9]+) raced the kill.*' \
+  "kill: failed new connections that raced the kill"
+figure health_kill '.*raced the kill .*, ([0-9]+) after it.*' \
+  "kill: failed new connections after the table change"
+figure health_kill '.*hang: backend-3 out of the table ([0-9.]+) s after SIGSTOP.*' \
+  "hang -> out of the table (s)"
+figure health_brownout '.*brownout: first weight change of backend-1 ([0-9.]+) s after the slowdown.*' \
+  "brownout -> first weight change (s)"
+figure health_brownout '.*brownout: backend-1 at <= 70% of its weight ([0-9.]+) s after the slowdown.*' \
+  "brownout -> 30 % of the weight off (s)"
 ((failed == 0)) || echo "health_bench: $failed scenario run(s) failed"
 exit 0
