@@ -23,6 +23,7 @@ struct Work {
   int prev_score = 100;
   std::optional<CounterSnapshot> delta;
   bool counter_reset = false;
+  absl::Duration interval = absl::ZeroDuration();  // between the two snapshots of `delta`
   PassiveValues passive;
   // Signal values this evaluation (passive + probe latency); nullopt = none.
   std::array<std::optional<double>, kNumSignals> value{};
@@ -94,10 +95,10 @@ std::string EvidenceJson(const Work& w, const BackendOutput& out, absl::Time now
     const ProbeSummary& s = *w.in->probe;
     JsonObject pr;
     pr.Uint("successes", s.successes).Uint("failures", s.failures);
+    if (auto ms = ProbeLatencyMs(s)) pr.Double("latency_ms_mean", *ms);
+    // The signal: the median over the last kProbeLatencyWindow evaluations.
     if (w.cmp[kProbeLatency]) {
       pr.Object("latency_ms", ComparisonJson(*w.cmp[kProbeLatency], w.penalty[kProbeLatency]));
-    } else if (auto ms = ProbeLatencyMs(s)) {
-      pr.Double("latency_ms_mean", *ms);
     }
     if (w.probe_pen) pr.Double("penalty", *w.probe_pen);
     o.Object("probe", pr);
@@ -107,7 +108,8 @@ std::string EvidenceJson(const Work& w, const BackendOutput& out, absl::Time now
     if (w.delta) {
       const CounterSnapshot& d = *w.delta;
       JsonObject iv;
-      iv.Uint("new_flows", d.new_flows)
+      iv.Double("ms", absl::ToDoubleMilliseconds(w.interval))
+          .Uint("new_flows", d.new_flows)
           .Uint("packets", d.packets)
           .Uint("syn_retransmits", d.syn_retransmits)
           .Uint("client_rsts", d.client_rsts)
@@ -144,20 +146,30 @@ std::string EvidenceJson(const Work& w, const BackendOutput& out, absl::Time now
 }
 
 // Steps 1-3 of the file comment for all backends: values, comparisons, score.
-void Observe(std::vector<Work>& work, const Params& p) {
+void Observe(std::vector<Work>& work, absl::Time now, const Params& p) {
   for (Work& w : work) {
     if (w.in->counters) {
       if (w.st.last_counters) {
         w.delta = CounterDelta(*w.st.last_counters, *w.in->counters);
         w.counter_reset = !w.delta.has_value();
+        w.interval = now - w.st.last_counters_at;
       }
       w.st.last_counters = w.in->counters;
+      w.st.last_counters_at = now;
     }
     if (w.delta) {
-      w.passive = DerivePassive(*w.delta, p);
+      w.passive = DerivePassive(*w.delta, p, w.interval);
       for (size_t i = 0; i < kNumPassiveSignals; ++i) w.value[i] = w.passive.value[i];
     }
-    if (w.in->probe) w.value[kProbeLatency] = ProbeLatencyMs(*w.in->probe);
+    if (w.in->probe) {
+      if (auto ms = ProbeLatencyMs(*w.in->probe)) {
+        auto& recent = w.st.recent_probe_ms;
+        recent.push_back(*ms);
+        if (recent.size() > kProbeLatencyWindow)
+          recent.erase(recent.begin(), recent.end() - kProbeLatencyWindow);
+        w.value[kProbeLatency] = Median(recent);
+      }
+    }
   }
   // Per signal, every backend's value, sorted: each backend's peer median
   // is then a lookup (PeerMedian), O(N log N) per pool instead of O(N^2).
@@ -191,6 +203,10 @@ void Observe(std::vector<Work>& work, const Params& p) {
       w.probe_pen = ProbePenalty(*w.in->probe, lat_sev, p);
     }
     w.score = ComputeScore(w.probe_pen, w.passive_pen, p);
+    if (w.score.evaluated && !(w.probe_pen && w.passive_pen) &&
+        w.st.disagreement.direction != Disagreement::kNone) {
+      w.score.score = std::min(w.score.score, 100 - p.disagreement_penalty);
+    }
     w.prev_score = w.st.score;
     if (w.score.evaluated) {
       w.st.score = w.score.score;
@@ -242,6 +258,7 @@ void DisagreementActions(Work& w, absl::Time now, const std::string& pool, const
       ep.direction = d;
       ep.since = now;
     }
+    ep.agreeing = 0;
     if (!ep.alerted && now - ep.since >= p.disagreement_alert_after) {
       ep.alerted = true;
       AddAction(
@@ -249,8 +266,8 @@ void DisagreementActions(Work& w, absl::Time now, const std::string& pool, const
           absl::StrCat("disagreement ", AV(DisagreementName(d)), ": ", DisagreementSentence(d),
                        " for ", absl::FormatDuration(now - ep.since), " (score ", w.st.score, ")"));
     }
-  } else if (w.probe_pen && w.passive_pen) {
-    clear();
+  } else if (w.probe_pen && w.passive_pen && ep.direction != Disagreement::kNone) {
+    if (++ep.agreeing >= kDisagreementEndAfter) clear();
   }
 }
 
@@ -440,7 +457,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
     }
   }
 
-  Observe(work, p);
+  Observe(work, now, p);
 
   Result r;
   r.state.pool = input.pool;

@@ -64,26 +64,28 @@
 //
 // Disagreement (score.h): an episode starts at the first evaluation whose
 // signals disagree; it continues through evaluations that disagree in the
-// same direction or where a side has no opinion; it ends at an evaluation
-// where both sides have an opinion and do not disagree (or disagree the other
-// way, which starts a new episode). When a disagreeing evaluation comes at
+// same direction or where a side has no opinion; it ends after
+// kDisagreementEndAfter consecutive evaluations where both sides have an
+// opinion and do not disagree (one jittery evaluation does not restart the
+// alert timer), or at once when they disagree the other way, which starts a
+// new episode. When a disagreeing evaluation comes at
 // least disagreement_alert_after after the episode's start, action
 // disagreement (once per episode, message names the direction); when an
-// alerted episode ends, action disagreement_cleared.
+// alerted episode ends, action disagreement_cleared. While an episode is
+// open, an evaluation in which a side has no opinion scores at most
+// 100 - disagreement_penalty: the other side's silence is not agreement.
 //
 // Fleet guard: eligible backends are those with operator state active and a
 // positive nominal weight. An eligible backend is unwell at this evaluation if
-// its SteadyScore() < good_score (so one noisy evaluation does not count), or if its signals compared with its own baseline
-// alone (ignoring peers) would give a score < good_score -- that is how a pool
-// that slows down as a whole is seen even though no backend is worse than its
-// peers. If unwell * 100 > fleet_guard_percent * eligible (strictly more than
-// half with the default 50; exactly half does not freeze) the pool freezes
-// (action freeze). While frozen: no demotion, promotion, ramp step or pin;
-// streaks and ramp holds stay at 0; each backend's weight uses the ramp
-// percent, weight score and in-service flag held from the last unfrozen
-// evaluation, so weights do not change unless the operator changes them
-// (drain, nominal weight). Scores, baselines, bands and disagreements are
-// still evaluated and reported. After unfreeze_after consecutive evaluations
+// its SteadyScore() < good_score (so one noisy evaluation does not count), or if its signals
+// compared with its own baseline alone (ignoring peers) would give a score < good_score -- that is
+// how a pool that slows down as a whole is seen even though no backend is worse than its peers. If
+// unwell * 100 > fleet_guard_percent * eligible (strictly more than half with the default 50;
+// exactly half does not freeze) the pool freezes (action freeze). While frozen: no demotion,
+// promotion, ramp step or pin; streaks and ramp holds stay at 0; each backend's weight uses the
+// ramp percent, weight score and in-service flag held from the last unfrozen evaluation, so weights
+// do not change unless the operator changes them (drain, nominal weight). Scores, baselines, bands
+// and disagreements are still evaluated and reported. After unfreeze_after consecutive evaluations
 // at or below the threshold: action unfreeze, and the machine resumes.
 //
 // Backends present in the input but not in the state are added (started as
@@ -131,10 +133,17 @@ struct PoolInput {
   std::vector<BackendInput> backends;
 };
 
+// Agreeing evaluations (both sides with an opinion, no disagreement) in a
+// row that end a disagreement episode.
+inline constexpr int kDisagreementEndAfter = 3;
+// Evaluations whose probe latency enters the probe latency signal (median).
+inline constexpr size_t kProbeLatencyWindow = 3;
+
 struct DisagreementEpisode {
   Disagreement direction = Disagreement::kNone;
   absl::Time since = absl::InfinitePast();  // first disagreeing evaluation
   bool alerted = false;
+  int agreeing = 0;  // agreeing evaluations in a row since the last disagreeing one
 
   bool operator==(const DisagreementEpisode&) const = default;
 };
@@ -158,6 +167,12 @@ struct BackendState {
   absl::Time cooldown_until = absl::InfinitePast();
   std::array<Baseline, kNumSignals> baselines{};
   std::optional<CounterSnapshot> last_counters;
+  absl::Time last_counters_at = absl::InfinitePast();  // when last_counters was taken
+  // Mean probe latency (ms) of the last kProbeLatencyWindow evaluations that
+  // had a successful probe, oldest first. The probe latency signal is their
+  // median: one probe per evaluation is one sample, and a single scheduling
+  // hiccup on the prober must not read as a slow backend.
+  std::vector<double> recent_probe_ms;
   DisagreementEpisode disagreement;
   // What the weight uses; held while the pool is frozen.
   bool applied_in_service = true;

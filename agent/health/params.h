@@ -83,7 +83,8 @@ struct Params {
   double penalty_per_doubling = 30;
   double max_slowdown_penalty = 60;
   // When one signal complains (penalty >= disagreement_min_penalty) and the
-  // other is clean (penalty 0), the score is 100 - disagreement_penalty.
+  // other is clean (penalty < disagreement_min_penalty / 2), the score is
+  // 100 - disagreement_penalty.
   // disagreement_penalty 0..100; disagreement_min_penalty 1..100.
   int disagreement_penalty = 40;
   double disagreement_min_penalty = 20;

@@ -55,7 +55,7 @@ bool PassiveValues::any() const {
   return std::any_of(value.begin(), value.end(), [](const auto& v) { return v.has_value(); });
 }
 
-PassiveValues DerivePassive(const CounterSnapshot& d, const Params& p) {
+PassiveValues DerivePassive(const CounterSnapshot& d, const Params& p, absl::Duration interval) {
   PassiveValues out;
   const auto min = static_cast<uint64_t>(p.min_samples);
   auto set = [&](Signal s, uint64_t samples, double value) {
@@ -71,14 +71,23 @@ PassiveValues DerivePassive(const CounterSnapshot& d, const Params& p) {
   set(Signal::kClientRstRatio, d.new_flows,
       d.new_flows ? static_cast<double>(d.client_rsts) / flows : 0);
   // A handshake or a first response that completes just after the interval
-  // ends is not missing: up to max(2, 5% of the samples) missing ones are in
-  // flight across the boundary, not failures.
-  const auto missing_ratio = [](double total, double done) {
-    const double slack = std::max(2.0, 0.05 * total);
+  // ends is not missing. With arrivals spread over an interval of length I and
+  // completions taking `mean_ns`, about total * mean / I of them are still in
+  // flight at the interval's end; at least max(2, 5% of the samples) are
+  // allowed for in any case. Only what is missing beyond that counts.
+  const double interval_ns = static_cast<double>(absl::ToInt64Nanoseconds(interval));
+  const auto missing_ratio = [&](double total, double done, double mean_ns) {
+    double slack = std::max(2.0, 0.05 * total);
+    if (interval_ns > 0 && mean_ns > 0)
+      slack = std::max(slack, total * std::min(1.0, mean_ns / interval_ns));
     return std::clamp((total - done - slack) / total, 0.0, 1.0);
   };
-  set(Signal::kIncompleteHandshakeRatio, d.new_flows, d.new_flows ? missing_ratio(flows, hs) : 0);
-  set(Signal::kUnansweredRatio, d.handshake_count, d.handshake_count ? missing_ratio(hs, fr) : 0);
+  const double hs_mean_ns = hs > 0 ? static_cast<double>(d.handshake_ns_sum) / hs : 0;
+  const double fr_mean_ns = fr > 0 ? static_cast<double>(d.first_response_ns_sum) / fr : 0;
+  set(Signal::kIncompleteHandshakeRatio, d.new_flows,
+      d.new_flows ? missing_ratio(flows, hs, hs_mean_ns) : 0);
+  set(Signal::kUnansweredRatio, d.handshake_count,
+      d.handshake_count ? missing_ratio(hs, fr, fr_mean_ns) : 0);
   set(Signal::kHandshakeMs, d.handshake_count,
       d.handshake_count ? static_cast<double>(d.handshake_ns_sum) / hs / 1e6 : 0);
   set(Signal::kFirstResponseMs, d.first_response_count,

@@ -15,10 +15,13 @@
 //                                handshake_count (0..1; a hung server
 //                                completes handshakes in the kernel but
 //                                never answers)
-//                                For both "missing" ratios, up to max(2, 5%
-//                                of the samples) missing ones are taken as
-//                                in flight across the interval's end, not
-//                                as failures: (missing - slack) / samples.
+//                                For both "missing" ratios, the ones that
+//                                are still in flight across the interval's
+//                                end are not failures: (missing - slack) /
+//                                samples, slack = max(2, 5% of the samples,
+//                                samples * mean time / interval), the mean
+//                                time being the interval's handshake or
+//                                first-response time (none in a full hang).
 //   handshake_ms                 handshake_ns_sum / handshake_count     handshake_count
 //   first_response_ms            first_response_ns_sum /                first_response_count
 //                                first_response_count
@@ -51,6 +54,7 @@
 #include <span>
 #include <string_view>
 
+#include "absl/time/time.h"
 #include "agent/health/params.h"
 
 namespace ballast::health {
@@ -101,7 +105,10 @@ struct PassiveValues {
   std::array<uint64_t, kNumPassiveSignals> samples{};
   bool any() const;
 };
-PassiveValues DerivePassive(const CounterSnapshot& delta, const Params& p);
+// `interval`: the time between the two snapshots of `delta` (zero: unknown,
+// then the slack of the missing ratios ignores the completion times).
+PassiveValues DerivePassive(const CounterSnapshot& delta, const Params& p,
+                            absl::Duration interval = absl::ZeroDuration());
 
 // A backend's recent normal for one signal. While fewer than
 // baseline_min_intervals intervals have been seen it is the plain mean of

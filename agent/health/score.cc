@@ -46,9 +46,10 @@ ScoreResult ComputeScore(std::optional<double> probe_penalty, std::optional<doub
   if (probe_penalty && passive_penalty) {
     const bool probe_complains = *probe_penalty >= p.disagreement_min_penalty;
     const bool traffic_complains = *passive_penalty >= p.disagreement_min_penalty;
-    if (probe_complains && *passive_penalty == 0) {
+    const double clean_below = p.disagreement_min_penalty / 2;
+    if (probe_complains && *passive_penalty < clean_below) {
       r.disagreement = Disagreement::kProbeFailsTrafficHealthy;
-    } else if (traffic_complains && *probe_penalty == 0) {
+    } else if (traffic_complains && *probe_penalty < clean_below) {
       r.disagreement = Disagreement::kProbePassesTrafficFails;
     }
   }

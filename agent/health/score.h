@@ -16,7 +16,9 @@
 //   With the defaults (1.25, 30, 60): 2x -> 20, 3x -> 38, 4x -> 50, >= 5x -> 60.
 //
 // Combining (a side "complains" when its penalty >= disagreement_min_penalty
-// and is "clean" when its penalty is 0):
+// and is "clean" when its penalty is below half of that, 10 points with the
+// defaults: a few milliseconds of probe jitter on a busy host is a penalty of
+// a few points and must not hide a disagreement):
 //   - neither side has an opinion: not evaluated; the score keeps its previous
 //     value and the evaluation counts neither good nor bad;
 //   - one side complains and the other is clean: disagreement, in the direction

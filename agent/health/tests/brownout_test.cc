@@ -134,3 +134,32 @@ TEST_CASE("a SYN retransmission surge on one backend lowers its score") {
 
 }  // namespace
 }  // namespace ballast::health
+
+namespace ballast::health {
+namespace {
+
+TEST_CASE("one slow probe among fast ones is a hiccup, not a slowdown") {
+  testing::Sim s;
+  testing::TrafficPool pool;
+  for (int i = 0; i < 20; ++i) s.Step(pool.Next());
+  // One probe takes 20 ms (10x its 2 ms): the probe latency signal is the
+  // median of the last kProbeLatencyWindow evaluations, so nothing moves.
+  pool.probes["a"] = testing::ProbeOk(20);
+  s.Step(pool.Next());
+  CHECK(s.Out("a").score == 100);
+  pool.probes.erase("a");
+  for (int i = 0; i < 5; ++i) {
+    s.Step(pool.Next());
+    CHECK(s.Out("a").score == 100);
+  }
+  CHECK(s.Count(ActionKind::kScoreBand) == 0);
+  // Two slow probes in a row are a slowdown.
+  pool.probes["a"] = testing::ProbeOk(20);
+  s.Step(pool.Next());
+  CHECK(s.Out("a").score == 100);
+  s.Step(pool.Next());
+  CHECK(s.Out("a").score < 100);
+}
+
+}  // namespace
+}  // namespace ballast::health

@@ -57,6 +57,11 @@ TEST_CASE("probe passes while real traffic fails: score lowered, alert only afte
   CHECK(s.Count(ActionKind::kDemote) == 0);        // disagreement alone does not demote
 
   pool.traffic.erase("a");
+  // The episode ends after kDisagreementEndAfter agreeing evaluations.
+  for (int i = 1; i < kDisagreementEndAfter; ++i) {
+    s.Step(pool.Next());
+    CHECK(s.Count(ActionKind::kDisagreementCleared) == 0);
+  }
   const Result& c = s.Step(pool.Next());
   REQUIRE(s.CountIn(c, ActionKind::kDisagreementCleared) == 1);
   CHECK_THAT(c.actions.back().message, Catch::Contains("probe_passes_traffic_fails ended after"));
@@ -80,8 +85,35 @@ TEST_CASE("probe fails while real traffic is healthy: score lowered, alert after
   CHECK_THAT(s.actions.back().message, Catch::Contains("probes fail but real traffic is healthy"));
   CHECK(s.Out("a").state == HealthState::kDegraded);
   pool.probes.erase("a");
-  s.Step(pool.Next());
+  for (int i = 0; i < kDisagreementEndAfter; ++i) s.Step(pool.Next());
   CHECK(s.Count(ActionKind::kDisagreementCleared) == 1);
+}
+
+TEST_CASE("one agreeing evaluation inside a disagreement does not restart its timer") {
+  Sim s;
+  s.p.disagreement_alert_after = absl::Seconds(2);
+  TrafficPool pool;
+  WarmUp(s, pool);
+  pool.probes["a"] = ProbeFail();
+  const int half = Ticks(absl::Seconds(1));
+  for (int i = 0; i < half; ++i) s.Step(pool.Next());
+  // Jitter: one (and then two) evaluations in which the signals agree.
+  pool.probes.erase("a");
+  s.Step(pool.Next());
+  pool.probes["a"] = ProbeFail();
+  for (int i = 0; i < 3; ++i) s.Step(pool.Next());
+  pool.probes.erase("a");
+  for (int i = 0; i < kDisagreementEndAfter - 1; ++i) s.Step(pool.Next());
+  pool.probes["a"] = ProbeFail();
+  CHECK(s.State("a").disagreement.direction == Disagreement::kProbeFailsTrafficHealthy);
+  // The episode started `half + 1 + 3 + kDisagreementEndAfter - 1` evaluations
+  // ago; the alert comes 2 s after its start, not 2 s after the jitter.
+  const int so_far = half + 3 + kDisagreementEndAfter;
+  for (int i = so_far; i < Ticks(absl::Seconds(2)); ++i) s.Step(pool.Next());
+  CHECK(s.Count(ActionKind::kDisagreement) == 0);
+  s.Step(pool.Next());
+  CHECK(s.Count(ActionKind::kDisagreement) == 1);
+  CHECK(s.Count(ActionKind::kDisagreementCleared) == 0);
 }
 
 TEST_CASE("the alert timer follows disagreement_alert_after") {
@@ -154,6 +186,36 @@ TEST_CASE("a disagreement turning the other way starts a new episode and clears 
   s.Step(pool.Next());
   CHECK(s.Count(ActionKind::kDisagreementCleared) == 1);
   CHECK(s.Count(ActionKind::kDisagreement) == 2);
+  CHECK(s.State("a").disagreement.direction == Disagreement::kProbePassesTrafficFails);
+}
+
+}  // namespace
+}  // namespace ballast::health
+
+namespace ballast::health {
+namespace {
+
+TEST_CASE("while a disagreement is open, a side without an opinion does not lift the score") {
+  testing::Sim s;
+  testing::TrafficPool pool;
+  for (int i = 0; i < 20; ++i) s.Step(pool.Next());
+  testing::Traffic resets;
+  resets.rst_ratio = 0.5;
+  pool.traffic["a"] = resets;
+  for (int i = 0; i < 5; ++i) s.Step(pool.Next());
+  REQUIRE(s.Out("a").score == 60);
+  // No probe finished in this interval: the passive side alone would say 40
+  // anyway; and with too few flows for a passive opinion the probe alone
+  // would say 100.
+  pool.no_probe.insert("a");
+  s.Step(pool.Next());
+  CHECK(s.Out("a").score <= 60);
+  pool.no_probe.clear();
+  testing::Traffic quiet;
+  quiet.flows = 3;  // below min_samples: no passive opinion
+  pool.traffic["a"] = quiet;
+  s.Step(pool.Next());
+  CHECK(s.Out("a").score == 60);
   CHECK(s.State("a").disagreement.direction == Disagreement::kProbePassesTrafficFails);
 }
 

@@ -43,6 +43,29 @@ TEST_CASE("a response or handshake in flight across the interval's end is not mi
   CHECK(Value(DerivePassive(hung, p), Signal::kUnansweredRatio) == Approx(0.95));
 }
 
+TEST_CASE("answers still in flight for a slow backend are not missing") {
+  Params p;
+  // 200 ms interval, 60 ms mean first response: about 30% of the interval's
+  // handshakes are answered in the next one. 20 handshakes, 14 answered.
+  CounterSnapshot slow{20, 120, 0, 0, 2000000, 20, 14 * 60000000ull, 14};
+  CHECK(Value(DerivePassive(slow, p, absl::Milliseconds(200)), Signal::kUnansweredRatio) ==
+        Approx(0.0));
+  // Without the interval only max(2, 5%) is allowed for: (6 - 2) / 20.
+  CHECK(Value(DerivePassive(slow, p), Signal::kUnansweredRatio) == Approx(0.2));
+  // Half unanswered is more than the in-flight share: (10 - 6) / 20.
+  CounterSnapshot half{20, 120, 0, 0, 2000000, 20, 10 * 60000000ull, 10};
+  CHECK(Value(DerivePassive(half, p, absl::Milliseconds(200)), Signal::kUnansweredRatio) ==
+        Approx(0.2));
+  // A full hang has no response time: only the base slack, (40 - 2) / 40.
+  CounterSnapshot hung{40, 120, 0, 0, 20000000, 40, 0, 0};
+  CHECK(Value(DerivePassive(hung, p, absl::Milliseconds(200)), Signal::kUnansweredRatio) ==
+        Approx(0.95));
+  // Completion times longer than the interval allow everything to be in flight.
+  CounterSnapshot slower{20, 120, 0, 0, 2000000, 20, 2 * 500000000ull, 2};
+  CHECK(Value(DerivePassive(slower, p, absl::Milliseconds(200)), Signal::kUnansweredRatio) ==
+        Approx(0.0));
+}
+
 TEST_CASE("passive signals are ratios per new flow and mean times") {
   Params p;
   // 200 flows, 20 SYN retransmits, 10 RSTs, 180 handshakes of 0.5 ms on

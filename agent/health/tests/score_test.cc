@@ -62,8 +62,16 @@ TEST_CASE("disagreement lowers the score on its own, in both directions") {
   ScoreResult mild = ComputeScore(0.0, 10.0, p);
   CHECK(mild.disagreement == Disagreement::kNone);
   CHECK(mild.score == 90);
-  // The other side not quite clean: the ordinary rule.
-  ScoreResult both = ComputeScore(2.0, 37.9, p);
+  // A few points of jitter on the other side (below half of
+  // disagreement_min_penalty) still count as clean.
+  ScoreResult jitter = ComputeScore(9.9, 37.9, p);
+  CHECK(jitter.disagreement == Disagreement::kProbePassesTrafficFails);
+  CHECK(jitter.score == 60);
+  ScoreResult jitter_probe = ComputeScore(60.0, 4.0, p);
+  CHECK(jitter_probe.disagreement == Disagreement::kProbeFailsTrafficHealthy);
+  // The other side not clean (half of disagreement_min_penalty or more): the
+  // ordinary rule.
+  ScoreResult both = ComputeScore(10.0, 37.9, p);
   CHECK(both.disagreement == Disagreement::kNone);
   CHECK(both.score == 62);
   CHECK(DisagreementName(Disagreement::kProbePassesTrafficFails) == "probe_passes_traffic_fails");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,7 @@ struct TrafficPool {
   // Per-backend overrides of this interval; others get the defaults.
   std::map<std::string, Traffic> traffic;
   std::map<std::string, ProbeSummary> probes;
+  std::set<std::string> no_probe;  // backends without a probe result this interval
   PoolInput Next() {
     PoolInput in;
     in.pool = "198.18.0.10:80/tcp";
@@ -131,7 +133,7 @@ struct TrafficPool {
       auto t = traffic.find(k);
       b.counters = counters[k].Add(t != traffic.end() ? t->second : Traffic{});
       auto p = probes.find(k);
-      b.probe = p != probes.end() ? p->second : ProbeOk();
+      if (!no_probe.contains(k)) b.probe = p != probes.end() ? p->second : ProbeOk();
       in.backends.push_back(b);
     }
     return in;
