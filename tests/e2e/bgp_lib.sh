@@ -1,0 +1,93 @@
+# shellcheck shell=bash disable=SC2034
+# Shared by tests/e2e/bgp_*.sh: the ECMP lab (tools/lab/ecmp, used as a black
+# box) under a prefix of this test's own, removed on any exit.
+#
+# Environment: BUILD (default <repo>/build), or LBAGENT, LBCTL, LBDP,
+# ANNOUNCE one by one. Root, bird2 and python3 are required: without them the
+# test fails, it never skips.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${BUILD:-$repo/build}
+export LBAGENT=${LBAGENT:-$BUILD/tools/lbagent/lbagent}
+export LBCTL=${LBCTL:-$BUILD/tools/lbctl/lbctl}
+export LBDP=${LBDP:-$BUILD/tools/lbdp/lbdp}
+export ANNOUNCE=${ANNOUNCE:-$BUILD/agent/bgp/ballast-announce}
+FLOWS=$repo/tests/e2e/bgp_flows.py
+
+T_NAME=$(basename "$0" .sh)
+PREFIX=${PREFIX:-bgp$$}
+ECMP=("$repo/tools/lab/ecmp" --prefix "$PREFIX")
+PIDS=()  # background processes this test started (killed by PID)
+FAILED=0
+
+log() { printf '%s: %s\n' "$T_NAME" "$*"; }
+fail() { printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2; FAILED=1; }
+die() { printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2; exit 1; }
+check() {  # check DESCRIPTION CMD...
+  local what=$1
+  shift
+  if "$@"; then log "ok: $what"; else fail "$what"; fi
+}
+
+[[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, XDP, bpffs); run as root"
+for t in bird birdc python3 ip curl bpftool; do
+  command -v "$t" >/dev/null || die "$t is not installed (tools/setup.sh installs bird2 and the rest)"
+done
+for b in "$LBAGENT" "$LBCTL" "$LBDP" "$ANNOUNCE"; do
+  [[ -x $b ]] || die "$b is not built (set BUILD= or LBAGENT=/LBCTL=/LBDP=/ANNOUNCE=)"
+done
+
+cleanup() {
+  local rc=$? pid
+  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if ((rc != 0 || FAILED != 0)) && [[ -d /run/ballast-lab/$PREFIX ]]; then
+    local f
+    for f in /run/ballast-lab/"$PREFIX"/r*/announce.jsonl /run/ballast-lab/"$PREFIX"/r*/lbagent.log; do
+      [[ -f $f ]] && { echo "---- $f (last 15 lines) ----" >&2; tail -n 15 "$f" >&2; }
+    done
+  fi
+  "${ECMP[@]}" down >/dev/null 2>&1 || echo "$T_NAME: lab teardown failed" >&2
+  if ((rc == 0 && FAILED != 0)); then rc=1; fi
+  log "$( ((rc == 0)) && echo PASS || echo FAIL)"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ecmp() { "${ECMP[@]}" "$@"; }
+STATE=/run/ballast-lab/$PREFIX
+VIP4=198.18.0.10
+VIP6=2001:db8:10::10
+
+ms_now() { date +%s%3N; }
+
+# nexthops FAMILY: nexthops of the tor's route to the VIP (0: no route).
+nexthops() {
+  local out n
+  if [[ $1 == 4 ]]; then out=$(ecmp exec tor ip -4 route show "$VIP4/32"); else
+    out=$(ecmp exec tor ip -6 route show "$VIP6/128"); fi
+  [[ -n $out ]] || { echo 0; return; }
+  n=$(grep -c 'nexthop via' <<<"$out" || true)
+  ((n > 0)) && echo "$n" || echo 1
+}
+# wait_nexthops N SECONDS: both VIP routes at N nexthops; prints the ms it took.
+wait_nexthops() {
+  local want=$1 secs=$2 t0
+  t0=$(ms_now)
+  while (($(ms_now) - t0 < secs * 1000)); do
+    if [[ $(nexthops 4) == "$want" && $(nexthops 6) == "$want" ]]; then
+      echo $(($(ms_now) - t0))
+      return 0
+    fi
+    sleep 0.02
+  done
+  echo -1
+  return 1
+}
+# vip_packets R: the VIP packet counters (IPv4 + IPv6) of router R's data plane.
+vip_packets() {
+  ecmp exec "$1" curl -s --max-time 2 http://127.0.0.1:9580/metrics |
+    awk '/^ballast_vip_packets_total/ { s += $NF } END { printf "%d\n", s }'
+}
