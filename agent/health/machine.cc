@@ -258,7 +258,7 @@ void DisagreementActions(Work& w, absl::Time now, const std::string& pool, const
       ep.direction = d;
       ep.since = now;
     }
-    ep.agreeing = 0;
+    ep.settled = 0;
     if (!ep.alerted && now - ep.since >= p.disagreement_alert_after) {
       ep.alerted = true;
       AddAction(
@@ -266,8 +266,8 @@ void DisagreementActions(Work& w, absl::Time now, const std::string& pool, const
           absl::StrCat("disagreement ", AV(DisagreementName(d)), ": ", DisagreementSentence(d),
                        " for ", absl::FormatDuration(now - ep.since), " (score ", w.st.score, ")"));
     }
-  } else if (w.probe_pen && w.passive_pen && ep.direction != Disagreement::kNone) {
-    if (++ep.agreeing >= kDisagreementEndAfter) clear();
+  } else if (ep.direction != Disagreement::kNone) {
+    if (++ep.settled >= kDisagreementEndAfter) clear();
   }
 }
 

@@ -64,16 +64,17 @@
 //
 // Disagreement (score.h): an episode starts at the first evaluation whose
 // signals disagree; it continues through evaluations that disagree in the
-// same direction or where a side has no opinion; it ends after
-// kDisagreementEndAfter consecutive evaluations where both sides have an
-// opinion and do not disagree (one jittery evaluation does not restart the
-// alert timer), or at once when they disagree the other way, which starts a
-// new episode. When a disagreeing evaluation comes at
-// least disagreement_alert_after after the episode's start, action
-// disagreement (once per episode, message names the direction); when an
-// alerted episode ends, action disagreement_cleared. While an episode is
-// open, an evaluation in which a side has no opinion scores at most
-// 100 - disagreement_penalty: the other side's silence is not agreement.
+// same direction; it ends after kDisagreementEndAfter evaluations in a row
+// without a disagreement (both sides agree, or one has no opinion), so one
+// jittery or silent evaluation does not restart the alert timer, or at once
+// when the signals disagree the other way, which starts a new episode. When
+// a disagreeing evaluation comes at least disagreement_alert_after after the
+// episode's start, action disagreement (once per episode, message names the
+// direction); when an alerted episode ends, action disagreement_cleared.
+// While an episode is open, an evaluation in which a side has no opinion
+// scores at most 100 - disagreement_penalty: a moment of silence is not
+// agreement (and a lasting one ends the episode, so a demoted backend that
+// gets no traffic can still be promoted by its probes).
 //
 // Fleet guard: eligible backends are those with operator state active and a
 // positive nominal weight. An eligible backend is unwell at this evaluation if
@@ -133,8 +134,7 @@ struct PoolInput {
   std::vector<BackendInput> backends;
 };
 
-// Agreeing evaluations (both sides with an opinion, no disagreement) in a
-// row that end a disagreement episode.
+// Evaluations in a row without a disagreement that end a disagreement episode.
 inline constexpr int kDisagreementEndAfter = 3;
 // Evaluations whose probe latency enters the probe latency signal (median).
 inline constexpr size_t kProbeLatencyWindow = 3;
@@ -143,7 +143,7 @@ struct DisagreementEpisode {
   Disagreement direction = Disagreement::kNone;
   absl::Time since = absl::InfinitePast();  // first disagreeing evaluation
   bool alerted = false;
-  int agreeing = 0;  // agreeing evaluations in a row since the last disagreeing one
+  int settled = 0;  // evaluations in a row without a disagreement since the last one
 
   bool operator==(const DisagreementEpisode&) const = default;
 };

@@ -19,7 +19,7 @@
 # Prints the measured times. Needs root.
 source "$(dirname "${BASH_SOURCE[0]}")/health_lib.sh"
 
-health_lab_up "eval_interval_ms: 100 promote_after: 5 ramp_hold: 2 cooldown_base_s: 1 pin_flaps: 3 min_samples: 1000"
+health_lab_up "${SETTINGS:-eval_interval_ms: 100 promote_after: 5 ramp_hold: 2 cooldown_base_s: 1 pin_flaps: 3 min_samples: 1000}"
 B=$BE1_ADDR4
 
 load_start flap 30 --workers 4 --rate 100 --timeout 1

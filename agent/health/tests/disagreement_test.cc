@@ -221,3 +221,36 @@ TEST_CASE("while a disagreement is open, a side without an opinion does not lift
 
 }  // namespace
 }  // namespace ballast::health
+
+namespace ballast::health {
+namespace {
+
+TEST_CASE("a demoted backend without traffic is promoted by its probes after a disagreement") {
+  testing::Sim s;
+  testing::TrafficPool pool;
+  for (int i = 0; i < 20; ++i) s.Step(pool.Next());
+  // It breaks: the first evaluation sees the probe fail while the traffic of
+  // the same interval still looks fine (a disagreement episode opens) ...
+  pool.probes["a"] = testing::ProbeFail();
+  s.Step(pool.Next());
+  REQUIRE(s.State("a").disagreement.direction == Disagreement::kProbeFailsTrafficHealthy);
+  // ... then it is demoted and gets no traffic at all.
+  testing::Traffic none;
+  none.flows = 0;
+  pool.traffic["a"] = none;
+  for (int i = 0; i < 10; ++i) s.Step(pool.Next());
+  REQUIRE(s.Out("a").state == HealthState::kDown);
+  // Repaired: probes pass, still no traffic (it is out of the table). The
+  // silent passive side ended the episode, so the probes alone promote it.
+  pool.probes.erase("a");
+  bool promoted = false;
+  for (int i = 0; i < 100 && !promoted; ++i) {
+    s.Step(pool.Next());
+    promoted = s.Out("a").state == HealthState::kRamping;
+  }
+  CHECK(promoted);
+  CHECK(s.State("a").disagreement.direction == Disagreement::kNone);
+}
+
+}  // namespace
+}  // namespace ballast::health
