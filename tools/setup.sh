@@ -18,7 +18,7 @@ PACKAGES=(
   cmake make g++ clang llvm pkg-config
   libbpf-dev libxdp-dev linux-libc-dev libelf-dev zlib1g-dev
   libabsl-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  catch2 libbenchmark-dev libcurl4-openssl-dev libre2-dev libcli11-dev libcpp-httplib-dev
+  catch2 libbenchmark-dev libcurl4-openssl-dev libre2-dev libcli11-dev libcpp-httplib-dev libyaml-cpp-dev
   clang-format
   # BPF and network tooling
   xdp-tools bpftool iproute2 ethtool iputils-ping tshark
