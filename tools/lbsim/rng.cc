@@ -3,8 +3,6 @@
 #include <cmath>
 #include <limits>
 
-#include "absl/strings/str_format.h"
-
 namespace ballast::lbsim {
 
 uint64_t StreamSeed(uint64_t seed, uint64_t stream) {
@@ -27,22 +25,6 @@ double Distribution::Mean() const {
       return b > 1 ? a * b / (b - 1) : std::numeric_limits<double>::infinity();
   }
   return a;
-}
-
-std::string Distribution::ToString() const {
-  switch (kind) {
-    case Kind::kConstant:
-      return absl::StrFormat("constant(%g)", a);
-    case Kind::kExponential:
-      return absl::StrFormat("exponential(mean %g)", a);
-    case Kind::kUniform:
-      return absl::StrFormat("uniform(%g..%g)", a, b);
-    case Kind::kLogNormal:
-      return absl::StrFormat("lognormal(median %g, sigma %g)", a, b);
-    case Kind::kPareto:
-      return absl::StrFormat("pareto(min %g, shape %g)", a, b);
-  }
-  return "?";
 }
 
 }  // namespace ballast::lbsim

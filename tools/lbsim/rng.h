@@ -27,7 +27,6 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
-#include <string>
 
 namespace ballast::lbsim {
 
@@ -115,8 +114,6 @@ struct Distribution {
   }
   // The mean (infinity for a pareto with shape <= 1).
   double Mean() const;
-  // e.g. "exponential(mean 0.05)".
-  std::string ToString() const;
 };
 
 }  // namespace ballast::lbsim
