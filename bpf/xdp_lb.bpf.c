@@ -24,7 +24,8 @@
 /* Encapsulates the packet to `backend_id` (whose entry `be` the caller
  * looked up and found in use) and sends it on its way. The verdicts used
  * are fwd_tx / fwd_redirect, so ICMP errors forwarded to a backend are
- * counted apart from client traffic. `now` is the coarse clock. */
+ * counted apart from client traffic. `now` is the coarse clock (or the
+ * precise one where the caller had read it). */
 static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 				   const struct ballast_vip_meta *vip, __u32 backend_id,
 				   const struct ballast_backend *be,
@@ -99,6 +100,17 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 	return verdict(fwd_redirect, bpf_redirect(nh->ifindex, 0));
 }
 
+/* An owned VIP past its owner deadline (vip_fenced): nothing of it is
+ * forwarded. Dropped rather than passed: the router does not own the VIP
+ * address, so its kernel could only forward the packet by its routes (back
+ * towards the clients' side, or into a loop) or answer with ICMP errors;
+ * the client retransmits until routing brings it to the new owner. */
+static __always_inline int fenced(const struct ballast_vip_meta *vip)
+{
+	vip_account_fenced(vip->vip_id);
+	return verdict(BALLAST_V_DROP_FENCED, XDP_DROP);
+}
+
 /* ICMP/ICMPv6 to a VIP address: errors about a VIP flow go to the flow's
  * backend; anything else is the kernel's. */
 static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
@@ -109,6 +121,7 @@ static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
 	struct ballast_backend *be;
 	int err;
 	__u32 id;
+	__u64 t;
 
 	if (!is_vip_addr(p->key.dst, p->key.family))
 		return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
@@ -125,10 +138,8 @@ static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
 	vip = vip_lookup(p->key.dst, p->key.family, p->key.dport, p->key.proto);
 	if (!vip)
 		return verdict(BALLAST_V_PASS_ICMP_UNMATCHED, XDP_PASS);
-	if (vip_fenced(vip)) {
-		vip_account(vip->vip_id, 0, 1);
-		return verdict(BALLAST_V_DROP_FENCED, XDP_DROP);
-	}
+	if (vip_fenced(vip, &t))
+		return fenced(vip);
 	id = conntrack_peek(vip, p);
 	be = bpf_map_lookup_elem(&backends, &id);
 	if (id == BALLAST_INVALID_ID || !be || be->state == BALLAST_BACKEND_UNUSED) {
@@ -205,20 +216,24 @@ int xdp_lb(struct xdp_md *ctx)
 		looked_up = 1;
 	}
 
+	/* An owned VIP past its deadline stops before anything else is done
+	 * with the packet, whatever it is (SYN, established, malformed L4,
+	 * TTL expiring). For an owned VIP this reads the precise clock. */
+	if (vip_fenced(vip, &now))
+		return fenced(vip);
+
 	if (p.key.proto == IPPROTO_TCP ? parse_tcp(ctx, &p) : parse_udp(ctx, &p)) {
 		vip_account(vip->vip_id, 0, 1);
 		return verdict(BALLAST_V_DROP_BAD_L4, XDP_DROP);
 	}
 	if (p.ttl <= 1)
 		return verdict(BALLAST_V_PASS_TTL, XDP_PASS);
-	if (vip_fenced(vip)) {
-		vip_account(vip->vip_id, 0, 1);
-		return verdict(BALLAST_V_DROP_FENCED, XDP_DROP);
-	}
 
 	/* A new flow needs the precise clock for its handshake start: read it
-	 * once, as `now`. Everything else runs on the coarse clock. */
-	now = f ? clock_coarse() : clock_precise();
+	 * once, as `now`. Everything else runs on the coarse clock, unless the
+	 * fence check already read the precise one (owned VIP). */
+	if (!now)
+		now = f ? clock_coarse() : clock_precise();
 	id = conntrack_select(vip, &p, s, now, f, looked_up, &be);
 	if (!be) {
 		/* a fresh pick from the table */

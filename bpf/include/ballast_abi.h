@@ -65,15 +65,22 @@ struct ballast_vip_key {
 #define BALLAST_VIP_FILTER_WORDS 1024u /* 65536 bits */
 
 /* vip flags */
-#define BALLAST_VIP_F_OWNED 0x1u /* forward only while now < owner_deadline_ns */
+#define BALLAST_VIP_F_OWNED 0x1u /* owned mode: forward only while now < owner_deadline_ns */
 
-/* Value of the `vips` hash map. */
+/* Value of the `vips` hash map.
+ *
+ * Ownership (active/standby): a VIP with BALLAST_VIP_F_OWNED is forwarded
+ * only while bpf_ktime_get_ns() < owner_deadline_ns. From the deadline on,
+ * every packet of the VIP — new and established flows, and ICMP errors about
+ * its flows — is dropped and counted (verdict drop_fenced, vip_stats.fenced).
+ * The owner keeps the deadline strictly before its lease expires and renews
+ * it with the lease, so a frozen owner stops on its own before anyone else
+ * can take the VIP over. Without the flag the deadline is ignored (and kept
+ * 0 by the agent). */
 struct ballast_vip_meta {
 	__u32 vip_id; /* index into maglev_tables and vip_stats */
 	__u32 flags;  /* BALLAST_VIP_F_* */
-	/* With BALLAST_VIP_F_OWNED, the data plane drops (and counts) packets
-	 * for this VIP once bpf_ktime_get_ns() >= owner_deadline_ns. */
-	__u64 owner_deadline_ns;
+	__u64 owner_deadline_ns; /* CLOCK_MONOTONIC; meaningful with BALLAST_VIP_F_OWNED */
 };
 
 /* Value of the `vip_refs` array, indexed by vip_id: a VIP as an established
@@ -220,7 +227,12 @@ struct ballast_vip_stats {
 	__u64 packets;
 	__u64 bytes;
 	__u64 dropped; /* no backend, fenced, too big, ... */
-	__u64 pad;
+	/* Of `dropped`: stopped because an owned VIP was past its owner
+	 * deadline (verdict drop_fenced). This word was padding (always 0)
+	 * before, so the map's layout did not change: a vip_stats map pinned by
+	 * an older build is adopted as is (its BTF still names the word `pad`
+	 * until the next teardown). */
+	__u64 fenced;
 };
 
 /* Global verdict reasons (per-CPU array `verdicts`, one __u64 per reason).

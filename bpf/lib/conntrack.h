@@ -180,7 +180,10 @@ static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct
  * entry (already checked usable); otherwise (a fresh pick) *bep is left
  * alone and the caller looks the backend up and checks it. `now` is the
  * coarse clock, except with no flow (f NULL): then it is the precise clock,
- * read once for the new flow's handshake start and timestamps. */
+ * read once for the new flow's handshake start and timestamps. It may also
+ * be the precise clock for a known flow (an owned VIP's fence check read it);
+ * the precise clock is never behind the coarse one, so the idle and touch
+ * comparisons only get more exact. */
 static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip, struct pkt *p,
 					      const struct ballast_settings *s, __u64 now,
 					      struct ballast_flow *f, int vip_looked_up,

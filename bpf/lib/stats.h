@@ -50,4 +50,16 @@ static __always_inline void vip_account(__u32 vip_id, __u32 bytes, int dropped)
 	vs->bytes += bytes;
 }
 
+/* An owned VIP's packet stopped at its owner deadline: counted as dropped
+ * and, of those, as fenced. */
+static __always_inline void vip_account_fenced(__u32 vip_id)
+{
+	struct ballast_vip_stats *vs = bpf_map_lookup_elem(&vip_stats, &vip_id);
+
+	if (!vs)
+		return;
+	vs->dropped += 1;
+	vs->fenced += 1;
+}
+
 #endif /* BALLAST_STATS_H */

@@ -95,13 +95,29 @@ static __always_inline int is_vip_addr(const __u8 *addr, __u8 family)
 	return bpf_map_lookup_elem(&vips, &k) != 0;
 }
 
-/* An owned VIP stops forwarding at its owner's deadline, which the owner
- * keeps strictly inside its lease: a frozen owner stops on its own. The
- * precise clock, read only for owned VIPs: the coarse one lags by up to a
- * tick and would forward past the deadline. */
-static __always_inline int vip_fenced(const struct ballast_vip_meta *vip)
+/* The ownership fence. An owned VIP (BALLAST_VIP_F_OWNED) stops forwarding
+ * at its owner's deadline, which the owner keeps strictly inside its lease:
+ * a frozen owner stops on its own, before another node can hold the lease.
+ *
+ * The comparison must never let a packet through at or after the deadline,
+ * so it reads the precise clock (bpf_ktime_get_ns(), the clock the deadline
+ * is written in). The coarse clock is up to a tick behind (4 ms at HZ=250,
+ * more while timekeeping updates are late, e.g. on a nohz_full CPU), so
+ * comparing it would forward past the deadline. Only owned VIPs pay for the
+ * read; *now gets it (0 for a VIP that is not owned) so the caller can use
+ * it as its `now` instead of reading a clock again.
+ *
+ * Returns 1 when the VIP's packets must stop. */
+static __always_inline int vip_fenced(const struct ballast_vip_meta *vip, __u64 *now)
 {
-	return (vip->flags & BALLAST_VIP_F_OWNED) && clock_precise() >= vip->owner_deadline_ns;
+	__u64 t;
+
+	*now = 0;
+	if (!(vip->flags & BALLAST_VIP_F_OWNED))
+		return 0;
+	t = clock_precise();
+	*now = t;
+	return t >= vip->owner_deadline_ns;
 }
 
 #endif /* BALLAST_VIP_H */
