@@ -629,8 +629,8 @@ absl::Status Dataplane::SetVipFilterWord(const IpAddress& addr, bool include_add
   return absl::OkStatus();
 }
 
-absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, uint32_t flags,
-                                  uint64_t owner_deadline_ns) {
+absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, const VipOptions& options) {
+  std::lock_guard<std::mutex> lock(vip_mu_);
   if (absl::Status s = CheckVipId(vip_id); !s.ok()) return s;
   if (key.proto != IPPROTO_TCP && key.proto != IPPROTO_UDP) {
     return absl::InvalidArgumentError(
@@ -639,10 +639,6 @@ absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, uint32_t f
   if (key.addr.is_unspecified()) {
     return absl::InvalidArgumentError(
         Cat("VIP ", VipKeyString(key), ": the address is unspecified"));
-  }
-  if ((flags & ~BALLAST_VIP_F_OWNED) != 0) {
-    return absl::InvalidArgumentError(
-        Cat("VIP ", VipKeyString(key), ": unknown flags 0x", absl::Hex(flags)));
   }
   auto vips = Vips();
   if (!vips.ok()) return vips.status();
@@ -653,10 +649,6 @@ absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, uint32_t f
     }
   }
   const ballast_vip_key k = ToAbi(key);
-  ballast_vip_meta meta = {};
-  meta.vip_id = vip_id;
-  meta.flags = flags;
-  meta.owner_deadline_ns = owner_deadline_ns;
   ballast_vip_meta prev = {};
   bool existed = false;
   for (const VipEntry& e : *vips) {
@@ -664,6 +656,18 @@ absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, uint32_t f
       existed = true;
       prev = e.meta;
     }
+  }
+  // An existing VIP keeps its ownership: the owner's deadline is written
+  // only by SetVipOwnerDeadline (under vip_mu_, like this update), so
+  // re-programming a VIP never resets, extends or clears it.
+  ballast_vip_meta meta = {};
+  meta.vip_id = vip_id;
+  if (existed) {
+    meta.flags = prev.flags;
+    meta.owner_deadline_ns = prev.owner_deadline_ns;
+  } else if (options.owner_deadline_if_new.has_value()) {
+    meta.flags = BALLAST_VIP_F_OWNED;
+    meta.owner_deadline_ns = *options.owner_deadline_if_new;
   }
   // The filter bit and the address marker first: from the moment the VIP
   // exists, its packets, fragments and ICMP errors are seen as VIP traffic.
@@ -701,6 +705,7 @@ absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, uint32_t f
 }
 
 absl::Status Dataplane::DeleteVip(const VipKey& key) {
+  std::lock_guard<std::mutex> lock(vip_mu_);
   const ballast_vip_key k = ToAbi(key);
   ballast_vip_meta meta = {};
   if (bpf_map_lookup_elem(map_fd("vips"), &k, &meta) != 0) {
@@ -739,6 +744,74 @@ absl::Status Dataplane::DeleteVip(const VipKey& key) {
     return ZeroPerCpu(map_fd("vip_stats"), meta.vip_id, sizeof(ballast_vip_stats), "vip_stats");
   }
   return absl::OkStatus();
+}
+
+absl::Status Dataplane::SetVipOwnerDeadline(const VipKey& key,
+                                            std::optional<uint64_t> monotonic_ns) {
+  std::lock_guard<std::mutex> lock(vip_mu_);
+  const ballast_vip_key k = ToAbi(key);
+  ballast_vip_meta meta = {};
+  if (key.proto == BALLAST_VIP_ADDR_MARKER || bpf_map_lookup_elem(map_fd("vips"), &k, &meta) != 0) {
+    if (key.proto == BALLAST_VIP_ADDR_MARKER || errno == ENOENT) {
+      return absl::NotFoundError(Cat("VIP ", VipKeyString(key), " does not exist"));
+    }
+    return ErrnoStatus(errno, Cat("reading VIP ", VipKeyString(key)));
+  }
+  if (meta.vip_id == BALLAST_INVALID_ID || meta.vip_id >= BALLAST_MAX_VIPS) {
+    return absl::DataLossError(
+        Cat("VIP ", VipKeyString(key), " has vip id ", meta.vip_id, ", out of range"));
+  }
+  // vip_refs is an array, updated in place: a packet racing with the update
+  // could read some words of the old value and some of the new. So the
+  // flag and the deadline never change in the same write: a VIP becoming
+  // owned gets its deadline first (ignored while the flag is clear), one
+  // leaving owned mode loses the flag first, then the deadline is zeroed.
+  // Each intermediate state is one the caller asked for or a harmless
+  // equivalent of the old one. (`vips` is a hash: its updates replace the
+  // whole element.)
+  std::vector<ballast_vip_meta> steps;
+  const bool owned = (meta.flags & BALLAST_VIP_F_OWNED) != 0;
+  if (monotonic_ns.has_value()) {
+    if (!owned) {
+      meta.owner_deadline_ns = *monotonic_ns;
+      steps.push_back(meta);
+    }
+    meta.flags |= BALLAST_VIP_F_OWNED;
+    meta.owner_deadline_ns = *monotonic_ns;
+    steps.push_back(meta);
+  } else {
+    meta.flags &= ~BALLAST_VIP_F_OWNED;
+    steps.push_back(meta);
+    meta.owner_deadline_ns = 0;
+    steps.push_back(meta);
+  }
+  for (const ballast_vip_meta& m : steps) {
+    // The shortcut copy (same key, same id: the generation stays, so known
+    // flows keep their shortcut and see the new deadline on their next
+    // packet), then the `vips` entry that new flows read.
+    if (absl::Status st = PublishVipRef(map_fd("vip_refs"), k, m); !st.ok()) return st;
+    if (bpf_map_update_elem(map_fd("vips"), &k, &m, BPF_EXIST) != 0) {
+      return ErrnoStatus(errno, Cat("writing the owner deadline of VIP ", VipKeyString(key)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<VipOwner> Dataplane::GetVipOwner(const VipKey& key) const {
+  const ballast_vip_key k = ToAbi(key);
+  ballast_vip_meta meta = {};
+  if (key.proto == BALLAST_VIP_ADDR_MARKER || bpf_map_lookup_elem(map_fd("vips"), &k, &meta) != 0) {
+    if (key.proto == BALLAST_VIP_ADDR_MARKER || errno == ENOENT) {
+      return absl::NotFoundError(Cat("VIP ", VipKeyString(key), " does not exist"));
+    }
+    return ErrnoStatus(errno, Cat("reading VIP ", VipKeyString(key)));
+  }
+  VipOwner out;
+  if ((meta.flags & BALLAST_VIP_F_OWNED) != 0) out.deadline_ns = meta.owner_deadline_ns;
+  auto st = VipStats(meta.vip_id);
+  if (!st.ok()) return st.status();
+  out.fenced = st->fenced;
+  return out;
 }
 
 absl::Status Dataplane::ZeroPerCpu(int fd, uint32_t key, size_t value_size, std::string_view what) {

@@ -5,10 +5,17 @@
 // attachment and the pins keep the program and maps alive, so an agent that
 // exits (or crashes) leaves traffic flowing. Detach()/Teardown() remove them.
 //
-// Thread-safety: none. One owner thread calls every method. The maps are
-// shared with the kernel (and with other processes via the pins); the kernel
-// side sees each single map update atomically, and a Maglev table is always
-// replaced whole (SetTable), never edited in place.
+// Thread-safety: one owner thread calls every method, with one exception:
+// SetVipOwnerDeadline() and GetVipOwner() may be called from another thread
+// (a lease keep-alive) at any time between Open*() and destruction. The
+// methods that write a VIP's `vips`/`vip_refs` entries (UpsertVip,
+// DeleteVip, SetVipOwnerDeadline) serialise on an internal mutex, so a VIP
+// update never writes back a deadline that a concurrent renewal or
+// revocation replaced. The maps are shared with the kernel (and with other
+// processes via the pins); the kernel side sees each single map update
+// atomically, and a Maglev table is always replaced whole (SetTable), never
+// edited in place. Two processes writing VIPs of the same pins (lbdp beside
+// a running lbagent) are not serialised: do not mix them.
 //
 // Pinning and restarts (Options::pin_dir non-empty, default
 // /sys/fs/bpf/ballast):
@@ -43,6 +50,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -92,6 +101,26 @@ absl::StatusOr<VipKey> ParseVipKey(std::string_view text);
 struct VipEntry {
   VipKey key;
   ballast_vip_meta meta;
+};
+
+// UpsertVip's options for a VIP that does not exist yet.
+struct VipOptions {
+  // Set: the VIP is created in owned mode with this owner deadline (absolute
+  // CLOCK_MONOTONIC ns; 0 or a past instant = created stopped, e.g. on a
+  // standby that does not hold the lease), so it is never forwarded
+  // unfenced, not even between creation and a SetVipOwnerDeadline().
+  // Ignored when the VIP exists: its ownership is left as it is.
+  std::optional<uint64_t> owner_deadline_if_new;
+};
+
+// A VIP's ownership state as the data plane holds it.
+struct VipOwner {
+  // The owner deadline (absolute CLOCK_MONOTONIC ns); nullopt = the VIP is
+  // not in owned mode and is forwarded without a fence.
+  std::optional<uint64_t> deadline_ns;
+  // Packets of this VIP stopped at or after the deadline (vip_stats.fenced,
+  // summed over CPUs; zeroed when the VIP is deleted).
+  uint64_t fenced = 0;
 };
 
 struct BackendEntry {
@@ -145,13 +174,53 @@ class Dataplane {
   absl::Status SetSettings(const Settings& s);
   absl::StatusOr<Settings> GetSettings() const;
 
-  // Inserts or replaces a VIP. vip_id in 1..BALLAST_MAX_VIPS-1, unique among
-  // VIPs (AlreadyExists if another key uses it). proto TCP or UDP.
-  absl::Status UpsertVip(const VipKey& key, uint32_t vip_id, uint32_t flags = 0,
-                         uint64_t owner_deadline_ns = 0);
-  // Removes the VIP, its Maglev table and zeroes its counters. NotFound if absent.
+  // Inserts or updates a VIP. vip_id in 1..BALLAST_MAX_VIPS-1, unique among
+  // VIPs (AlreadyExists if another key uses it). proto TCP or UDP. An
+  // existing VIP keeps its owner deadline (owned mode or not), also when its
+  // vip_id changes; SetTable never touches it either. A new VIP is not owned
+  // unless options.owner_deadline_if_new is set.
+  absl::Status UpsertVip(const VipKey& key, uint32_t vip_id, const VipOptions& options = {});
+  // Removes the VIP, its Maglev table and zeroes its counters. NotFound if
+  // absent. The ownership goes with it: a VIP added again under the same key
+  // is new (see VipOptions).
   absl::Status DeleteVip(const VipKey& key);
   absl::StatusOr<std::vector<VipEntry>> Vips() const;
+
+  // ---- VIP ownership (active/standby) ----
+  //
+  // Puts an existing VIP in owned mode with an owner deadline (absolute
+  // CLOCK_MONOTONIC ns, the clock of bpf_ktime_get_ns and MonotonicNowNs),
+  // or takes it out of owned mode (nullopt). In owned mode the XDP program
+  // forwards the VIP only while bpf_ktime_get_ns() < deadline; from the
+  // deadline on it drops every packet of the VIP, new and established flows
+  // alike (verdict drop_fenced, VipOwner::fenced), with no help from user
+  // space. The deadline may move either way: later to renew, earlier (or to
+  // the past) to stop now. Once this returns, every packet the program
+  // starts on sees the new deadline. NotFound if the VIP does not exist.
+  //
+  // Contract for the owner (lbagent in cluster mode, per-VIP etcd lease):
+  //  - Write a deadline only while holding the lease, and always strictly
+  //    before the lease's expiry as this node can last be sure of it:
+  //    deadline <= (monotonic time the keep-alive that granted the TTL was
+  //    *sent*) + TTL - margin, with the margin covering clock rate drift
+  //    between this host and the etcd leader and the time this call takes.
+  //    Never compute it from the time the answer arrived.
+  //  - Renew it with the lease: each successful keep-alive moves it forward
+  //    by the same rule. A process that is frozen (SIGSTOP), partitioned or
+  //    slow stops renewing, so the data plane stops on its own at the
+  //    deadline, before the lease expires and a standby can acquire it.
+  //  - On lease loss, revocation or a fence, set it to the past (e.g. 0)
+  //    at once rather than waiting for the deadline; keep the VIP owned
+  //    (stopped) rather than clearing it, since clearing means "forward
+  //    without a fence".
+  //  - A standby creates the VIP stopped (VipOptions::owner_deadline_if_new
+  //    = 0) and starts it only after it holds the lease.
+  //  - The deadline lives in the pinned maps and outlives the agent process:
+  //    a restarted agent that no longer holds the lease does not extend it,
+  //    so forwarding stops at the old deadline.
+  absl::Status SetVipOwnerDeadline(const VipKey& key, std::optional<uint64_t> monotonic_ns);
+  // The VIP's owner deadline and fenced-packet counter. NotFound if absent.
+  absl::StatusOr<VipOwner> GetVipOwner(const VipKey& key) const;
 
   // backend id in 1..BALLAST_MAX_BACKENDS-1. A changed address clears the
   // cached next hop (a packet racing with the change may re-cache the old
@@ -205,6 +274,9 @@ class Dataplane {
   int adopted_fd_ = -1;  // owned: pinned program of the same build, adopted
   int stale_fd_ = -1;    // owned: pinned program of another build, to be replaced
   std::map<std::string, AttachMode, std::less<>> attached_;
+  // Serialises the writers of `vips` / `vip_refs` entries (see the
+  // thread-safety note at the top).
+  mutable std::mutex vip_mu_;
 };
 
 }  // namespace ballast::dataplane

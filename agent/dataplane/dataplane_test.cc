@@ -23,6 +23,7 @@
 
 #define CATCH_CONFIG_EXTERNAL_INTERFACES  // TestEventListenerBase
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <cstdio>
 #include <chrono>
 #include <cstring>
@@ -30,6 +31,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -329,7 +331,7 @@ TEST_CASE("Open without pinning loads the program and its maps", "[dataplane][bp
   REQUIRE(vip.ok());
   REQUIRE(vip6.ok());
   REQUIRE(dp->UpsertVip(*vip, 1).ok());
-  REQUIRE(dp->UpsertVip(*vip6, 2, BALLAST_VIP_F_OWNED, 12345).ok());
+  REQUIRE(dp->UpsertVip(*vip6, 2, {.owner_deadline_if_new = 12345}).ok());
   REQUIRE(dp->UpsertVip(*vip, 1).ok());  // idempotent
   CHECK(dp->UpsertVip(*vip6, 1).code() == absl::StatusCode::kAlreadyExists);
   CHECK(dp->UpsertVip(*vip, 0).code() == absl::StatusCode::kInvalidArgument);
@@ -386,6 +388,113 @@ TEST_CASE("Open without pinning loads the program and its maps", "[dataplane][bp
   REQUIRE(flows.ok());
   CHECK(flows->empty());
   CHECK(Dataplane::MonotonicNowNs() > 0);
+}
+
+// Both copies of a VIP's value the program reads: `vips` (new flows) and
+// vip_refs[id].meta (known flows).
+std::pair<ballast_vip_meta, ballast_vip_meta> VipMetas(const Dataplane& dp, const VipKey& key,
+                                                       uint32_t vip_id) {
+  ballast_vip_key raw = {};
+  std::memcpy(raw.addr, key.addr.bytes().data(), sizeof(raw.addr));
+  raw.port = htons(key.port);
+  raw.proto = key.proto;
+  raw.family = key.addr.family();
+  ballast_vip_meta meta = {};
+  REQUIRE(bpf_map_lookup_elem(dp.map_fd("vips"), &raw, &meta) == 0);
+  ballast_vip_ref ref = {};
+  REQUIRE(bpf_map_lookup_elem(dp.map_fd("vip_refs"), &vip_id, &ref) == 0);
+  return {meta, ref.meta};
+}
+
+TEST_CASE("owner deadline: set, read back, preserved by VIP updates, cleared",
+          "[dataplane][bpf][owner]") {
+  RequireRoot();
+  auto dp = OpenUnpinned();
+  auto key = ParseVipKey("198.18.0.10:80/tcp");
+  REQUIRE(key.ok());
+  CHECK(dp->SetVipOwnerDeadline(*key, 5).code() == absl::StatusCode::kNotFound);
+  CHECK(dp->GetVipOwner(*key).status().code() == absl::StatusCode::kNotFound);
+
+  REQUIRE(dp->UpsertVip(*key, 1).ok());
+  auto owner = dp->GetVipOwner(*key);
+  REQUIRE(owner.ok());
+  CHECK_FALSE(owner->deadline_ns.has_value());
+  CHECK(owner->fenced == 0);
+
+  const uint64_t deadline = Dataplane::MonotonicNowNs() + 2'000'000'000ull;
+  REQUIRE(dp->SetVipOwnerDeadline(*key, deadline).ok());
+  auto [meta, ref] = VipMetas(*dp, *key, 1);
+  CHECK(meta.flags == BALLAST_VIP_F_OWNED);
+  CHECK(meta.owner_deadline_ns == deadline);
+  CHECK(ref.flags == BALLAST_VIP_F_OWNED);
+  CHECK(ref.owner_deadline_ns == deadline);
+  CHECK(dp->GetVipOwner(*key)->deadline_ns == deadline);
+
+  // Re-programming the VIP and swapping its table keep the deadline; so does
+  // a new id; owner_deadline_if_new is ignored for an existing VIP.
+  REQUIRE(dp->UpsertVip(*key, 1).ok());
+  REQUIRE(dp->SetTable(1, std::vector<uint32_t>{1, 1, 1}).ok());
+  REQUIRE(dp->UpsertVip(*key, 1, {.owner_deadline_if_new = 7}).ok());
+  CHECK(dp->GetVipOwner(*key)->deadline_ns == deadline);
+  REQUIRE(dp->UpsertVip(*key, 3).ok());
+  std::tie(meta, ref) = VipMetas(*dp, *key, 3);
+  CHECK(meta.owner_deadline_ns == deadline);
+  CHECK(ref.owner_deadline_ns == deadline);
+  CHECK(ref.flags == BALLAST_VIP_F_OWNED);
+
+  // Earlier (revocation), then cleared: not owned, deadline zeroed.
+  REQUIRE(dp->SetVipOwnerDeadline(*key, 0).ok());
+  CHECK(dp->GetVipOwner(*key)->deadline_ns == 0u);
+  REQUIRE(dp->SetVipOwnerDeadline(*key, std::nullopt).ok());
+  std::tie(meta, ref) = VipMetas(*dp, *key, 3);
+  CHECK(meta.flags == 0);
+  CHECK(meta.owner_deadline_ns == 0);
+  CHECK(ref.flags == 0);
+  CHECK(ref.owner_deadline_ns == 0);
+  CHECK(ref.vip_id == 3);
+  CHECK_FALSE(dp->GetVipOwner(*key)->deadline_ns.has_value());
+
+  // A new VIP may start owned (a standby: stopped until it holds the lease).
+  auto key2 = ParseVipKey("[2001:db8::10]:443/tcp");
+  REQUIRE(key2.ok());
+  REQUIRE(dp->UpsertVip(*key2, 4, {.owner_deadline_if_new = 0}).ok());
+  CHECK(dp->GetVipOwner(*key2)->deadline_ns == 0u);
+  // Deleted and added again: a new VIP.
+  REQUIRE(dp->DeleteVip(*key2).ok());
+  REQUIRE(dp->UpsertVip(*key2, 4).ok());
+  CHECK_FALSE(dp->GetVipOwner(*key2)->deadline_ns.has_value());
+}
+
+TEST_CASE("owner deadline renewals from another thread are never undone by VIP updates",
+          "[dataplane][bpf][owner]") {
+  RequireRoot();
+  auto dp = OpenUnpinned();
+  auto key = ParseVipKey("198.18.0.10:80/tcp");
+  REQUIRE(key.ok());
+  REQUIRE(dp->UpsertVip(*key, 1).ok());
+  REQUIRE(dp->SetVipOwnerDeadline(*key, 1).ok());
+  constexpr uint64_t kRenewals = 400;
+  std::atomic<bool> failed{false};
+  std::thread renewer([&] {
+    for (uint64_t d = 2; d <= kRenewals; ++d) {
+      if (!dp->SetVipOwnerDeadline(*key, d).ok()) failed = true;
+    }
+  });
+  // The reconciler re-programs the VIP meanwhile (also moving its id).
+  for (int i = 0; i < 200; ++i) {
+    if (!dp->UpsertVip(*key, 1 + static_cast<uint32_t>(i % 2)).ok()) failed = true;
+  }
+  renewer.join();
+  CHECK_FALSE(failed);
+  auto owner = dp->GetVipOwner(*key);
+  REQUIRE(owner.ok());
+  CHECK(owner->deadline_ns == kRenewals);
+  auto vips = dp->Vips();
+  REQUIRE(vips.ok());
+  REQUIRE(vips->size() == 1);
+  auto [meta, ref] = VipMetas(*dp, *key, (*vips)[0].meta.vip_id);
+  CHECK(meta.owner_deadline_ns == kRenewals);
+  CHECK(ref.owner_deadline_ns == kRenewals);
 }
 
 TEST_CASE("SetTable swaps a whole table and GetTable reads it back", "[dataplane][bpf]") {
@@ -467,6 +576,8 @@ TEST_CASE("pinned maps are reused by a second Open and removed by Teardown", "[d
     }
     CHECK(PathExists(o.pin_dir + "/prog_xdp_lb"));
     REQUIRE((*a)->SetTable(5, std::vector<uint32_t>{4, 4, 4, 4, 4}).ok());
+    REQUIRE((*a)->UpsertVip(*ParseVipKey("198.18.0.10:80/tcp"), 5).ok());
+    REQUIRE((*a)->SetVipOwnerDeadline(*ParseVipKey("198.18.0.10:80/tcp"), 424242).ok());
   }  // the first "agent" exits
 
   auto b = Dataplane::Open(o);
@@ -480,6 +591,16 @@ TEST_CASE("pinned maps are reused by a second Open and removed by Teardown", "[d
   auto t = (*b)->GetTable(5);
   REQUIRE(t.ok());
   CHECK(*t == std::vector<uint32_t>{4, 4, 4, 4, 4});
+  // The owner deadline lives in the pins: the next agent finds it unchanged
+  // (it does not extend or clear it by adopting), in both copies.
+  {
+    auto owner = (*b)->GetVipOwner(*ParseVipKey("198.18.0.10:80/tcp"));
+    REQUIRE(owner.ok());
+    CHECK(owner->deadline_ns == 424242u);
+    auto [meta, ref] = VipMetas(**b, *ParseVipKey("198.18.0.10:80/tcp"), 5);
+    CHECK(ref.owner_deadline_ns == 424242u);
+    CHECK(ref.flags == BALLAST_VIP_F_OWNED);
+  }
 
   // Tools open the pins without loading anything.
   auto tool = Dataplane::OpenPinned(o.pin_dir);

@@ -153,10 +153,9 @@ TEST_CASE("A known flow's VIP shortcut follows VIP changes", "[lb][conntrack][vi
 
   SECTION("owner fence set on the VIP applies to the flow at once") {
     const uint64_t now = dataplane::Dataplane::MonotonicNowNs();
-    fx.AddVip(Lab::Vip4(), 80, IPPROTO_TCP, kVipTcp4, BALLAST_VIP_F_OWNED, now - 1);
+    fx.SetOwnerDeadline(Lab::Vip4(), 80, IPPROTO_TCP, now - 1);
     CHECK(fx.Run(ack).verdict == BALLAST_V_DROP_FENCED);
-    fx.AddVip(Lab::Vip4(), 80, IPPROTO_TCP, kVipTcp4, BALLAST_VIP_F_OWNED,
-              now + 3600ull * 1000000000ull);
+    fx.SetOwnerDeadline(Lab::Vip4(), 80, IPPROTO_TCP, now + 3600ull * 1000000000ull);
     CHECK(fx.Run(ack).verdict == BALLAST_V_TX);
     CHECK(fx.Flow(kKey)->vip_gen == f->vip_gen);  // a deadline change keeps the shortcut
   }

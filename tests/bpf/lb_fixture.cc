@@ -63,12 +63,19 @@ void LbFixture::SetPolicy(uint32_t policy) {
 }
 
 void LbFixture::AddVip(const Addr& addr, uint16_t port, uint8_t proto, uint32_t vip_id,
-                       uint32_t flags, uint64_t owner_deadline_ns) {
+                       const dataplane::VipOptions& options) {
   dataplane::VipKey k;
   k.addr = ToIpAddress(addr);
   k.port = port;
   k.proto = proto;
-  const absl::Status st = dp_->UpsertVip(k, vip_id, flags, owner_deadline_ns);
+  const absl::Status st = dp_->UpsertVip(k, vip_id, options);
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+}
+
+void LbFixture::SetOwnerDeadline(const Addr& addr, uint16_t port, uint8_t proto,
+                                 std::optional<uint64_t> deadline_ns) {
+  const absl::Status st = dp_->SetVipOwnerDeadline({ToIpAddress(addr), port, proto}, deadline_ns);
   INFO(st.ToString());
   REQUIRE(st.ok());
 }

@@ -75,9 +75,14 @@ class LbFixture {
   // ---- SETUP ----
   void SetPolicy(uint32_t policy);
   void SetSettings(const dataplane::Settings& s);
-  // VIP (addr, port, proto) -> vip_id.
-  void AddVip(const Addr& addr, uint16_t port, uint8_t proto, uint32_t vip_id, uint32_t flags = 0,
-              uint64_t owner_deadline_ns = 0);
+  // VIP (addr, port, proto) -> vip_id (UpsertVip: an existing VIP keeps its
+  // owner deadline).
+  void AddVip(const Addr& addr, uint16_t port, uint8_t proto, uint32_t vip_id,
+              const dataplane::VipOptions& options = {});
+  // SetVipOwnerDeadline: owned with this CLOCK_MONOTONIC deadline, or not
+  // owned (nullopt).
+  void SetOwnerDeadline(const Addr& addr, uint16_t port, uint8_t proto,
+                        std::optional<uint64_t> deadline_ns);
   // Backend `id` at `addr` in `state`, with a next hop on ifindex 1 whose
   // MTU is `mtu` (valid for an hour).
   void AddBackend(uint32_t id, const Addr& addr,

@@ -402,12 +402,11 @@ TEST_CASE("VIP without a usable backend, without settings, or fenced: dropped an
   }
   SECTION("owned VIP past its owner deadline") {
     const uint64_t now = dataplane::Dataplane::MonotonicNowNs();
-    fx.AddVip(Lab::Vip4(), 80, IPPROTO_TCP, kVipTcp4, BALLAST_VIP_F_OWNED, now - 1);
+    fx.SetOwnerDeadline(Lab::Vip4(), 80, IPPROTO_TCP, now - 1);
     Outcome o = fx.Run(syn);
     CHECK(o.action == XDP_DROP);
     CHECK(o.verdict == BALLAST_V_DROP_FENCED);
-    fx.AddVip(Lab::Vip4(), 80, IPPROTO_TCP, kVipTcp4, BALLAST_VIP_F_OWNED,
-              now + 3600ull * 1000000000ull);
+    fx.SetOwnerDeadline(Lab::Vip4(), 80, IPPROTO_TCP, now + 3600ull * 1000000000ull);
     o = fx.Run(syn);
     CHECK(o.verdict == BALLAST_V_TX);
   }

@@ -178,16 +178,12 @@ int CmdTeardown(const Global& g) {
 
 // ---- VIPs -----------------------------------------------------------------
 
-int CmdVipAdd(const Global& g, const std::string& vip, uint32_t id, int64_t owner_deadline_ms) {
+int CmdVipAdd(const Global& g, const std::string& vip, uint32_t id) {
   auto key = ParseVipKey(vip);
   if (!key.ok()) return Fail(key.status());
   auto dp = OpenPinned(g);
   if (!dp.ok()) return Fail(dp.status());
-  const uint32_t flags = owner_deadline_ms > 0 ? BALLAST_VIP_F_OWNED : 0;
-  if (absl::Status s = (*dp)->UpsertVip(*key, id, flags, DeadlineFromNow(owner_deadline_ms));
-      !s.ok()) {
-    return Fail(s);
-  }
+  if (absl::Status s = (*dp)->UpsertVip(*key, id); !s.ok()) return Fail(s);
   printf("vip %s id %u\n", VipKeyString(*key).c_str(), id);
   return kOk;
 }
@@ -514,14 +510,12 @@ int main(int argc, char** argv) {
   c_vip->require_subcommand(1);
   std::string vip;
   uint32_t vip_id = 0;
-  int64_t owner_ms = 0;
-  auto* c_vip_add = c_vip->add_subcommand("add", "add or update a VIP");
+  auto* c_vip_add = c_vip->add_subcommand(
+      "add", "add or update a VIP (an existing VIP keeps its owner deadline)");
   c_vip_add
       ->add_option("vip", vip, "ADDR:PORT/PROTO, e.g. 198.18.0.10:80/tcp, [2001:db8::10]:443/tcp")
       ->required();
   c_vip_add->add_option("--id", vip_id, "vip id 1..1023")->required();
-  c_vip_add->add_option("--owner-deadline-ms", owner_ms,
-                        "owned VIP: stop forwarding this many ms from now");
   auto* c_vip_del = c_vip->add_subcommand("del", "delete a VIP and its table");
   c_vip_del->add_option("vip", vip, "ADDR:PORT/PROTO")->required();
   auto* c_vip_list = c_vip->add_subcommand("list", "list VIPs");
@@ -589,7 +583,7 @@ int main(int argc, char** argv) {
   if (*c_attach) return CmdAttach(g, attach);
   if (*c_detach) return CmdDetach(g, dev);
   if (*c_teardown) return CmdTeardown(g);
-  if (*c_vip_add) return CmdVipAdd(g, vip, vip_id, owner_ms);
+  if (*c_vip_add) return CmdVipAdd(g, vip, vip_id);
   if (*c_vip_del) return CmdVipDel(g, vip);
   if (*c_vip_list) return CmdVipList(g);
   if (*c_be_set) return CmdBackendSet(g, be_id, be_addr, be_state, drain_ms);
