@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -188,6 +190,87 @@ int CmdVipAdd(const Global& g, const std::string& vip, uint32_t id) {
   return kOk;
 }
 
+// "owned, deadline in 1.234 s (monotonic 5678)" / "owned, stopped: deadline
+// passed 0.5 s ago (...)" / "not owned".
+std::string OwnerText(const std::optional<uint64_t>& deadline, uint64_t now) {
+  if (!deadline.has_value()) return "not owned";
+  char buf[160];
+  if (*deadline > now) {
+    snprintf(buf, sizeof(buf), "owned, deadline in %.3f s (monotonic %" PRIu64 " ns)",
+             static_cast<double>(*deadline - now) / 1e9, *deadline);
+  } else {
+    snprintf(buf, sizeof(buf),
+             "owned, stopped: deadline passed %.3f s ago (monotonic %" PRIu64 " ns)",
+             static_cast<double>(now - *deadline) / 1e9, *deadline);
+  }
+  return buf;
+}
+
+// "2s", "1500ms", "0.5s", "250us", "1m" -> ns. Non-negative.
+absl::StatusOr<uint64_t> ParseDuration(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    ++i;
+  }
+  const std::string number = text.substr(0, i);
+  const std::string unit = text.substr(i);
+  static const std::map<std::string, double> kUnits = {
+      {"ns", 1.0}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}};
+  auto u = kUnits.find(unit);
+  double value = 0;
+  size_t used = 0;
+  bool ok = !number.empty() && u != kUnits.end();
+  if (ok) {
+    try {
+      value = std::stod(number, &used);
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  const double ns = ok ? value * u->second : 0;
+  if (!ok || used != number.size() || ns > 1e18) {
+    return absl::InvalidArgumentError(
+        Cat("duration \"", text, "\" is not a number with a unit ns, us, ms, s or m (e.g. 2s)"));
+  }
+  return static_cast<uint64_t>(ns);
+}
+
+struct OwnerArgs {
+  std::string in;
+  uint64_t at_ns = 0;
+  bool at_set = false;
+  bool clear = false;
+};
+
+// Sets (--in / --at-ns), clears (--clear) or shows a VIP's owner deadline.
+int CmdVipOwnerDeadline(const Global& g, const std::string& vip, const OwnerArgs& a) {
+  auto key = ParseVipKey(vip);
+  if (!key.ok()) return Fail(key.status());
+  if (static_cast<int>(!a.in.empty()) + static_cast<int>(a.at_set) + static_cast<int>(a.clear) >
+      1) {
+    return Invalid("give at most one of --in, --at-ns and --clear");
+  }
+  std::optional<uint64_t> in_ns;
+  if (!a.in.empty()) {
+    auto d = ParseDuration(a.in);
+    if (!d.ok()) return Fail(d.status());
+    in_ns = *d;
+  }
+  auto dp = OpenPinned(g);
+  if (!dp.ok()) return Fail(dp.status());
+  if (in_ns.has_value() || a.at_set || a.clear) {
+    std::optional<uint64_t> deadline;
+    if (in_ns.has_value()) deadline = Dataplane::MonotonicNowNs() + *in_ns;
+    if (a.at_set) deadline = a.at_ns;
+    if (absl::Status s = (*dp)->SetVipOwnerDeadline(*key, deadline); !s.ok()) return Fail(s);
+  }
+  auto owner = (*dp)->GetVipOwner(*key);
+  if (!owner.ok()) return Fail(owner.status());
+  printf("vip %s %s fenced %" PRIu64 "\n", VipKeyString(*key).c_str(),
+         OwnerText(owner->deadline_ns, Dataplane::MonotonicNowNs()).c_str(), owner->fenced);
+  return kOk;
+}
+
 int CmdVipDel(const Global& g, const std::string& vip) {
   auto key = ParseVipKey(vip);
   if (!key.ok()) return Fail(key.status());
@@ -203,9 +286,13 @@ int CmdVipList(const Global& g) {
   if (!dp.ok()) return Fail(dp.status());
   auto vips = (*dp)->Vips();
   if (!vips.ok()) return Fail(vips.status());
+  const uint64_t now = Dataplane::MonotonicNowNs();
   for (const VipEntry& v : *vips) {
-    printf("vip %-32s id %u%s\n", VipKeyString(v.key).c_str(), v.meta.vip_id,
-           (v.meta.flags & BALLAST_VIP_F_OWNED) ? " owned" : "");
+    std::string owner;
+    if ((v.meta.flags & BALLAST_VIP_F_OWNED) != 0) {
+      owner = " " + OwnerText(v.meta.owner_deadline_ns, now);
+    }
+    printf("vip %-32s id %u%s\n", VipKeyString(v.key).c_str(), v.meta.vip_id, owner.c_str());
   }
   return kOk;
 }
@@ -353,10 +440,10 @@ int CmdStats(const Global& g, bool json) {
     if (json) {
       out += Cat(first ? "" : ",", "{\"vip\":", JsonStr(VipKeyString(v.key)),
                  ",\"id\":", v.meta.vip_id, ",\"packets\":", st->packets, ",\"bytes\":", st->bytes,
-                 ",\"dropped\":", st->dropped, "}");
+                 ",\"dropped\":", st->dropped, ",\"fenced\":", st->fenced, "}");
     } else {
       out += Cat("  ", VipKeyString(v.key), " id ", v.meta.vip_id, " packets ", st->packets,
-                 " bytes ", st->bytes, " dropped ", st->dropped, "\n");
+                 " bytes ", st->bytes, " dropped ", st->dropped, " fenced ", st->fenced, "\n");
     }
     first = false;
   }
@@ -519,6 +606,17 @@ int main(int argc, char** argv) {
   auto* c_vip_del = c_vip->add_subcommand("del", "delete a VIP and its table");
   c_vip_del->add_option("vip", vip, "ADDR:PORT/PROTO")->required();
   auto* c_vip_list = c_vip->add_subcommand("list", "list VIPs");
+  OwnerArgs owner;
+  auto* c_vip_owner = c_vip->add_subcommand(
+      "owner-deadline",
+      "owned mode (active/standby): set, clear or show the instant the data plane stops "
+      "forwarding the VIP (no option: show)");
+  c_vip_owner->add_option("vip", vip, "ADDR:PORT/PROTO")->required();
+  c_vip_owner->add_option("--in", owner.in, "owned; deadline this long from now (2s, 500ms, 1m)");
+  c_vip_owner->add_option(
+      "--at-ns", owner.at_ns,
+      "owned; deadline at this CLOCK_MONOTONIC instant (0 or past = stopped now)");
+  c_vip_owner->add_flag("--clear", owner.clear, "not owned: forward without a fence");
 
   auto* c_be = app.add_subcommand("backend", "backends");
   c_be->require_subcommand(1);
@@ -584,6 +682,10 @@ int main(int argc, char** argv) {
   if (*c_detach) return CmdDetach(g, dev);
   if (*c_teardown) return CmdTeardown(g);
   if (*c_vip_add) return CmdVipAdd(g, vip, vip_id);
+  if (*c_vip_owner) {
+    owner.at_set = c_vip_owner->count("--at-ns") > 0;
+    return CmdVipOwnerDeadline(g, vip, owner);
+  }
   if (*c_vip_del) return CmdVipDel(g, vip);
   if (*c_vip_list) return CmdVipList(g);
   if (*c_be_set) return CmdBackendSet(g, be_id, be_addr, be_state, drain_ms);

@@ -62,9 +62,70 @@ expect 0 "^backend 1 slots 7" table show --vip-id 1
 expect 2 "not prime" table set --vip-id 1 --size 8 --backend 1:be1:1
 expect 2 "ID:KEY:WEIGHT" table set --vip-id 1 --backend nonsense
 expect 3 "no Maglev table" table show --vip-id 2
+# VIP ownership: show, set, preserved by vip add / table set, stopped, cleared.
+expect 0 "198.18.0.10:80/tcp not owned fenced 0" vip owner-deadline 198.18.0.10:80/tcp
+expect 0 "owned, deadline in (59|60)\.[0-9]+ s \(monotonic [0-9]+ ns\) fenced 0" \
+  vip owner-deadline 198.18.0.10:80/tcp --in 60s
+expect 0 "198.18.0.10:80/tcp +id 1 owned, deadline in" vip list
+expect 0 "id 1" vip add 198.18.0.10:80/tcp --id 1
+expect 0 "table of 7 slots" table set --vip-id 1 --size 7 --backend 1:be1:1
+expect 0 "owned, deadline in (59|60)\." vip owner-deadline 198.18.0.10:80/tcp
+expect 0 "owned, deadline in 0\.[0-9]+ s" vip owner-deadline 198.18.0.10:80/tcp --in 500ms
+expect 0 "owned, stopped: deadline passed" vip owner-deadline 198.18.0.10:80/tcp --at-ns 0
+expect 0 "198.18.0.10:80/tcp +id 1 owned, stopped" vip list
+expect 0 "not owned" vip owner-deadline 198.18.0.10:80/tcp --clear
+expect 2 "at most one" vip owner-deadline 198.18.0.10:80/tcp --in 1s --clear
+expect 2 "duration \"2x\"" vip owner-deadline 198.18.0.10:80/tcp --in 2x
+expect 3 "does not exist" vip owner-deadline 198.18.0.99:80/tcp --in 1s
+expect 0 '"fenced":0' stats --json
 expect 0 "pass_not_ip|verdicts:" stats
 expect 0 '"verdicts":\{"tx":0' stats --json
 expect 0 "0 flows shown" flows
+
+# Real packets on the veth (XDP native on lt0, SYNs sent from lt1): the VIP
+# is forwarded before its owner deadline, stopped from the deadline on with
+# no further command, forwarded again once cleared. lt1 does not forward,
+# so the encapsulated packets that XDP_TX sends back end there.
+mac() { ip -n "$NS" link show "$1" | awk '/link\/ether/ {print $2}'; }
+ip -n "$NS" addr add 198.18.0.2/24 dev lt1 &&
+  ip -n "$NS" neigh replace 198.18.0.10 lladdr "$(mac lt0)" dev lt1 &&
+  ip -n "$NS" route add 198.18.1.0/24 dev lt0 &&
+  ip -n "$NS" neigh replace 198.18.1.10 lladdr "$(mac lt1)" dev lt0 &&
+  ip netns exec "$NS" sysctl -qw net.ipv4.conf.all.forwarding=1 net.ipv4.conf.lt0.forwarding=1 \
+    net.ipv4.conf.lt1.forwarding=0 || { echo "FAIL: cannot set up the veth routes"; exit 1; }
+# send_syn: one connection attempt to the VIP (its first SYN; no answer comes).
+send_syn() { ip netns exec "$NS" timeout 0.3 bash -c 'exec 3<>/dev/tcp/198.18.0.10/80' 2>/dev/null; }
+# verdict NAME: the verdict counter's current value.
+verdict() {
+  "$LBDP" --pin-dir "$FS/ballast" stats --json |
+    grep -oE "\"$1\":[0-9]+" | head -n 1 | cut -d: -f2
+}
+# expect_moved WHAT VERDICT: after send_syn, VERDICT moved and the other one of tx/drop_fenced did not.
+expect_moved() {
+  local what=$1 want=$2 other tx0 f0 tx1 f1
+  [[ $want == tx ]] && other=drop_fenced || other=tx
+  tx0=$(verdict tx) f0=$(verdict drop_fenced)
+  send_syn
+  tx1=$(verdict tx) f1=$(verdict drop_fenced)
+  local dw dother
+  if [[ $want == tx ]]; then dw=$((tx1 - tx0)) dother=$((f1 - f0)); else dw=$((f1 - f0)) dother=$((tx1 - tx0)); fi
+  if ((dw >= 1 && dother == 0)); then
+    echo "ok: $what: $want +$dw, $other +$dother"
+  else
+    echo "FAIL: $what: $want +$dw, $other +$dother (want $want >= 1, $other 0)"
+    failures=$((failures + 1))
+  fi
+}
+expect_moved "not owned: forwarded" tx
+expect 0 "owned, deadline in" vip owner-deadline 198.18.0.10:80/tcp --in 1500ms
+expect_moved "owned, before the deadline: forwarded" tx
+sleep 1.6
+expect_moved "owned, past the deadline: stopped" drop_fenced
+expect 0 "owned, stopped: deadline passed .* fenced [1-9]" vip owner-deadline 198.18.0.10:80/tcp
+expect 0 "198.18.0.10:80/tcp id 1 packets [0-9]+ bytes [0-9]+ dropped [1-9][0-9]* fenced [1-9]" stats
+expect 0 "not owned" vip owner-deadline 198.18.0.10:80/tcp --clear
+expect_moved "cleared: forwarded again" tx
+
 expect 0 "198.18.0.10:80/tcp +id 1" vip list
 expect 0 "backend 2 2001:db8:1::11 draining" backend list
 expect 0 "deleted" vip del 198.18.0.10:80/tcp
