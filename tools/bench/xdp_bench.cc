@@ -476,6 +476,21 @@ int Main(int argc, char** argv) {
                    }});
   cases.push_back({"ipv4 non-vip pass", pass4, false, false, BALLAST_V_PASS_NOT_VIP, XDP_PASS, 1.7,
                    nullptr, nullptr});
+  // Owned VIP (active/standby): the same established flow with an owner
+  // deadline a day away (the fence check reads the precise clock), and past
+  // its deadline (every packet dropped; the frame is left as it is).
+  auto owned = [](std::optional<uint64_t> deadline) {
+    return [deadline] {
+      auto dp = OpenLb(BALLAST_DEFAULT_FLOWS);
+      Check(dp->SetVipOwnerDeadline({ToIp(kVip4), 80, IPPROTO_TCP}, deadline), "owner deadline");
+      return dp;
+    };
+  };
+  cases.push_back({"ipv4 tcp established, owned vip", est4, false, true, BALLAST_V_TX, XDP_TX, 4.0,
+                   owned(Dataplane::MonotonicNowNs() + 24ull * 3600 * 1000000000ull),
+                   establish(est4)});
+  cases.push_back({"ipv4 owned vip past deadline", est4, false, false, BALLAST_V_DROP_FENCED,
+                   XDP_DROP, 0, owned(0), nullptr});
 
   std::vector<Result> results;
   for (const CaseSpec& c : cases) {
