@@ -1,6 +1,7 @@
 #include "agent/health/machine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -210,10 +211,14 @@ void Observe(std::vector<Work>& work, absl::Time now, const Params& p) {
     w.prev_score = w.st.score;
     if (w.score.evaluated) {
       w.st.score = w.score.score;
-      auto& recent = w.st.recent_scores;
-      recent.push_back(w.score.score);
       const auto window = static_cast<size_t>(p.weight_score_window);
-      if (recent.size() > window) recent.erase(recent.begin(), recent.end() - window);
+      auto push = [window](std::vector<int>& recent, int v) {
+        recent.push_back(v);
+        if (recent.size() > window) recent.erase(recent.begin(), recent.end() - window);
+      };
+      push(w.st.recent_scores, w.score.score);
+      push(w.st.recent_drift_scores,
+           static_cast<int>(std::lround(std::clamp(100.0 - w.drift_pen, 0.0, 100.0))));
     }
   }
 }
@@ -377,7 +382,7 @@ std::vector<std::string> Conditions(const Work& w, bool frozen, absl::Time now, 
   if (w.st.disagreement.direction != Disagreement::kNone) {
     c.push_back(absl::StrCat("disagreement:", AV(DisagreementName(w.st.disagreement.direction))));
   }
-  if (100.0 - w.drift_pen < p.good_score) c.emplace_back("drift_from_baseline");
+  if (SteadyDriftScore(w.st) < p.good_score) c.emplace_back("drift_from_baseline");
   if (!w.st.in_service && !w.st.pinned && w.st.cooldown_until > now) c.emplace_back("cooldown");
   if (frozen) c.emplace_back("frozen");
   return c;
@@ -404,6 +409,11 @@ std::string_view HealthStateName(HealthState s) {
 int SteadyScore(const BackendState& b) {
   if (b.recent_scores.empty()) return b.score;
   return *std::max_element(b.recent_scores.begin(), b.recent_scores.end());
+}
+
+int SteadyDriftScore(const BackendState& b) {
+  if (b.recent_drift_scores.empty()) return 100;
+  return *std::max_element(b.recent_drift_scores.begin(), b.recent_drift_scores.end());
 }
 
 HealthState StateOf(const BackendState& b, const Params& p) {
@@ -479,7 +489,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
     ++r.eligible;
     // The steady score, like the weight: one noisy evaluation of a healthy
     // backend must not freeze a pool in which another backend really died.
-    w.unwell = SteadyScore(w.st) < p.good_score || 100.0 - w.drift_pen < p.good_score;
+    w.unwell = SteadyScore(w.st) < p.good_score || SteadyDriftScore(w.st) < p.good_score;
     if (w.unwell) {
       ++r.unwell;
       unwell_keys.push_back(w.st.key);

@@ -79,8 +79,9 @@
 // Fleet guard: eligible backends are those with operator state active and a
 // positive nominal weight. An eligible backend is unwell at this evaluation if
 // its SteadyScore() < good_score (so one noisy evaluation does not count), or if its signals
-// compared with its own baseline alone (ignoring peers) would give a score < good_score -- that is
-// how a pool that slows down as a whole is seen even though no backend is worse than its peers. If
+// compared with its own baseline alone (ignoring peers) would give a score < good_score in each of
+// its last weight_score_window evaluations (SteadyDriftScore(); same reason) -- that is how a pool
+// that slows down as a whole is seen even though no backend is worse than its peers. If
 // unwell * 100 > fleet_guard_percent * eligible (strictly more than half with the default 50;
 // exactly half does not freeze) the pool freezes (action freeze). While frozen: no demotion,
 // promotion, ramp step or pin; streaks and ramp holds stay at 0; each backend's weight uses the
@@ -158,6 +159,9 @@ struct BackendState {
   int score = 100;
   // The last Params::weight_score_window evaluated scores, oldest first.
   std::vector<int> recent_scores;
+  // The same for the drift score: 100 - the penalty of the signals judged
+  // against the backend's own baseline alone (the fleet guard's second rule).
+  std::vector<int> recent_drift_scores;
   size_t ramp_step = 0;  // index into Params::ramp_percents
   int hold = 0;          // evaluations held at the current ramp step
   int good_streak = 0;
@@ -248,6 +252,8 @@ absl::StatusOr<ReleaseResult> Release(const PoolState& prev, std::string_view ba
 // The highest of b.recent_scores (b.score when empty): what the weight and
 // the ramp's sag check use.
 int SteadyScore(const BackendState& b);
+// The best of the recent drift scores (100 when there are none).
+int SteadyDriftScore(const BackendState& b);
 
 // The state a backend is in (see the file comment).
 HealthState StateOf(const BackendState& b, const Params& p);

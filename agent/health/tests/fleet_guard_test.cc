@@ -167,6 +167,10 @@ TEST_CASE("a pool that slows down together freezes, though no backend is slower 
   for (int i = 0; i < 20; ++i) s.Step(pool(10));
   REQUIRE_FALSE(s.state.frozen);
   const auto before = Weights(s.last);
+  // One slow evaluation is noise (the drift rule looks at the last
+  // weight_score_window evaluations, like the score); the second freezes.
+  s.Step(pool(30));
+  CHECK_FALSE(s.state.frozen);
   const Result& r = s.Step(pool(30));
   CHECK(s.CountIn(r, ActionKind::kFreeze) == 1);
   CHECK(s.Out("a").score == 100);  // no worse than its peers
@@ -179,6 +183,9 @@ TEST_CASE("a pool that slows down together freezes, though no backend is slower 
   for (int i = 0; i < s.p.unfreeze_after; ++i) s.Step(pool(10));
   CHECK_FALSE(s.state.frozen);
   CHECK(s.Count(ActionKind::kUnfreeze) == 1);
+  // A one-evaluation dip on every backend, again and again: never a freeze.
+  for (int i = 0; i < 100; ++i) s.Step(pool(i % 2 ? 30 : 10));
+  CHECK(s.Count(ActionKind::kFreeze) == 1);
 }
 
 }  // namespace
