@@ -10,7 +10,7 @@
 namespace ballast::api {
 namespace {
 
-constexpr std::array<MethodInfo, 15> kMethods = {{
+constexpr std::array<MethodInfo, 16> kMethods = {{
     {Method::kAddVip, "/ballast.v1.Vips/AddVip", Access::kWrite},
     {Method::kDeleteVip, "/ballast.v1.Vips/DeleteVip", Access::kWrite},
     {Method::kListVips, "/ballast.v1.Vips/ListVips", Access::kRead},
@@ -26,6 +26,7 @@ constexpr std::array<MethodInfo, 15> kMethods = {{
     {Method::kApplyConfig, "/ballast.v1.ConfigService/ApplyConfig", Access::kWriteUnlessDry},
     {Method::kQueryAudit, "/ballast.v1.Audit/QueryAudit", Access::kRead},
     {Method::kTeardown, "/ballast.v1.Admin/Teardown", Access::kWrite},
+    {Method::kConfigDiff, "/ballast.v1.ConfigService/ConfigDiff", Access::kRead},
 }};
 
 // The table is indexed by Method; keep it in enum order.

@@ -61,6 +61,7 @@ enum class Method {
   kApplyConfig,
   kQueryAudit,
   kTeardown,
+  kConfigDiff,
 };
 
 struct MethodInfo {

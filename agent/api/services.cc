@@ -241,6 +241,15 @@ class ConfigService final : public v1::ConfigService::Service {
       return absl::OkStatus();
     });
   }
+  grpc::Status ConfigDiff(grpc::ServerContext* ctx, const v1::ConfigDiffRequest*,
+                          v1::ConfigDiffResponse* resp) override {
+    return s_.Run(ctx, Method::kConfigDiff, [&](const Caller&) -> absl::Status {
+      absl::StatusOr<v1::ConfigDiffResponse> result = s_.engine.ConfigDiff();
+      if (!result.ok()) return result.status();
+      *resp = std::move(*result);
+      return absl::OkStatus();
+    });
+  }
   grpc::Status ApplyConfig(grpc::ServerContext* ctx, const v1::ApplyConfigRequest* req,
                            v1::ApplyConfigResponse* resp) override {
     return s_.Run(

@@ -75,6 +75,13 @@ class Engine {
   virtual absl::StatusOr<v1::ApplyConfigResponse> ApplyConfig(const v1::Config& config,
                                                               bool dry_run, const Actor& actor) = 0;
 
+  // `lbctl config diff`: every node of the cluster with its configuration
+  // and table hashes, and the differences between them (standalone: this
+  // node alone).
+  virtual absl::StatusOr<v1::ConfigDiffResponse> ConfigDiff() const {
+    return absl::UnimplementedError("this engine has no config diff");
+  }
+
   // Audit records at or after since_unix_ms, oldest first, at most limit
   // (0 = no limit).
   virtual absl::StatusOr<std::vector<v1::AuditRecord>> QueryAudit(int64_t since_unix_ms,

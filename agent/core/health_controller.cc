@@ -288,7 +288,9 @@ absl::Status HealthController::Evaluate() {
       }
     }
     engine_->SetHealthView({});
-    return engine_->ApplyHealth(clear, {});
+    std::vector<StandaloneEngine::HealthRecord> none;
+    if (options_.decision_gate) options_.decision_gate(&clear, &none);
+    return engine_->ApplyHealth(clear, none);
   }
 
   const health::Params params = HealthParamsOf(in->settings);
@@ -387,6 +389,7 @@ absl::Status HealthController::Evaluate() {
     next_pools[pool.key_text] = std::move(r->state);
   }
 
+  if (options_.decision_gate) options_.decision_gate(&decisions, &records);
   absl::Status applied = engine_->ApplyHealth(decisions, records);
   if (applied.ok()) {
     // Only a stored outcome becomes the machine's memory; after a failure the

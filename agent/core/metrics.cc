@@ -175,6 +175,34 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
     w.Sample("ballast_health_alerts_total", Label("kind", kind),
              it == health.health_actions.end() ? uint64_t{0} : it->second);
   }
+  if (status != nullptr && status->coordination().mode() == "cluster") {
+    const v1::Coordination& c = status->coordination();
+    w.Family("ballast_coordination_up", "gauge", "1 while etcd is reachable (cluster mode).");
+    w.Sample("ballast_coordination_up", "", uint64_t{c.up() ? 1u : 0u});
+    w.Family("ballast_coordination_frozen", "gauge",
+             "1 while this node makes no changes (etcd unreachable); it forwards on its last "
+             "known state.");
+    w.Sample("ballast_coordination_frozen", "", uint64_t{c.frozen() ? 1u : 0u});
+    w.Family("ballast_coordination_leader", "gauge", "1 while this node is the cluster's leader.");
+    w.Sample("ballast_coordination_leader", "", uint64_t{c.is_leader() ? 1u : 0u});
+    w.Family("ballast_coordination_live_nodes", "gauge", "Nodes with a live record in etcd.");
+    w.Sample("ballast_coordination_live_nodes", "", uint64_t{c.live_nodes()});
+    w.Family("ballast_config_differences", "gauge",
+             "Live nodes whose configuration or Maglev table hashes differ from this node's. "
+             "Must be 0.");
+    w.Sample("ballast_config_differences", "", uint64_t{c.differences()});
+    w.Family("ballast_split_views", "gauge",
+             "Backends whose observers disagree (some, but fewer than a quorum, vote it out).");
+    w.Sample("ballast_split_views", "", uint64_t{c.split_views()});
+    w.Family("ballast_state_revision", "gauge", "etcd revision of the applied replicated state.");
+    w.Sample("ballast_state_revision", "", static_cast<uint64_t>(c.state_revision()));
+    w.Family("ballast_replicated_applies_total", "counter",
+             "Replicated states applied from etcd, and the map writes they made.");
+    w.Sample("ballast_replicated_applies_total", "", health.adopted);
+    w.Family("ballast_replicated_map_writes_total", "counter",
+             "Map writes made by applying replicated states (0 for an identical state).");
+    w.Sample("ballast_replicated_map_writes_total", "", health.adopted_map_writes);
+  }
   w.Family("ballast_agent_start_time_seconds", "gauge", "Unix time the agent started.");
   w.Sample("ballast_agent_start_time_seconds", "",
            static_cast<double>(health.started_unix_ms) / 1000.0);

@@ -1,5 +1,7 @@
 #include "agent/core/standalone_engine.h"
 
+#include "agent/coord/file_store.h"
+
 #include <bpf/bpf.h>
 
 #include <chrono>
@@ -148,7 +150,8 @@ StandaloneEngine::StandaloneEngine(std::unique_ptr<dataplane::Dataplane> dp, Eng
       options_(std::move(options)),
       clock_(clock),
       audit_(std::move(audit)),
-      store_(options_.state_file) {}
+      store_(options_.store != nullptr ? options_.store
+                                       : std::make_shared<coord::FileStore>(options_.state_file)) {}
 
 StandaloneEngine::~StandaloneEngine() = default;
 
@@ -163,30 +166,40 @@ absl::StatusOr<std::unique_ptr<StandaloneEngine>> StandaloneEngine::Start(
   std::lock_guard<std::mutex> lock(e->mu_);
   e->health_.started_unix_ms = clock->NowUnixMs();
 
-  auto loaded = e->store_.Load();
+  auto loaded = e->store_->Load();
   v1::State state;
-  if (loaded.ok()) {
-    state = std::move(*loaded);
-    if (auto s = ValidateState(state); !s.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          "state file ", options.state_file, " holds an invalid state (", s.message(),
-          "); refusing to start. Inspect it with `lbagent --dump-state ", options.state_file, "`"));
-    }
-    Log(LogLevel::kInfo, "state loaded",
-        {{"file", options.state_file},
-         {"generation", state.generation()},
-         {"vips", state.config().vips_size()}});
-  } else if (loaded.status().code() == absl::StatusCode::kNotFound) {
+  if (!loaded.ok() && loaded.status().code() == absl::StatusCode::kNotFound) {
     if (auto s = ValidateConfig(initial, FieldPath::Index("initial")); !s.ok()) return s;
     *state.mutable_config() = CanonicalConfig(initial);
     if (auto s = AssignIds(&state); !s.ok()) return s;
     state.set_generation(1);
-    if (auto s = e->store_.Save(state); !s.ok()) {
-      return Annotate(s, "saving the initial state");
+    auto saved = e->store_->Save(state, 0, coord::WriteKind::kOperator);
+    if (saved.ok()) {
+      e->revision_ = *saved;
+      Log(LogLevel::kInfo, "first start: state initialised from the config's initial section",
+          {{"store", e->store_->Describe()}, {"vips", state.config().vips_size()}});
+    } else if (saved.status().code() == absl::StatusCode::kAborted) {
+      // Another node initialised the shared store first: its state wins.
+      loaded = e->store_->Load();
+    } else {
+      return Annotate(saved.status(), "saving the initial state");
     }
-    Log(LogLevel::kInfo, "first start: state initialised from the config's initial section",
-        {{"file", options.state_file}, {"vips", state.config().vips_size()}});
-  } else {
+  }
+  if (loaded.ok()) {
+    state = std::move(loaded->state);
+    e->revision_ = loaded->revision;
+    if (auto s = ValidateState(state); !s.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          e->store_->Describe(), " holds an invalid state (", s.message(),
+          "); refusing to start. Inspect it with `lbagent --dump-state ", options.state_file, "`"));
+    }
+    Log(LogLevel::kInfo, "state loaded",
+        {{"store", e->store_->Describe()},
+         {"source", loaded->source},
+         {"revision", loaded->revision},
+         {"generation", state.generation()},
+         {"vips", state.config().vips_size()}});
+  } else if (loaded.status().code() != absl::StatusCode::kNotFound) {
     return loaded.status();
   }
 
@@ -195,6 +208,7 @@ absl::StatusOr<std::unique_ptr<StandaloneEngine>> StandaloneEngine::Start(
   }
   e->state_ = std::make_unique<v1::State>(std::move(state));
   e->health_.generation = e->state_->generation();
+  e->health_.store_revision = e->revision_;
   e->health_.last_map_update_unix_ms = clock->NowUnixMs();
   const ProgramStats& st = e->health_.start_reconcile;
   Log(LogLevel::kInfo, "data plane reconciled with the state",
@@ -418,9 +432,18 @@ absl::StatusOr<StandaloneEngine::CommitResult> StandaloneEngine::CommitLocked(
   if (!built.ok()) return absl::Status(whole_state_code, built.status().message());
   const int64_t build_us = us_since(t0);
   next.set_generation(state_->generation() + 1);
-  if (auto s = store_.Save(next); !s.ok()) {
+  const coord::WriteKind kind =
+      m.automation ? coord::WriteKind::kAutomation : coord::WriteKind::kOperator;
+  auto saved = store_->Save(next, revision_, kind);
+  if (!saved.ok()) {
+    const absl::Status& s = saved.status();
+    if (s.code() == absl::StatusCode::kAborted || s.code() == absl::StatusCode::kUnavailable ||
+        s.code() == absl::StatusCode::kFailedPrecondition) {
+      return s;  // the store's own words (another writer won, unreachable, not the leader)
+    }
     return Annotate(s, "persisting the new state (nothing was changed)");
   }
+  const int64_t base_revision = revision_;
   const int64_t save_us = us_since(t0);
   ProgramStats stats;
   absl::Status programmed = Program(image_, *built, m.scoped ? &scope_texts : nullptr, &stats);
@@ -437,7 +460,9 @@ absl::StatusOr<StandaloneEngine::CommitResult> StandaloneEngine::CommitLocked(
     ++health_.map_update_errors;
     Log(LogLevel::kError, "programming the data plane failed; restoring the previous state",
         {{"error", std::string(s.message())}});
-    absl::Status restore = store_.Save(*state_);
+    auto restored = store_->Save(*state_, *saved, kind);
+    absl::Status restore = restored.status();
+    revision_ = restored.ok() ? *restored : base_revision;
     ProgramStats ignored;
     if (restore.ok()) restore = ReconcileLocked(*state_, &ignored);
     if (!restore.ok()) {
@@ -456,6 +481,8 @@ absl::StatusOr<StandaloneEngine::CommitResult> StandaloneEngine::CommitLocked(
   }
   loan.out = false;  // the new state keeps the ids
   state_ = std::move(next_owner);
+  revision_ = *saved;
+  health_.store_revision = revision_;
   if (m.scoped) {
     ApplyDelta(built->image, scope_texts, &image_);
   } else {
@@ -471,9 +498,29 @@ absl::StatusOr<StandaloneEngine::CommitResult> StandaloneEngine::Commit(
     const Actor& actor, Mutation m, const Change& change, bool dry_run,
     absl::StatusCode whole_state_code) {
   absl::StatusOr<CommitResult> r;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    r = CommitLocked(m, change, dry_run, whole_state_code);
+  // A shared store (cluster) refuses a change built on a state another
+  // writer has replaced (ABORTED): re-read it, adopt it, and make the change
+  // again on top of it. The operator's request is re-validated each time.
+  for (int attempt = 0;; ++attempt) {
+    Mutation tried = m;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      r = CommitLocked(tried, change, dry_run, whole_state_code);
+    }
+    if (r.ok() || r.status().code() != absl::StatusCode::kAborted || m.automation || attempt >= 4) {
+      m = std::move(tried);
+      break;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++health_.commit_conflicts;
+    }
+    Log(LogLevel::kInfo, "another writer changed the replicated state first; retrying on top of it",
+        {{"attempt", attempt + 1}, {"error", std::string(r.status().message())}});
+    if (auto s = RefreshFromStore(Actor{"replication"}); !s.ok()) {
+      r = s;
+      break;
+    }
   }
   if (!dry_run) Finish(actor, m, r.status(), r.ok() ? r->generation : health_.generation);
   return r;
@@ -858,6 +905,8 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
   out.set_last_map_update_unix_ms(health_.last_map_update_unix_ms);
   out.set_interface(state_->config().global().interface());
   out.set_agent_version(options_.agent_version);
+  *out.mutable_coordination() = coordination_;
+  if (out.coordination().mode().empty()) out.mutable_coordination()->set_mode("standalone");
   if (!attached_if_.empty()) {
     if (auto mode = dp_->AttachedMode(attached_if_); mode.ok()) {
       out.set_attach_mode(std::string(AttachModeText(*mode)));
@@ -1043,6 +1092,7 @@ absl::StatusOr<int> StandaloneEngine::Tick() {
   }
   int evicted = 0;
   Mutation tick;
+  tick.automation = true;
   tick.scoped = true;
   tick.ids_changed = false;
   auto r = Commit(
@@ -1148,6 +1198,7 @@ absl::Status StandaloneEngine::ApplyHealth(const std::vector<HealthDecision>& de
   }
   if (!any && records.empty()) return absl::OkStatus();
   Mutation m;
+  m.automation = true;
   m.scoped = true;
   m.ids_changed = false;
   for (const HealthRecord& r : records) {
@@ -1201,6 +1252,119 @@ void StandaloneEngine::SetHealthView(HealthView view) {
 }
 
 // ---- accessors -------------------------------------------------------------------------
+
+// ---- cluster mode -------------------------------------------------------------------------
+
+absl::Status StandaloneEngine::AdoptReplicated(const v1::State& incoming, int64_t revision,
+                                               const Actor& actor) {
+  std::string from_generation;
+  ProgramStats stats;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (health_.torn_down) return absl::OkStatus();
+    if (revision <= revision_) return absl::OkStatus();  // already running it (or newer)
+    const std::string have = state_->SerializeAsString();
+    if (have == incoming.SerializeAsString()) {
+      // The same state (e.g. re-read after etcd came back): nothing to write.
+      revision_ = revision;
+      health_.store_revision = revision_;
+      store_->Adopted(*state_, revision_);
+      return absl::OkStatus();
+    }
+    if (auto s = ValidateState(incoming); !s.ok()) {
+      ++health_.map_update_errors;
+      return absl::InvalidArgumentError(
+          absl::StrCat("the replicated state at revision ", revision,
+                       " is invalid and was not applied: ", s.message()));
+    }
+    auto built = BuildImage(incoming, &image_, nullptr);
+    if (!built.ok()) return built.status();
+    if (auto s = Program(image_, *built, nullptr, &stats); !s.ok()) {
+      ++health_.map_update_errors;
+      ProgramStats ignored;
+      absl::Status restore = ReconcileLocked(*state_, &ignored);
+      return absl::InternalError(absl::StrCat(
+          "programming the replicated state at revision ", revision, ": ", s.message(),
+          restore.ok()
+              ? " (the previous state was restored)"
+              : absl::StrCat("; restoring the previous state also failed: ", restore.message())));
+    }
+    from_generation = absl::StrCat(state_->generation());
+    state_ = std::make_unique<v1::State>(incoming);
+    image_ = std::move(built->image);
+    revision_ = revision;
+    health_.store_revision = revision_;
+    health_.generation = state_->generation();
+    health_.last_map_update_unix_ms = clock_->NowUnixMs();
+    ++health_.adopted;
+    health_.adopted_map_writes += static_cast<uint64_t>(stats.map_writes());
+    store_->Adopted(*state_, revision_);
+  }
+  Mutation m;
+  m.audit.push_back({"replicated_state", "", "",
+                     absl::StrCat("{\"revision\":", revision, ",\"generation_from\":",
+                                  from_generation, ",\"generation\":", incoming.generation(),
+                                  ",\"map_writes\":", stats.map_writes(), "}")});
+  m.events.push_back(MakeEvent(
+      "replicated_state", "", "",
+      absl::StrCat("state revision ", revision, " applied (", stats.map_writes(), " map writes)")));
+  Finish(actor, m, absl::OkStatus(), incoming.generation());
+  return absl::OkStatus();
+}
+
+absl::Status StandaloneEngine::RefreshFromStore(const Actor& actor) {
+  absl::StatusOr<coord::StoredState> loaded;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    loaded = store_->Load();
+  }
+  if (!loaded.ok()) return loaded.status();
+  return AdoptReplicated(loaded->state, loaded->revision, actor);
+}
+
+void StandaloneEngine::Record(const Actor& actor, const std::string& action, const std::string& vip,
+                              const std::string& backend, const std::string& inputs_json,
+                              const std::string& message) {
+  Mutation m;
+  m.audit.push_back({action, vip, backend, inputs_json});
+  m.events.push_back(MakeEvent(action, vip, backend, message));
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    generation = health_.generation;
+  }
+  Finish(actor, m, absl::OkStatus(), generation);
+}
+
+void StandaloneEngine::SetCoordination(v1::Coordination view) {
+  std::lock_guard<std::mutex> lock(mu_);
+  coordination_ = std::move(view);
+}
+
+void StandaloneEngine::SetDiffProvider(DiffProvider provider) {
+  std::lock_guard<std::mutex> lock(mu_);
+  diff_provider_ = std::move(provider);
+}
+
+absl::StatusOr<v1::ConfigDiffResponse> StandaloneEngine::ConfigDiff() const {
+  DiffProvider provider;
+  v1::ConfigDiffResponse out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    provider = diff_provider_;
+    if (!provider) {
+      out.set_mode("standalone");
+      out.set_self("standalone");
+      v1::NodeRecord* n = out.add_nodes();
+      n->set_node("standalone");
+      n->set_unix_ms(clock_->NowUnixMs());
+      n->set_leader(true);
+      n->set_agent_version(options_.agent_version);
+    }
+  }
+  if (provider) return provider();
+  return out;
+}
 
 EngineHealth StandaloneEngine::Health() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -54,6 +54,7 @@
 #include "agent/core/clock.h"
 #include "agent/core/engine.h"
 #include "agent/core/image.h"
+#include "agent/coord/store.h"
 #include "agent/core/state_store.h"
 #include "agent/dataplane/dataplane.h"
 
@@ -67,6 +68,9 @@ struct EngineOptions {
   // the connection table (the walk holds the engine's lock).
   size_t flow_scan_limit = 65536;
   std::string agent_version = "0.1.0";
+  // Where the state lives (agent/coord/store.h). Null: the local state file
+  // (coord::FileStore over state_file), the standalone default.
+  std::shared_ptr<coord::Store> store;
 };
 
 // What one programming pass wrote (for logs, tests and the benchmark).
@@ -98,6 +102,10 @@ struct EngineHealth {
   ProgramStats start_reconcile;                    // what the start-up reconciliation wrote
   std::map<std::string, uint64_t> health_actions;  // automated health actions by kind
   bool torn_down = false;
+  int64_t store_revision = 0;       // the store's revision of the running state
+  uint64_t adopted = 0;             // replicated states applied (AdoptReplicated)
+  uint64_t adopted_map_writes = 0;  // map writes those applications made
+  uint64_t commit_conflicts = 0;    // operator writes retried after another writer won
 };
 
 class StandaloneEngine final : public Engine {
@@ -214,6 +222,31 @@ class StandaloneEngine final : public Engine {
   };
   void SetHealthView(HealthView view);
 
+  // ---- cluster mode (agent/coord) ----
+
+  // Makes `state`, read from the store at `revision` (a watch, or a re-read
+  // after the store was unreachable), the running state: validated as a
+  // whole, then programmed as a diff against what the maps hold (the same
+  // state again writes nothing). Older or equal revisions are ignored.
+  // `actor` is audited ("replication"). On a validation or programming error
+  // the running state stays (and the error is returned).
+  absl::Status AdoptReplicated(const v1::State& state, int64_t revision, const Actor& actor);
+  // Re-reads the store (Load) and adopts what it holds.
+  absl::Status RefreshFromStore(const Actor& actor);
+  // Writes an audit record (and sends an event of the same kind) for
+  // something this node noticed or did outside a state change, e.g.
+  // "coordination_lost", "leader_elected", "fenced", "split_view".
+  void Record(const Actor& actor, const std::string& action, const std::string& vip,
+              const std::string& backend, const std::string& inputs_json,
+              const std::string& message);
+  // The coordination view shown in GetStatus() (and so in metrics).
+  void SetCoordination(v1::Coordination view);
+  // `lbctl config diff`: answered by `provider` when set (cluster mode);
+  // otherwise the standalone answer (this node alone, no differences).
+  using DiffProvider = std::function<absl::StatusOr<v1::ConfigDiffResponse>()>;
+  void SetDiffProvider(DiffProvider provider);
+  absl::StatusOr<v1::ConfigDiffResponse> ConfigDiff() const override;
+
   EngineHealth Health() const;
   v1::State State() const;  // a copy of the current state
   // What the data plane's maps hold now (read back), e.g. to check that a
@@ -243,6 +276,9 @@ class StandaloneEngine final : public Engine {
     bool ids_changed = true;
     std::vector<v1::VipKey> scope;
     std::vector<std::string> diff;
+    // An automated decision (health, drain deadline): a clustered store
+    // lets only the leader write it, fenced.
+    bool automation = false;
   };
   using Change = std::function<absl::Status(v1::State&, Mutation&)>;
   struct CommitResult {
@@ -291,10 +327,13 @@ class StandaloneEngine final : public Engine {
   const EngineOptions options_;
   const Clock* const clock_;
   std::unique_ptr<AuditLog> audit_;
-  StateStore store_;
+  std::shared_ptr<coord::Store> store_;
 
   mutable std::mutex mu_;
   std::unique_ptr<v1::State> state_;  // replaced whole by each commit
+  int64_t revision_ = 0;              // the store's revision of state_
+  v1::Coordination coordination_;     // guarded by mu_
+  DiffProvider diff_provider_;        // guarded by mu_
   Image image_;                       // what the maps hold (as last programmed)
   std::string attached_if_;           // device the program was attached to by this engine
   EngineHealth health_;

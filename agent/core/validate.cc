@@ -590,6 +590,46 @@ absl::Status ValidateAgentConfig(const v1::AgentConfig& c) {
       !s.ok()) {
     return s;
   }
+  if (c.has_cluster()) {
+    const v1::Cluster& cl = c.cluster();
+    const FieldPath at = root.Child("cluster");
+    if (cl.endpoints_size() == 0) {
+      return at.Child("endpoints").Invalid("at least one etcd endpoint is required");
+    }
+    for (int i = 0; i < cl.endpoints_size(); ++i) {
+      const std::string& e = cl.endpoints(i);
+      const FieldPath ep = at.Child(absl::StrCat("endpoints[", i, "]"));
+      if (absl::StartsWith(e, "https://")) {
+        return ep.Invalid(absl::StrCat("\"", e, "\": TLS endpoints are not supported yet"));
+      }
+      const std::string hostport = absl::StartsWith(e, "http://") ? e.substr(7) : e;
+      const size_t colon = hostport.rfind(':');
+      if (hostport.empty() || colon == std::string::npos || colon == 0 ||
+          colon + 1 == hostport.size() ||
+          hostport.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
+          hostport.find_first_of("/ \t\r\n") != std::string::npos) {
+        return ep.Invalid(
+            absl::StrCat("\"", e, "\" is not an etcd endpoint (http://HOST:PORT or HOST:PORT)"));
+      }
+    }
+    if (!cl.prefix().empty() && (cl.prefix().front() != '/' || cl.prefix().back() == '/' ||
+                                 cl.prefix().find_first_of(" \t\r\n") != std::string::npos)) {
+      return at.Child("prefix").Invalid(absl::StrCat(
+          "\"", cl.prefix(), "\" must start with '/', not end with '/', and have no spaces"));
+    }
+    if (cl.node().empty() || cl.node().size() > 63 ||
+        cl.node().find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789-_.") != std::string::npos) {
+      return at.Child("node").Invalid(absl::StrCat(
+          "\"", cl.node(), "\" is not a node name (1..63 of letters, digits, '-', '_', '.')"));
+    }
+    if (cl.lease_ttl_s() != 0) {
+      if (auto s = CheckRange(cl.lease_ttl_s(), 2, 300, at.Child("lease_ttl_s")); !s.ok()) return s;
+    }
+    if (auto s = CheckRange(cl.drift_alert_s(), 0, 3600, at.Child("drift_alert_s")); !s.ok()) {
+      return s;
+    }
+  }
   if (c.has_probe_forwarding()) {
     const v1::ProbeForwarding& f = c.probe_forwarding();
     const FieldPath at = root.Child("probe_forwarding");

@@ -35,8 +35,11 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agent/api/server.h"
+#include "agent/coord/cluster.h"
+#include "agent/coord/etcd_store.h"
 #include "agent/core/agent_config.h"
 #include "agent/core/clock.h"
 #include "agent/core/log.h"
@@ -143,12 +146,34 @@ int CheckConfig(const std::string& path) {
   for (const v1::Vip& v : config->initial().vips()) backends += v.backends_size();
   printf("%s: ok (initial config: %d VIPs, %d backends)\n", path.c_str(),
          config->initial().vips_size(), backends);
+  if (config->has_cluster()) {
+    const v1::Cluster& c = config->cluster();
+    std::string endpoints;
+    for (const std::string& e : c.endpoints()) endpoints += (endpoints.empty() ? "" : ",") + e;
+    printf(
+        "cluster mode: node %s, etcd %s, prefix %s, lease TTL %u s; the state lives in etcd "
+        "(the state file is a cache; `initial` is used only if etcd holds no state yet)\n",
+        c.node().c_str(), endpoints.c_str(), c.prefix().empty() ? "/ballast" : c.prefix().c_str(),
+        c.lease_ttl_s() == 0 ? 10u : c.lease_ttl_s());
+  }
   return kExitOk;
 }
 
 int DumpState(const std::string& path) {
   core::StateStore store(path);
   auto state = store.Load();
+  if (!state.ok() && state.status().code() == absl::StatusCode::kDataLoss) {
+    // A cluster node's state cache (protobuf text, verified).
+    auto cached = coord::EtcdStore::ReadCache(path);
+    if (cached.ok()) {
+      printf("# state cache (cluster mode), etcd revision %lld\n",
+             static_cast<long long>(cached->revision));
+      state = std::move(cached->state);
+    } else if (cached.status().code() == absl::StatusCode::kDataLoss &&
+               absl::StrContains(cached.status().message(), "modified")) {
+      state = cached.status();
+    }
+  }
   if (!state.ok()) {
     fprintf(stderr, "%s\n", std::string(state.status().message()).c_str());
     return state.status().code() == absl::StatusCode::kDataLoss ? kExitUsage : kExitRuntime;
@@ -247,13 +272,13 @@ class MetricsServer {
 class HealthLoop {
  public:
   HealthLoop(core::StandaloneEngine* engine, const core::Clock* clock,
-             const v1::AgentConfig& config)
+             const v1::AgentConfig& config, core::HealthControllerOptions options)
       : engine_(engine),
         forwarding_(config.probe_forwarding()),
         // A sibling of pin_dir: the data plane's teardown unpins everything in
         // pin_dir and removes it; probe forwarding is torn down by Stop().
         probe_pin_dir_(config.pin_dir() + "-probe"),
-        controller_(engine, clock, core::HealthControllerOptions{},
+        controller_(engine, clock, std::move(options),
                     [this](const std::vector<probes::ProbeTarget>& t) { return Forward(t); }),
         thread_([this] { Loop(); }) {}
   ~HealthLoop() { Stop(); }
@@ -393,12 +418,31 @@ int Run(const std::string& config_path) {
     return kExitRuntime;
   }
   const bool adopted = (*dp)->adopted();
+  // Cluster mode: the state lives in etcd (agent/coord/cluster.h); the state
+  // file is only its cache.
+  std::unique_ptr<coord::ClusterNode> cluster;
+  if (config.has_cluster()) {
+    coord::ClusterOptions co;
+    co.config = config.cluster();
+    co.cache_file = config.state_file();
+    co.agent_version = BALLAST_VERSION;
+    auto node = coord::ClusterNode::Create(co);
+    if (!node.ok()) {
+      Log(LogLevel::kError, "refusing to start: cluster",
+          {{"error", std::string(node.status().message())}});
+      return kExitUsage;
+    }
+    cluster = std::move(*node);
+    Log(LogLevel::kInfo, "cluster mode",
+        {{"node", config.cluster().node()}, {"store", cluster->store()->Describe()}});
+  }
   core::SystemClock clock;
   core::EngineOptions eo;
   eo.state_file = config.state_file();
   eo.audit_log = config.audit_log();
   eo.attach_mode = AttachModeOf(config.attach_mode());
   eo.agent_version = BALLAST_VERSION;
+  if (cluster != nullptr) eo.store = cluster->store();
   auto engine = core::StandaloneEngine::Start(std::move(*dp), eo, &clock, config.initial());
   if (!engine.ok()) {
     Log(LogLevel::kError, "refusing to start", {{"error", std::string(engine.status().message())}});
@@ -440,7 +484,16 @@ int Run(const std::string& config_path) {
 
   // Health checking: its own thread, one evaluation per configured interval
   // (global.health; off when absent).
-  HealthLoop health_loop(engine->get(), &clock, config);
+  if (cluster != nullptr) cluster->Start(engine->get(), &clock);
+  core::HealthControllerOptions hco;
+  if (cluster != nullptr) {
+    coord::ClusterNode* node = cluster.get();
+    hco.decision_gate = [node](std::vector<core::StandaloneEngine::HealthDecision>* d,
+                               std::vector<core::StandaloneEngine::HealthRecord>* r) {
+      node->Gate(d, r);
+    };
+  }
+  HealthLoop health_loop(engine->get(), &clock, config, std::move(hco));
 
   // The main loop: signals, the drain-deadline tick, daily audit pruning.
   const timespec tick = {0, 200'000'000};
@@ -457,9 +510,14 @@ int Run(const std::string& config_path) {
           "SIGHUP ignored: the config changes through the API "
           "(lbctl config apply); the file is read at start only");
     }
-    if (auto n = (*engine)->Tick(); !n.ok()) {
-      Log(LogLevel::kError, "drain deadline tick failed",
-          {{"error", std::string(n.status().message())}});
+    // Drain deadlines are automated decisions: in a cluster only the leader
+    // writes them (and nobody while frozen).
+    const bool decides = cluster == nullptr || (cluster->IsLeader() && !cluster->Frozen());
+    if (decides) {
+      if (auto n = (*engine)->Tick(); !n.ok()) {
+        Log(LogLevel::kError, "drain deadline tick failed",
+            {{"error", std::string(n.status().message())}});
+      }
     }
     if (std::chrono::steady_clock::now() - last_prune > std::chrono::hours(24)) {
       last_prune = std::chrono::steady_clock::now();
@@ -473,6 +531,7 @@ int Run(const std::string& config_path) {
                                 : "left attached and pinned: forwarding continues"}});
   (*admin)->Shutdown();
   health_loop.Stop();
+  if (cluster != nullptr) cluster->Stop();
   metrics.reset();
   engine->reset();  // closes our fds only; the attachment and pins stay
   return kExitOk;

@@ -355,8 +355,20 @@ absl::Status RunConfigApply(Session& s, const Args& a, std::FILE* out) {
   return ApplyConfig(s, a, out, a.dry_run);
 }
 
+void ConfigDiffOptions(CLI::App& cmd, Args& a) {
+  cmd.add_option("-f,--file", a.file,
+                 "ballast.v1.Config in protobuf text format: show what applying it would change "
+                 "(without it: compare the cluster's nodes)");
+  cmd.add_flag("--allow-empty", a.allow_empty, "allow a config with no VIPs (removes every VIP)");
+}
+
 absl::Status RunConfigDiff(Session& s, const Args& a, std::FILE* out) {
-  return ApplyConfig(s, a, out, /*dry_run=*/true);
+  if (!a.file.empty()) return ApplyConfig(s, a, out, /*dry_run=*/true);
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::ConfigDiffResponse resp;
+  LBCTL_RETURN_IF_ERROR(
+      c->Call(c->config(), &v1::ConfigService::Stub::ConfigDiff, v1::ConfigDiffRequest(), &resp));
+  return Emit(a, out, resp, FormatConfigDiff(resp));
 }
 
 // ---- events, audit, teardown ------------------------------------------------------------
@@ -454,8 +466,10 @@ constexpr Command kCommands[] = {
     {"config", "get", "print the running config (protobuf text format)", NoOptions, RunConfigGet},
     {"config", "apply", "apply a config file, all or nothing (--dry-run: show the diff)",
      ConfigApplyOptions, RunConfigApply},
-    {"config", "diff", "show what applying a config file would change", ConfigFileOption,
-     RunConfigDiff},
+    {"config", "diff",
+     "compare the cluster's nodes (config and Maglev table hashes); -f FILE: show what "
+     "applying FILE would change",
+     ConfigDiffOptions, RunConfigDiff},
     {"events", "", "stream the agent's events", EventsOptions, RunEvents},
     {"audit", "", "show the audit log", AuditOptions, RunAudit},
     {"digest", "", "summarise a period of the audit log (actions, backends, alerts)", DigestOptions,

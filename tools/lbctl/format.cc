@@ -88,6 +88,23 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
       absl::StrCat("lbagent ", st.agent_version().empty() ? "?" : st.agent_version(), "  ",
                    attached, "  config generation ", st.config_generation(), "  last map update ",
                    Ago(st.last_map_update_unix_ms(), now), "\n");
+  if (st.coordination().mode() == "cluster") {
+    const v1::Coordination& c = st.coordination();
+    if (c.up()) {
+      absl::StrAppend(&out, "COORDINATION: cluster, node ", c.node(),
+                      c.is_leader() ? " (leader)" : "", ", leader ",
+                      c.leader().empty() ? "none" : c.leader(), ", ", c.live_nodes(),
+                      " live nodes, state revision ", c.state_revision(), ", config ",
+                      c.config_hash().substr(0, 12), ", ", c.differences(), " differences, ",
+                      c.split_views(), " split views\n");
+    } else {
+      absl::StrAppend(&out, "COORDINATION: etcd unreachable since ",
+                      FormatTimeMs(c.since_unix_ms()), " (", Ago(c.since_unix_ms(), now),
+                      "), frozen: forwarding on state revision ", c.state_revision(),
+                      ", no changes\n");
+    }
+    for (const std::string& a : c.alerts()) absl::StrAppend(&out, "ALERT: ", a, "\n");
+  }
   std::vector<std::pair<std::string, uint64_t>> verdicts(st.verdicts().begin(),
                                                          st.verdicts().end());
   std::sort(verdicts.begin(), verdicts.end());
@@ -275,6 +292,34 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& msg, bool pr
     return absl::InternalError(absl::StrCat("cannot print as JSON: ", status.ToString()));
   }
   if (!pretty) out.push_back('\n');  // add_whitespace already ends with one
+  return out;
+}
+
+}  // namespace ballast::lbctl
+
+namespace ballast::lbctl {
+
+std::string FormatConfigDiff(const v1::ConfigDiffResponse& resp) {
+  std::string out = absl::StrCat("mode ", resp.mode(), ", this node ", resp.self(), "\n");
+  absl::StrAppend(&out, absl::StrFormat("%-16s %-7s %-7s %-9s %-14s %s\n", "NODE", "LEADER",
+                                        "FROZEN", "REVISION", "CONFIG", "TABLES"));
+  for (const v1::NodeRecord& n : resp.nodes()) {
+    std::vector<std::string> tables;
+    std::vector<std::pair<std::string, std::string>> sorted(n.table_hashes().begin(),
+                                                            n.table_hashes().end());
+    std::sort(sorted.begin(), sorted.end());
+    for (const auto& [vip, h] : sorted) tables.push_back(absl::StrCat(vip, "=", h.substr(0, 8)));
+    absl::StrAppend(
+        &out, absl::StrFormat("%-16s %-7s %-7s %-9d %-14s %s\n", n.node(), n.leader() ? "yes" : "-",
+                              n.frozen() ? "yes" : "-", n.state_revision(),
+                              n.config_hash().substr(0, 12), absl::StrJoin(tables, " ")));
+  }
+  if (resp.differences_size() == 0) {
+    absl::StrAppend(&out, "differences: none\n");
+  } else {
+    absl::StrAppend(&out, "differences: ", resp.differences_size(), "\n");
+    for (const std::string& d : resp.differences()) absl::StrAppend(&out, "  ", d, "\n");
+  }
   return out;
 }
 

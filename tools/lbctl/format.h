@@ -51,6 +51,8 @@ std::string FormatDigest(const v1::QueryAuditResponse& audit, absl::Duration per
                          absl::Time now);
 std::string FormatEvent(const v1::Event& event);
 std::string FormatApply(const v1::ApplyConfigResponse& resp, bool dry_run);
+// `lbctl config diff` (no file): the nodes and their differences.
+std::string FormatConfigDiff(const v1::ConfigDiffResponse& resp);
 
 // Protobuf's JSON mapping; `pretty` adds newlines and indentation. Fields
 // with default values are printed too, so scripts see every field.

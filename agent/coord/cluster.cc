@@ -1,0 +1,564 @@
+#include "agent/coord/cluster.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/coord/hash.h"
+#include "agent/core/log.h"
+#include "agent/core/names.h"
+#include "agent/health/quorum.h"
+
+namespace ballast::coord {
+
+using core::Log;
+using core::LogLevel;
+
+namespace {
+
+constexpr char kActor[] = "coordination";
+
+std::string Short(const std::string& hash) { return hash.substr(0, 12); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Create(ClusterOptions options) {
+  std::unique_ptr<ClusterNode> n(new ClusterNode(std::move(options)));
+  etcd::ClientOptions co;
+  co.endpoints.assign(n->options_.config.endpoints().begin(), n->options_.config.endpoints().end());
+  // Short deadlines: a call that cannot finish within a tick or two means
+  // "unreachable", and the node freezes rather than waits.
+  co.call_timeout = absl::Seconds(2);
+  co.attempt_timeout = absl::Milliseconds(800);
+  co.connect_timeout = absl::Milliseconds(300);
+  auto client = etcd::Client::Create(co);
+  if (!client.ok()) return client.status();
+  n->client_ = std::move(*client);
+  EtcdStoreOptions so;
+  so.prefix = n->prefix_;
+  so.cache_file = n->options_.cache_file;
+  ClusterNode* self = n.get();
+  so.on_fenced = [self](const absl::Status& s) { self->OnFenced(s); };
+  n->store_ = std::make_shared<EtcdStore>(*n->client_, so);
+  return n;
+}
+
+ClusterNode::ClusterNode(ClusterOptions options)
+    : options_(std::move(options)),
+      prefix_(options_.config.prefix().empty() ? "/ballast" : options_.config.prefix()),
+      ttl_s_(options_.config.lease_ttl_s() == 0 ? 10 : options_.config.lease_ttl_s()) {}
+
+ClusterNode::~ClusterNode() { Stop(); }
+
+std::string ClusterNode::Key(absl::string_view rest) const { return absl::StrCat(prefix_, rest); }
+
+void ClusterNode::Start(core::StandaloneEngine* engine, const core::Clock* clock) {
+  engine_ = engine;
+  clock_ = clock;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    since_ms_ = clock_->NowUnixMs();
+  }
+  engine_->SetDiffProvider([this] { return Diff(); });
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void ClusterNode::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_ && !thread_.joinable()) return;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (watch_ != nullptr) watch_->Stop();
+  watch_.reset();
+  if (engine_ != nullptr) engine_->SetDiffProvider(nullptr);
+  if (leader_.load() && election_ != nullptr) {
+    if (auto f = store_->fence(); f.has_value()) (void)election_->Resign(*f);
+  }
+  leader_ = false;
+  store_->SetFence(std::nullopt);
+  election_.reset();
+  if (session_ != nullptr) (void)session_->Close();  // the node record goes with the lease
+  session_.reset();
+}
+
+void ClusterNode::Audit(const std::string& action, const std::string& vip,
+                        const std::string& backend, const std::string& inputs_json,
+                        const std::string& message) {
+  Log(action == "split_view" || action == "config_drift" || action == "fenced" ||
+              action == "coordination_lost"
+          ? LogLevel::kWarning
+          : LogLevel::kInfo,
+      message, {{"action", action}, {"vip", vip}, {"backend", backend}});
+  engine_->Record(core::Actor{kActor}, action, vip, backend, inputs_json, message);
+}
+
+void ClusterNode::OnFenced(const absl::Status& s) {
+  fenced_ = true;
+  leader_ = false;
+  Log(LogLevel::kWarning, "a fenced write was rejected: this node is no longer the leader",
+      {{"error", std::string(s.message())}});
+}
+
+void ClusterNode::StepDown(const std::string& why, const std::string& action) {
+  const bool was = leader_.exchange(false);
+  store_->SetFence(std::nullopt);
+  if (was || action == "fenced") {
+    Audit(action, "", "",
+          absl::StrCat("{\"node\":\"", options_.config.node(), "\",\"reason\":\"", why, "\"}"),
+          absl::StrCat("node ", options_.config.node(), " stepped down: ", why));
+  }
+}
+
+void ClusterNode::Loop() {
+  for (;;) {
+    const auto start = std::chrono::steady_clock::now();
+    Tick();
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_until(lock, start + absl::ToChronoMilliseconds(options_.tick),
+                   [this] { return stop_; });
+    if (stop_) return;
+  }
+}
+
+void ClusterNode::EnsureWatch() {
+  if (watch_ != nullptr && !watch_dead_.load()) return;
+  if (watch_ != nullptr) watch_->Stop();
+  watch_.reset();
+  watch_dead_ = false;
+  etcd::WatchSpec spec;
+  spec.key = store_->state_key();
+  spec.start_revision = engine_->Health().store_revision + 1;
+  auto w = client_->StartWatch(spec, [this](const etcd::WatchUpdate& u) { OnWatch(u); });
+  if (w.ok()) watch_ = std::move(*w);
+}
+
+void ClusterNode::OnWatch(const etcd::WatchUpdate& u) {
+  using K = etcd::WatchUpdate::Kind;
+  if (u.kind == K::kCompacted || u.kind == K::kFailed) {
+    watch_dead_ = true;  // the loop re-reads (every tick) and re-watches
+    return;
+  }
+  if (u.kind != K::kEvents) return;
+  for (auto it = u.events.rbegin(); it != u.events.rend(); ++it) {
+    if (it->type != etcd::Event::Type::kPut) continue;
+    v1::State st;
+    if (!st.ParseFromString(it->kv.value)) {
+      Log(LogLevel::kError, "the replicated state does not parse; not applied",
+          {{"revision", it->kv.mod_revision}});
+      return;
+    }
+    if (auto s = engine_->AdoptReplicated(st, it->kv.mod_revision, core::Actor{"replication"});
+        !s.ok()) {
+      Log(LogLevel::kError, "applying the replicated state failed",
+          {{"error", std::string(s.message())}});
+    }
+    return;  // the newest put is the state
+  }
+}
+
+void ClusterNode::Tick() {
+  const int64_t now = clock_->NowUnixMs();
+  // 1. The state (and whether etcd answers at all).
+  auto got = client_->Get(store_->state_key());
+  bool up = got.ok();
+  if (!got.ok() && !IsUnreachable(got.status())) {
+    Log(LogLevel::kWarning, "reading the replicated state failed",
+        {{"error", std::string(got.status().message())}});
+  }
+  bool was_up;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    was_up = up_;
+    if (up != up_) {
+      up_ = up;
+      since_ms_ = now;
+    }
+  }
+  if (!up) {
+    if (was_up || !frozen_.load()) {
+      frozen_ = true;
+      Audit("coordination_lost", "", "",
+            absl::StrCat("{\"error\":\"", absl::CEscape(got.status().message()), "\"}"),
+            absl::StrCat("etcd unreachable: frozen (forwarding on the last known state, no "
+                         "changes): ",
+                         got.status().message()));
+    }
+  } else {
+    const uint64_t writes_before = engine_->Health().adopted_map_writes;
+    if (got->kvs.size() == 1 && got->kvs[0].mod_revision > engine_->Health().store_revision) {
+      v1::State st;
+      if (st.ParseFromString(got->kvs[0].value)) {
+        if (auto s =
+                engine_->AdoptReplicated(st, got->kvs[0].mod_revision, core::Actor{"replication"});
+            !s.ok()) {
+          Log(LogLevel::kError, "applying the replicated state failed",
+              {{"error", std::string(s.message())}});
+        }
+      }
+    }
+    if (frozen_.load()) {
+      frozen_ = false;
+      const uint64_t writes = engine_->Health().adopted_map_writes - writes_before;
+      Audit(
+          "coordination_restored", "", "",
+          absl::StrCat("{\"revision\":", engine_->Health().store_revision,
+                       ",\"reread_map_writes\":", writes, "}"),
+          absl::StrCat("etcd reachable again: state at revision ", engine_->Health().store_revision,
+                       " re-read (", writes, " map writes), changes resume"));
+    }
+    EnsureWatch();
+  }
+
+  // 2. Session and leadership.
+  if (fenced_.exchange(false))
+    StepDown("a fenced write was rejected (a newer leader exists)", "fenced");
+  if (up) {
+    if (leader_.load()) {
+      // The fence, not our belief, decides: a fenced write every tick.
+      std::optional<etcd::Fence> fence = store_->fence();
+      if (fence.has_value()) {
+        auto r = etcd::FencedTxn(
+            *client_, *fence, {},
+            {etcd::Op::Put(Key("/leader-beat"), absl::StrCat(options_.config.node(), " ", now))});
+        if (!r.ok() && etcd::IsFenced(r.status())) {
+          StepDown(absl::StrCat("its fenced write was rejected by etcd: ", r.status().message()),
+                   "fenced");
+        }
+      }
+    }
+    if (session_ != nullptr && !session_->alive()) {
+      if (leader_.load()) StepDown("its session (lease) was lost", "step_down");
+      election_.reset();
+      session_.reset();
+    }
+    if (session_ == nullptr) {
+      etcd::SessionOptions so;
+      so.ttl_seconds = ttl_s_;
+      auto s = etcd::Session::Create(*client_, so);
+      if (s.ok()) {
+        session_ = std::move(*s);
+        election_ = std::make_unique<etcd::Election>(*client_, Key("/leader"), session_->lease_id(),
+                                                     options_.config.node());
+      }
+    }
+    if (election_ != nullptr && !leader_.load() && !frozen_.load()) {
+      auto f = election_->TryCampaign();
+      if (f.ok() && f->has_value()) {
+        store_->SetFence(**f);
+        leader_ = true;
+        Audit("leader_elected", "", "",
+              absl::StrCat("{\"node\":\"", options_.config.node(), "\",\"fence\":", (*f)->revision,
+                           "}"),
+              absl::StrCat("node ", options_.config.node(), " is the leader (fencing token ",
+                           (*f)->revision, ")"));
+      }
+    }
+    if (election_ != nullptr) {
+      if (auto l = election_->Leader(); l.ok()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        leader_name_ = l->has_value() ? (*l)->value : "";
+      }
+    }
+    // 3. Publish ours, read everyone's.
+    Publish();
+    ReadPeers();
+  } else if (session_ != nullptr && !session_->alive() && leader_.load()) {
+    StepDown("its session (lease) was lost while etcd was unreachable", "step_down");
+  }
+  Analyse();
+}
+
+void ClusterNode::Publish() {
+  v1::NodeRecord r;
+  r.set_node(options_.config.node());
+  r.set_unix_ms(clock_->NowUnixMs());
+  // A consistent snapshot: the state, its revision and the tables read
+  // back, with no replicated state applied in between (else read again).
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const int64_t before = engine_->Health().store_revision;
+    const v1::State state = engine_->State();
+    r.set_config_hash(StateHash(state));
+    r.set_state_revision(before);
+    r.clear_table_hashes();
+    for (const v1::Vip& v : state.config().vips()) {
+      auto t = engine_->ReadTable(v.key());
+      (*r.mutable_table_hashes())[core::VipKeyText(v.key())] =
+          t.ok() ? TableHash(*t) : absl::StrCat("error: ", t.status().message());
+    }
+    if (engine_->Health().store_revision == before) break;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const v1::Observation& o : observations_) *r.add_observations() = o;
+  }
+  r.set_leader(leader_.load());
+  r.set_frozen(frozen_.load());
+  r.set_agent_version(options_.agent_version);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    self_ = r;
+  }
+  if (session_ == nullptr) return;
+  auto p = client_->Put(Key(absl::StrCat("/nodes/", options_.config.node())), DeterministicBytes(r),
+                        session_->lease_id());
+  if (!p.ok()) {
+    Log(LogLevel::kWarning, "publishing the node record failed",
+        {{"error", std::string(p.status().message())}});
+  }
+}
+
+void ClusterNode::ReadPeers() {
+  auto all = client_->GetPrefix(Key("/nodes/"));
+  if (!all.ok()) return;
+  std::map<std::string, v1::NodeRecord> peers;
+  for (const etcd::KeyValue& kv : all->kvs) {
+    v1::NodeRecord r;
+    if (!r.ParseFromString(kv.value)) continue;
+    peers[r.node()] = std::move(r);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  peers_ = std::move(peers);
+}
+
+std::vector<std::string> ClusterNode::Differences(
+    const v1::NodeRecord& self, const std::map<std::string, v1::NodeRecord>& all) {
+  std::vector<std::string> out;
+  for (const auto& [name, r] : all) {
+    if (name == self.node()) continue;
+    // Nodes at different revisions are catching up (Analyse counts a node
+    // stuck behind as a difference after the grace period).
+    if (r.state_revision() != self.state_revision()) continue;
+    if (r.config_hash() != self.config_hash()) {
+      out.push_back(absl::StrCat("node ", name, ": config hash ", Short(r.config_hash()),
+                                 " (state revision ", r.state_revision(),
+                                 ") != ", Short(self.config_hash()), " (node ", self.node(),
+                                 ", revision ", self.state_revision(), ")"));
+    }
+    std::set<std::string> vips;
+    for (const auto& [v, h] : r.table_hashes()) vips.insert(v);
+    for (const auto& [v, h] : self.table_hashes()) vips.insert(v);
+    for (const std::string& v : vips) {
+      auto a = self.table_hashes().find(v);
+      auto b = r.table_hashes().find(v);
+      const std::string ha = a == self.table_hashes().end() ? "(none)" : a->second;
+      const std::string hb = b == r.table_hashes().end() ? "(none)" : b->second;
+      if (ha != hb) {
+        out.push_back(absl::StrCat("node ", name, ": vip ", v, " Maglev table ", Short(hb),
+                                   " != ", Short(ha), " (node ", self.node(), ")"));
+      }
+    }
+  }
+  return out;
+}
+
+void ClusterNode::Analyse() {
+  const int64_t now = clock_->NowUnixMs();
+  v1::NodeRecord self;
+  std::map<std::string, v1::NodeRecord> peers;
+  bool up;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    self = self_;
+    peers = peers_;
+    up = up_;
+  }
+  // Drift: only meaningful while we see the others.
+  std::vector<std::string> diffs = up ? Differences(self, peers) : std::vector<std::string>{};
+  const int64_t grace_ms = 1000 * static_cast<int64_t>(options_.config.drift_alert_s() == 0
+                                                           ? 5
+                                                           : options_.config.drift_alert_s());
+  if (up) {
+    std::map<std::string, std::pair<int64_t, int64_t>> seen;
+    for (const auto& [name, r] : peers) {
+      if (name == self.node()) continue;
+      auto it = revision_seen_.find(name);
+      std::pair<int64_t, int64_t> t = {r.state_revision(), now};
+      if (it != revision_seen_.end() && it->second.first == r.state_revision()) t = it->second;
+      seen[name] = t;
+      if (r.state_revision() < self.state_revision() && now - t.second >= grace_ms) {
+        diffs.push_back(absl::StrCat("node ", name, ": behind at state revision ",
+                                     r.state_revision(), " for ", (now - t.second) / 1000,
+                                     " s (node ", self.node(), ": ", self.state_revision(), ")"));
+      }
+    }
+    revision_seen_ = std::move(seen);
+  }
+  if (diffs.empty()) {
+    drift_since_ms_.reset();
+    drift_alerted_ = false;
+  } else {
+    if (!drift_since_ms_.has_value()) drift_since_ms_ = now;
+    if (!drift_alerted_ && now - *drift_since_ms_ >= grace_ms) {
+      drift_alerted_ = true;
+      Audit("config_drift", "", "",
+            absl::StrCat("{\"differences\":[\"", absl::StrJoin(diffs, "\",\""), "\"]}"),
+            absl::StrCat("configuration differs between nodes for ", (now - *drift_since_ms_),
+                         " ms: ", absl::StrJoin(diffs, "; ")));
+    }
+  }
+  // Split views: every backend any live node judged.
+  std::map<std::string, std::vector<health::ObserverVote>> votes;  // "vip backend"
+  std::map<std::string, std::vector<std::string>> who;
+  for (const auto& [name, r] : peers) {
+    if (r.frozen()) continue;
+    for (const v1::Observation& o : r.observations()) {
+      const std::string k = absl::StrCat(o.vip(), " ", o.backend());
+      votes[k].push_back(o.in_service() ? health::ObserverVote::kInService
+                                        : health::ObserverVote::kOut);
+      who[k].push_back(absl::StrCat(name, ":", o.state()));
+    }
+  }
+  std::vector<std::string> alerts;
+  std::set<std::string> split_now;
+  for (const auto& [k, v] : votes) {
+    const health::QuorumVerdict verdict = health::DecideQuorum(v);
+    if (verdict.outcome != health::QuorumOutcome::kSplit) continue;
+    split_now.insert(k);
+    alerts.push_back(absl::StrCat("split_view ", k, " (", absl::StrJoin(who[k], " "), ")"));
+    if (up && split_alerted_.count(k) == 0) {
+      const size_t sp = k.find(' ');
+      Audit("split_view", k.substr(0, sp), k.substr(sp + 1),
+            absl::StrCat("{\"observers\":\"", absl::StrJoin(who[k], " "),
+                         "\",\"out\":", verdict.out_votes, ",\"live\":", verdict.live,
+                         ",\"needed\":", verdict.needed, "}"),
+            absl::StrCat("observers disagree on ", k, ": ", verdict.out_votes, " of ", verdict.live,
+                         " vote it out, ", verdict.needed, " needed; nothing changes (",
+                         absl::StrJoin(who[k], " "), ")"));
+    }
+  }
+  if (up) split_alerted_ = split_now;
+  for (const std::string& d : diffs) alerts.push_back(absl::StrCat("config_difference ", d));
+
+  v1::Coordination c;
+  c.set_mode("cluster");
+  c.set_node(options_.config.node());
+  c.set_is_leader(leader_.load());
+  c.set_frozen(frozen_.load());
+  c.set_state_revision(engine_->Health().store_revision);
+  c.set_config_hash(self.config_hash());
+  c.set_differences(static_cast<uint32_t>(diffs.size()));
+  c.set_split_views(static_cast<uint32_t>(split_now.size()));
+  for (const std::string& a : alerts) c.add_alerts(a);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    differences_ = diffs;
+    alerts_ = alerts;
+    split_views_ = static_cast<uint32_t>(split_now.size());
+    c.set_up(up_);
+    c.set_since_unix_ms(since_ms_);
+    c.set_leader(leader_name_);
+    c.set_live_nodes(static_cast<uint32_t>(peers_.size()));
+  }
+  engine_->SetCoordination(std::move(c));
+}
+
+void ClusterNode::Gate(std::vector<core::StandaloneEngine::HealthDecision>* decisions,
+                       std::vector<core::StandaloneEngine::HealthRecord>* records) {
+  // This node's observations (its own health machine's verdicts), published
+  // with its record.
+  std::vector<v1::Observation> obs;
+  for (const auto& d : *decisions) {
+    if (d.clear) continue;
+    v1::Observation o;
+    o.set_vip(core::VipKeyText(d.vip));
+    o.set_backend(d.address);
+    o.set_state(d.mark.state());
+    o.set_in_service(d.mark.in_service() && !d.pin);
+    o.set_score(d.mark.score());
+    obs.push_back(std::move(o));
+  }
+  std::map<std::string, v1::NodeRecord> peers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    observations_ = obs;
+    peers = peers_;
+  }
+  if (frozen_.load() || !leader_.load()) {
+    // Only the leader writes decisions, and nobody while frozen.
+    decisions->clear();
+    records->clear();
+    return;
+  }
+  // The leader: a backend leaves (or comes back into) service only as the
+  // observer quorum says.
+  const v1::State state = engine_->State();
+  std::set<std::string> blocked;  // "vip backend" whose change is held back
+  std::vector<core::StandaloneEngine::HealthDecision> kept;
+  for (const auto& d : *decisions) {
+    const std::string vip = core::VipKeyText(d.vip);
+    const std::string k = absl::StrCat(vip, " ", d.address);
+    bool was_out = false;
+    for (const v1::BackendOverride& o : state.overrides()) {
+      if (core::VipKeyText(o.vip()) == vip && o.address() == d.address) {
+        was_out = o.pinned() || (o.has_health() && !o.health().in_service());
+      }
+    }
+    const bool wants_out = !d.clear && (!d.mark.in_service() || d.pin);
+    std::vector<health::ObserverVote> votes;
+    votes.push_back(wants_out ? health::ObserverVote::kOut : health::ObserverVote::kInService);
+    std::vector<std::string> who = {absl::StrCat(options_.config.node(), ":", d.mark.state())};
+    for (const auto& [name, r] : peers) {
+      if (name == options_.config.node() || r.frozen()) continue;
+      for (const v1::Observation& o : r.observations()) {
+        if (o.vip() == vip && o.backend() == d.address) {
+          votes.push_back(o.in_service() ? health::ObserverVote::kInService
+                                         : health::ObserverVote::kOut);
+          who.push_back(absl::StrCat(name, ":", o.state()));
+        }
+      }
+    }
+    const health::QuorumVerdict v = health::DecideQuorum(votes);
+    const bool out = health::QuorumKeepsOut(was_out, v);
+    if (out == wants_out || d.clear) {
+      kept.push_back(d);  // this node's verdict is the quorum's
+    } else if (out && !was_out) {
+      // A quorum of the others votes it out although this node's own logic
+      // keeps it: the quorum decides.
+      core::StandaloneEngine::HealthDecision q = d;
+      q.mark.set_in_service(false);
+      q.mark.set_state("down");
+      kept.push_back(q);
+      blocked.insert(k);  // this node's own records for it do not apply
+      records->push_back({"demote", vip, d.address,
+                          absl::StrCat("{\"quorum\":\"out\",\"out\":", v.out_votes,
+                                       ",\"live\":", v.live, ",\"needed\":", v.needed,
+                                       ",\"observers\":\"", absl::StrJoin(who, " "), "\"}"),
+                          absl::StrCat("demoted by observer quorum: ", v.out_votes, " of ", v.live,
+                                       " observers vote it out (", absl::StrJoin(who, " "), ")")});
+    } else {
+      blocked.insert(k);  // no quorum for the change: nothing changes
+    }
+  }
+  *decisions = std::move(kept);
+  records->erase(std::remove_if(records->begin(), records->end(),
+                                [&](const core::StandaloneEngine::HealthRecord& r) {
+                                  return blocked.count(absl::StrCat(r.vip, " ", r.backend)) != 0 &&
+                                         !absl::StrContains(r.inputs_json, "\"quorum\"");
+                                }),
+                 records->end());
+}
+
+absl::StatusOr<v1::ConfigDiffResponse> ClusterNode::Diff() const {
+  v1::ConfigDiffResponse out;
+  out.set_mode("cluster");
+  out.set_self(options_.config.node());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!up_) {
+    return absl::UnavailableError(
+        "etcd unreachable: the other nodes' records cannot be read (this node is frozen)");
+  }
+  std::map<std::string, v1::NodeRecord> all = peers_;
+  all[self_.node()] = self_;
+  for (const auto& [name, r] : all) *out.add_nodes() = r;
+  for (const std::string& d : differences_) out.add_differences(d);
+  return out;
+}
+
+}  // namespace ballast::coord

@@ -1,0 +1,148 @@
+// ClusterNode: lbagent's part in a cluster of routers sharing one etcd
+// (docs/cluster.md). It owns the etcd client, the EtcdStore the engine
+// writes through, this node's session (lease), the leader election, the
+// watch on the replicated state, and one background loop (every
+// `tick`) that:
+//   - reads `<prefix>/state` (also the reachability probe): a newer state is
+//     adopted by the engine (validate -> program a diff); etcd unreachable
+//     -> frozen (the health controller's decisions are dropped, operator
+//     writes fail UNAVAILABLE), audited once, shown in status and metrics;
+//     back -> re-read, converge (the same state writes no map), audited;
+//   - keeps a session; while it has one, campaigns for `<prefix>/leader`;
+//     the leader makes a fenced write each tick (`<prefix>/leader-beat`)
+//     and steps down, audited, as soon as etcd rejects a fenced write
+//     (a newer leader exists) or its session is lost;
+//   - publishes this node's NodeRecord at `<prefix>/nodes/<node>` under its
+//     session lease (config hash, per-VIP Maglev table hashes read back from
+//     the data plane, its health observations, leader, frozen), reads every
+//     node's record, counts the nodes whose hashes differ from ours
+//     (alerting `config_drift` after drift_alert_s) and the backends whose
+//     observers disagree (`split_view`, agent/health/quorum.h).
+// Gate() is the health controller's decision gate (health_controller.h).
+//
+// Threading: the loop and the watch run on their own threads; Gate() runs
+// on the health thread; the accessors are thread-safe. Stop() before the
+// engine is destroyed.
+#ifndef BALLAST_AGENT_COORD_CLUSTER_H_
+#define BALLAST_AGENT_COORD_CLUSTER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agent/coord/etcd_store.h"
+#include "agent/core/clock.h"
+#include "agent/core/standalone_engine.h"
+#include "agent/etcd/client.h"
+#include "agent/etcd/election.h"
+#include "agent/etcd/session.h"
+#include "agent/etcd/watch.h"
+#include "ballast/v1/agent.pb.h"
+#include "ballast/v1/api.pb.h"
+
+namespace ballast::coord {
+
+struct ClusterOptions {
+  v1::Cluster config;  // validated (ValidateAgentConfig)
+  std::string cache_file;
+  std::string agent_version;
+  absl::Duration tick = absl::Milliseconds(500);
+};
+
+class ClusterNode {
+ public:
+  // Creates the client and the store; contacts nobody yet.
+  static absl::StatusOr<std::unique_ptr<ClusterNode>> Create(ClusterOptions options);
+  ~ClusterNode();
+  ClusterNode(const ClusterNode&) = delete;
+  ClusterNode& operator=(const ClusterNode&) = delete;
+
+  // The store to give the engine (EngineOptions::store).
+  std::shared_ptr<EtcdStore> store() const { return store_; }
+
+  // Starts the loop and the watch; `engine` and `clock` must outlive Stop().
+  void Start(core::StandaloneEngine* engine, const core::Clock* clock);
+  // Stops both, resigns leadership and closes the session (best effort).
+  void Stop();
+
+  bool IsLeader() const { return leader_.load(); }
+  bool Frozen() const { return frozen_.load(); }
+
+  // The health controller's decision gate (see the file comment).
+  void Gate(std::vector<core::StandaloneEngine::HealthDecision>* decisions,
+            std::vector<core::StandaloneEngine::HealthRecord>* records);
+
+  // `lbctl config diff`.
+  absl::StatusOr<v1::ConfigDiffResponse> Diff() const;
+
+ private:
+  explicit ClusterNode(ClusterOptions options);
+  void Loop();
+  void Tick();
+  void Publish();
+  void ReadPeers();
+  void Analyse();
+  void StepDown(const std::string& why, const std::string& action);
+  void OnFenced(const absl::Status& s);
+  void EnsureWatch();
+  void OnWatch(const etcd::WatchUpdate& u);
+  void Audit(const std::string& action, const std::string& vip, const std::string& backend,
+             const std::string& inputs_json, const std::string& message);
+  std::string Key(absl::string_view rest) const;
+  // Differences between `self` and every other record at the same state
+  // revision (one line each): a different config or table hash.
+  static std::vector<std::string> Differences(const v1::NodeRecord& self,
+                                              const std::map<std::string, v1::NodeRecord>& all);
+
+  const ClusterOptions options_;
+  const std::string prefix_;
+  const int64_t ttl_s_;
+  std::unique_ptr<etcd::Client> client_;
+  std::shared_ptr<EtcdStore> store_;
+  core::StandaloneEngine* engine_ = nullptr;
+  const core::Clock* clock_ = nullptr;
+
+  // Loop thread only.
+  std::unique_ptr<etcd::Session> session_;
+  std::unique_ptr<etcd::Election> election_;
+  std::unique_ptr<etcd::Watch> watch_;
+  std::optional<int64_t> drift_since_ms_;
+  bool drift_alerted_ = false;
+  std::set<std::string> split_alerted_;  // "vip backend"
+  // Per peer: the state revision it last published and since when.
+  std::map<std::string, std::pair<int64_t, int64_t>> revision_seen_;
+
+  std::atomic<bool> leader_{false};
+  std::atomic<bool> frozen_{false};
+  std::atomic<bool> fenced_{false};      // set by OnFenced (any thread), handled by the loop
+  std::atomic<bool> watch_dead_{false};  // the watch ended (compacted, failed)
+
+  mutable std::mutex mu_;  // guards the members below
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool up_ = true;  // as last seen (start: assume up, the first tick decides)
+  int64_t since_ms_ = 0;
+  std::string leader_name_;
+  std::map<std::string, v1::NodeRecord> peers_;  // every live node's record, ours included
+  v1::NodeRecord self_;
+  std::vector<v1::Observation> observations_;  // the health thread's latest
+  std::vector<std::string> differences_;
+  std::vector<std::string> alerts_;
+  uint32_t split_views_ = 0;
+
+  std::thread thread_;
+};
+
+}  // namespace ballast::coord
+
+#endif  // BALLAST_AGENT_COORD_CLUSTER_H_
