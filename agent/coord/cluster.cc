@@ -120,6 +120,13 @@ void ClusterNode::Loop() {
   for (;;) {
     const auto start = std::chrono::steady_clock::now();
     Tick();
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+    if (took > 2000) {
+      // etcd slow (or unreachable): peers see this node's record age.
+      Log(LogLevel::kWarning, "coordination tick slow", {{"ms", static_cast<int64_t>(took)}});
+    }
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_until(lock, start + absl::ToChronoMilliseconds(options_.tick),
                    [this] { return stop_; });

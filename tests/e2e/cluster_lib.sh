@@ -15,7 +15,8 @@
 # pins, bpffs mounts), the etcd namespace, the temporary directory.
 #
 # Environment: LBAGENT, LBCTL, LBDP, TESTBACKEND (default: $BUILD, default
-# <repo>/build); etcd and etcdctl on PATH (Debian: etcd-server,
+# <repo>/build); CLUSTER_KEEP=DIR keeps the agents' logs and audit logs
+# there; etcd and etcdctl on PATH (Debian: etcd-server,
 # etcd-client); missing ones fail the test.
 set -euo pipefail
 
@@ -78,6 +79,13 @@ cluster_cleanup() {
     for n in "${NODES[@]}"; do
       echo "---- lbagent $n log (last 25 lines) ----" >&2
       tail -n 25 "$WORK/$n/lbagent.log" >&2 2>/dev/null || true
+    done
+  fi
+  if [[ -n ${CLUSTER_KEEP:-} ]]; then  # keep the agents' logs and audit logs for a look
+    mkdir -p "$CLUSTER_KEEP"
+    for n in "${NODES[@]}"; do
+      cp "$WORK/$n/lbagent.log" "$CLUSTER_KEEP/$n.log" 2>/dev/null || true
+      cp "$WORK/$n/audit.jsonl" "$CLUSTER_KEEP/$n.audit.jsonl" 2>/dev/null || true
     done
   fi
   for n in "${LABS[@]}"; do
@@ -167,7 +175,7 @@ cluster {
 $eps  node: "$n"
   prefix: "/ballast-test"
   lease_ttl_s: $TTL
-  drift_alert_s: 3
+  drift_alert_s: 5
 }
 probe_forwarding { device: "to-be1" gateway4: "198.18.11.2" gateway6: "2001:db8:11::2" }
 initial {
