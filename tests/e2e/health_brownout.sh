@@ -11,12 +11,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/health_lib.sh"
 
 BASE=${BASE:-20}
 SLOW=$((3 * BASE))
-# Passive signals are off (min_samples 1000): at a 20 ms response time the
-# per-interval unanswered_ratio (1 - first responses / handshakes of the same
-# interval) is noise that freezes the pool with no fault at all (reported to
-# the lead); latency_floor_ms 1 (default 10) so that 20 -> 60 ms is a 3x
-# slowdown for the score rather than 2.3x.
-SETTINGS=${SETTINGS:-"eval_interval_ms: 200 ramp_hold: 5 cooldown_base_s: 1 latency_floor_ms: 1 min_samples: 1000"}
+# latency_floor_ms 1 (default 10) so that 20 -> 60 ms is a 3x slowdown for the
+# score rather than 2.3x. Probes and passive signals both judge.
+SETTINGS=${SETTINGS:-"eval_interval_ms: 200 ramp_hold: 5 cooldown_base_s: 1 latency_floor_ms: 1"}
 health_lab_up "$SETTINGS"
 
 # The normal: BASE ms on every backend, nominal weight 100 each; then the

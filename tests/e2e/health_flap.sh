@@ -11,15 +11,12 @@
 # pinned while healthy; `lbctl backend release` makes it down, and it is
 # promoted after promote_after good evaluations.
 #
-# Passive signals are off (min_samples 1000): the per-interval
-# unanswered_ratio makes healthy peers "drift" at random, which freezes the
-# pool (2 of 3 unwell) and stops demotions and promotions (reported to the
-# lead). The probes decide; the fault (reset of every request) hits the
-# load as well.
+# Probes and passive signals both judge; the fault (reset of every request)
+# hits the load as well.
 # Prints the measured times. Needs root.
 source "$(dirname "${BASH_SOURCE[0]}")/health_lib.sh"
 
-health_lab_up "${SETTINGS:-eval_interval_ms: 100 promote_after: 5 ramp_hold: 2 cooldown_base_s: 1 pin_flaps: 3 min_samples: 1000}"
+health_lab_up "${SETTINGS:-eval_interval_ms: 100 promote_after: 5 ramp_hold: 2 cooldown_base_s: 1 pin_flaps: 3}"
 B=$BE1_ADDR4
 
 load_start flap 30 --workers 4 --rate 100 --timeout 1

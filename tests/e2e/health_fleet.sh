@@ -13,8 +13,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/health_lib.sh"
 
 BASE=${BASE:-20}
 SLOW=$((3 * BASE))
-# Passive signals off and latency_floor_ms 1: see health_brownout.sh.
-SETTINGS=${SETTINGS:-"eval_interval_ms: 200 ramp_hold: 5 cooldown_base_s: 1 latency_floor_ms: 1 min_samples: 1000"}
+# latency_floor_ms 1: see health_brownout.sh.
+SETTINGS=${SETTINGS:-"eval_interval_ms: 200 ramp_hold: 5 cooldown_base_s: 1 latency_floor_ms: 1"}
 health_lab_up "$SETTINGS"
 BES=("$BE1_ADDR4" "$BE2_ADDR4" "$BE3_ADDR4")
 
