@@ -382,7 +382,7 @@ std::vector<std::string> Conditions(const Work& w, bool frozen, absl::Time now, 
   if (w.st.disagreement.direction != Disagreement::kNone) {
     c.push_back(absl::StrCat("disagreement:", AV(DisagreementName(w.st.disagreement.direction))));
   }
-  if (SteadyDriftScore(w.st) < p.good_score) c.emplace_back("drift_from_baseline");
+  if (100.0 - w.drift_pen < p.good_score) c.emplace_back("drift_from_baseline");
   if (!w.st.in_service && !w.st.pinned && w.st.cooldown_until > now) c.emplace_back("cooldown");
   if (frozen) c.emplace_back("frozen");
   return c;
@@ -482,6 +482,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
 
   // Fleet guard.
   std::vector<std::string> unwell_keys;
+  int drifting = 0;
   for (Work& w : work) {
     const bool eligible =
         w.in->operator_state == OperatorState::kActive && w.in->nominal_weight > 0;
@@ -494,9 +495,16 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
       ++r.unwell;
       unwell_keys.push_back(w.st.key);
     }
+    // Drifting from its own baseline in this very evaluation. Noise does
+    // this to a few backends at a time, a fleet-wide slowdown to most of
+    // them at once: counted on its own, it freezes at the first evaluation
+    // of a slowdown, before any weight has moved.
+    if (100.0 - w.drift_pen < p.good_score) ++drifting;
   }
-  const bool over =
-      r.eligible > 0 && int64_t{r.unwell} * 100 > int64_t{p.fleet_guard_percent} * r.eligible;
+  auto above = [&](int n) {
+    return r.eligible > 0 && int64_t{n} * 100 > int64_t{p.fleet_guard_percent} * r.eligible;
+  };
+  const bool over = above(r.unwell) || above(drifting);
   auto guard_json = [&]() {
     JsonObject scores;
     for (const Work& w : work) {
@@ -506,6 +514,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
     }
     JsonObject o;
     o.Int("unwell", r.unwell)
+        .Int("drifting_now", drifting)
         .Int("eligible", r.eligible)
         .Int("fleet_guard_percent", p.fleet_guard_percent)
         .Strings("unwell_backends", unwell_keys)
@@ -519,9 +528,10 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
     r.state.clear_streak = 0;
     pool_actions.push_back(Action{
         ActionKind::kFreeze, now, input.pool, "",
-        absl::StrFormat("fleet-wide degradation: %d of %d eligible backends unwell (more than "
-                        "%d%%); weights frozen, no automated changes in this pool",
-                        r.unwell, r.eligible, p.fleet_guard_percent),
+        absl::StrFormat("fleet-wide degradation: %d of %d eligible backends unwell, %d "
+                        "drifting from their baselines now (more than %d%%); weights frozen, "
+                        "no automated changes in this pool",
+                        r.unwell, r.eligible, drifting, p.fleet_guard_percent),
         guard_json()});
   } else if (r.state.frozen) {
     if (over) {

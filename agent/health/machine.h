@@ -81,14 +81,18 @@
 // its SteadyScore() < good_score (so one noisy evaluation does not count), or if its signals
 // compared with its own baseline alone (ignoring peers) would give a score < good_score in each of
 // its last weight_score_window evaluations (SteadyDriftScore(); same reason) -- that is how a pool
-// that slows down as a whole is seen even though no backend is worse than its peers. If
-// unwell * 100 > fleet_guard_percent * eligible (strictly more than half with the default 50;
-// exactly half does not freeze) the pool freezes (action freeze). While frozen: no demotion,
-// promotion, ramp step or pin; streaks and ramp holds stay at 0; each backend's weight uses the
-// ramp percent, weight score and in-service flag held from the last unfrozen evaluation, so weights
-// do not change unless the operator changes them (drain, nominal weight). Scores, baselines, bands
-// and disagreements are still evaluated and reported. After unfreeze_after consecutive evaluations
-// at or below the threshold: action unfreeze, and the machine resumes.
+// that slows down as a whole is seen even though no backend is worse than its peers. A backend is
+// drifting if its drift score in this evaluation alone is < good_score. If
+// unwell * 100 > fleet_guard_percent * eligible, or drifting * 100 > fleet_guard_percent *
+// eligible (strictly more than half with the default 50; exactly half does not freeze) the pool
+// freezes (action freeze). The second count catches a fleet-wide slowdown at its first
+// evaluation, before a weight moves; noise makes a few backends drift at a time, not most. While
+// frozen: no demotion, promotion, ramp step or pin; streaks and ramp holds stay at 0; each
+// backend's weight uses the ramp percent, weight score and in-service flag held from the last
+// unfrozen evaluation, so weights do not change unless the operator changes them (drain, nominal
+// weight). Scores, baselines, bands and disagreements are still evaluated and reported. After
+// unfreeze_after consecutive evaluations at or below the threshold: action unfreeze, and the
+// machine resumes.
 //
 // Backends present in the input but not in the state are added (started as
 // Params::new_backend_start says: healthy at 100% by default, or at the first
