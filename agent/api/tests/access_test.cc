@@ -45,12 +45,12 @@ TEST_CASE("the method table lists exactly the RPCs of ballast.v1", "[access]") {
   CHECK(in_table.size() == AllMethods().size());  // no duplicates
 }
 
-TEST_CASE("read methods are exactly List*, Get*, WatchEvents, QueryAudit", "[access]") {
+TEST_CASE("read methods are exactly List*, Get*, WatchEvents, QueryAudit, ConfigDiff", "[access]") {
   for (const MethodInfo& m : AllMethods()) {
     const std::string name(m.name.substr(m.name.rfind('/') + 1));
     INFO(name);
     const bool read = name.rfind("List", 0) == 0 || name.rfind("Get", 0) == 0 ||
-                      name == "WatchEvents" || name == "QueryAudit";
+                      name == "WatchEvents" || name == "QueryAudit" || name == "ConfigDiff";
     if (name == "ApplyConfig") {
       CHECK(m.access == Access::kWriteUnlessDry);
     } else {
