@@ -294,11 +294,24 @@ void ClusterNode::Publish() {
     r.set_config_hash(StateHash(state));
     r.set_state_revision(before);
     r.clear_table_hashes();
-    for (const v1::Vip& v : state.config().vips()) {
-      auto t = engine_->ReadTable(v.key());
-      (*r.mutable_table_hashes())[core::VipKeyText(v.key())] =
-          t.ok() ? TableHash(*t) : absl::StrCat("error: ", t.status().message());
+    // The tables are read back from the data plane when the maps were
+    // written since the last read, and every 5 s regardless (a table that
+    // changed under us shows then); otherwise the last read is published.
+    const core::EngineHealth h = engine_->Health();
+    const int64_t now = clock_->NowUnixMs();
+    if (before != tables_revision_ || h.last_map_update_unix_ms != tables_map_update_ms_ ||
+        now - tables_read_ms_ >= 5000) {
+      tables_.clear();
+      for (const v1::Vip& v : state.config().vips()) {
+        auto t = engine_->ReadTable(v.key());
+        tables_[core::VipKeyText(v.key())] =
+            t.ok() ? TableHash(*t) : absl::StrCat("error: ", t.status().message());
+      }
+      tables_revision_ = before;
+      tables_map_update_ms_ = h.last_map_update_unix_ms;
+      tables_read_ms_ = now;
     }
+    for (const auto& [vip, hash] : tables_) (*r.mutable_table_hashes())[vip] = hash;
     if (engine_->Health().store_revision == before) break;
   }
   {

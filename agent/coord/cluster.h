@@ -119,6 +119,11 @@ class ClusterNode {
   std::optional<int64_t> drift_since_ms_;
   bool drift_alerted_ = false;
   std::set<std::string> split_alerted_;  // "vip backend"
+  // Publish(): the Maglev table hashes last read back from the data plane.
+  std::map<std::string, std::string> tables_;
+  int64_t tables_revision_ = -1;
+  int64_t tables_map_update_ms_ = -1;
+  int64_t tables_read_ms_ = 0;
   // Per peer: the state revision it last published and since when.
   std::map<std::string, std::pair<int64_t, int64_t>> revision_seen_;
 
