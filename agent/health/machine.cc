@@ -22,6 +22,7 @@ struct Work {
   const BackendInput* in = nullptr;
   BackendState st;
   int prev_score = 100;
+  int prev_steady = 100;  // SteadyScore() before this evaluation
   std::optional<CounterSnapshot> delta;
   bool counter_reset = false;
   absl::Duration interval = absl::ZeroDuration();  // between the two snapshots of `delta`
@@ -209,6 +210,7 @@ void Observe(std::vector<Work>& work, absl::Time now, const Params& p) {
       w.score.score = std::min(w.score.score, 100 - p.disagreement_penalty);
     }
     w.prev_score = w.st.score;
+    w.prev_steady = SteadyScore(w.st);
     if (w.score.evaluated) {
       w.st.score = w.score.score;
       const auto window = static_cast<size_t>(p.weight_score_window);
@@ -225,11 +227,14 @@ void Observe(std::vector<Work>& work, absl::Time now, const Params& p) {
 
 void ScoreBandAction(Work& w, absl::Time now, const std::string& pool, const Params& p) {
   if (!w.score.evaluated) return;
-  const int before = ScoreBand(w.prev_score, p);
-  const int after = ScoreBand(w.st.score, p);
+  // The steady score (what the weight uses), so that one noisy evaluation
+  // does not write two records.
+  const int steady = SteadyScore(w.st);
+  const int before = ScoreBand(w.prev_steady, p);
+  const int after = ScoreBand(steady, p);
   if (before == after) return;
   AddAction(w, ActionKind::kScoreBand, now, pool,
-            absl::StrFormat("score %d (band %d), was %d (band %d)", w.st.score, after, w.prev_score,
+            absl::StrFormat("score %d (band %d), was %d (band %d)", steady, after, w.prev_steady,
                             before));
 }
 

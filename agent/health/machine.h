@@ -59,8 +59,10 @@
 //     Demotion is checked first.
 //   pinned: only Release() leaves it (-> down, flaps and cooldown forgotten).
 //
-// Score bands: when an evaluated score is in another band than the previous
-// score (score.h ScoreBand), action score_band.
+// Score bands: when an evaluation moves the steady score (SteadyScore(), what
+// the weight uses) into another band (score.h ScoreBand), action score_band.
+// A single noisy evaluation does not move the steady score, so it writes no
+// record.
 //
 // Disagreement (score.h): an episode starts at the first evaluation whose
 // signals disagree; it continues through evaluations that disagree in the

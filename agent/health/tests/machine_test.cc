@@ -371,6 +371,9 @@ TEST_CASE("both probe and passive healthy give score 100 and full nominal weight
 TEST_CASE("score band crossings are actions carrying their inputs") {
   Sim s;
   s.Step(Healthy());
+  // One failing evaluation does not move the steady score (best of the last
+  // two); the second does.
+  CHECK(s.CountIn(s.Step(AFails()), ActionKind::kScoreBand) == 0);
   const Result& r = s.Step(AFails());
   REQUIRE(s.CountIn(r, ActionKind::kScoreBand) == 1);
   const Action& a = r.actions.front();
@@ -394,11 +397,13 @@ TEST_CASE("evidence is built for backends with actions or a health weight change
   Sim s;
   s.Step(Healthy());
   CHECK(s.Out("a").evidence_json.empty());
-  s.Step(AFails());  // score band action
+  s.Step(AFails());  // one bad evaluation: neither an action nor a weight change
+  CHECK(s.last.actions.empty());
+  CHECK(s.Out("a").evidence_json.empty());
+  s.Step(AFails());  // the steady score moves: band action, weight 100 -> 40
+  CHECK(s.CountIn(s.last, ActionKind::kScoreBand) == 1);
   CHECK_THAT(s.Out("a").evidence_json, Catch::StartsWith("{\"score\":40"));
   CHECK(s.Out("b").evidence_json.empty());
-  s.Step(AFails());  // no action, but the steady score now moves the weight 100 -> 40
-  CHECK(s.last.actions.empty());
   CHECK(s.Out("a").effective_weight == 40);
   CHECK_THAT(s.Out("a").evidence_json, Catch::Contains("\"effective_weight\":40"));
   PoolInput in = AFails();
