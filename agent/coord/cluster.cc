@@ -65,6 +65,7 @@ void ClusterNode::Start(core::StandaloneEngine* engine, const core::Clock* clock
   }
   engine_->SetDiffProvider([this] { return Diff(); });
   thread_ = std::thread([this] { Loop(); });
+  owner_thread_ = std::thread([this] { OwnerLoop(); });
 }
 
 void ClusterNode::Stop() {
@@ -75,6 +76,15 @@ void ClusterNode::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (owner_thread_.joinable()) owner_thread_.join();
+  for (auto& [text, o] : owned_) {
+    if (o.own == nullptr) continue;
+    // Stop forwarding first, then let the standby have it.
+    (void)engine_->SetVipOwnerDeadline(o.key, 0);
+    (void)o.own->Release();
+    o.own.reset();
+  }
+  owned_.clear();
   if (watch_ != nullptr) watch_->Stop();
   watch_.reset();
   if (engine_ != nullptr) engine_->SetDiffProvider(nullptr);
@@ -132,6 +142,146 @@ void ClusterNode::Loop() {
                    [this] { return stop_; });
     if (stop_) return;
   }
+}
+
+void ClusterNode::OwnerLoop() {
+  for (uint64_t i = 0;; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    OwnerTick(i % 5 == 0);
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_until(lock, start + std::chrono::milliseconds(100), [this] { return stop_; });
+    if (stop_) return;
+  }
+}
+
+void ClusterNode::OwnerTick(bool slow) {
+  const auto mono_ns = [] {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+  };
+  const int64_t margin_ms = ttl_s_ * 1000 / 4;
+  if (slow) {
+    // The set of ACTIVE_STANDBY VIPs follows the state.
+    std::map<std::string, v1::VipKey> want;
+    std::set<std::string> present;
+    const v1::State state = engine_->State();
+    for (const v1::Vip& v : state.config().vips()) {
+      const std::string text = core::VipKeyText(v.key());
+      present.insert(text);
+      if (v.ownership() == v1::ACTIVE_STANDBY) want[text] = v.key();
+    }
+    for (auto it = owned_.begin(); it != owned_.end();) {
+      if (want.count(it->first) != 0) {
+        ++it;
+        continue;
+      }
+      // No longer ACTIVE_STANDBY (or gone): forwarded by every node again.
+      if (present.count(it->first) != 0) (void)engine_->SetVipOwnerDeadline(it->second.key, {});
+      if (it->second.own != nullptr) (void)it->second.own->Release();
+      Log(LogLevel::kInfo, "vip no longer active/standby", {{"vip", it->first}});
+      it = owned_.erase(it);
+    }
+    for (const auto& [text, key] : want) {
+      if (owned_.count(text) == 0) owned_[text].key = key;
+    }
+  }
+  bool up;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    up = up_;
+  }
+  for (auto& [text, o] : owned_) {
+    if (o.own != nullptr && (o.lost->load() || !o.own->held())) {
+      (void)engine_->SetVipOwnerDeadline(o.key, 0);
+      const absl::Status why = o.own->status();
+      o.own.reset();
+      o.lost->store(false);
+      o.holder.clear();
+      Audit("vip_lost", text, "",
+            absl::StrCat("{\"node\":\"", options_.config.node(), "\",\"reason\":\"",
+                         absl::CEscape(why.message()), "\"}"),
+            absl::StrCat("node ", options_.config.node(), " lost vip ", text,
+                         ": stopped forwarding it (", why.message(), ")"));
+    }
+    if (o.own != nullptr) {
+      // Renew: the deadline follows the lease, a margin before it.
+      const auto d = o.own->deadline() - std::chrono::milliseconds(margin_ms);
+      const int64_t ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(d.time_since_epoch()).count();
+      const uint64_t w = ns > 0 ? static_cast<uint64_t>(ns) : 0;
+      if (w != o.written_ns) {
+        if (auto st = engine_->SetVipOwnerDeadline(o.key, w); st.ok()) {
+          o.written_ns = w;
+        } else {
+          Log(LogLevel::kWarning, "writing the owner deadline failed",
+              {{"vip", text}, {"error", std::string(st.message())}});
+        }
+      }
+      o.holder = options_.config.node();
+    }
+    if (!slow) continue;
+    // Read back what the data plane holds (status, and keeping a standby
+    // stopped: a VIP that became ACTIVE_STANDBY while it existed).
+    auto dpo = engine_->GetVipOwner(o.key);
+    if (dpo.ok()) {
+      o.dp_deadline = dpo->deadline_ns;
+      o.fenced = dpo->fenced;
+      if (o.own == nullptr && (!dpo->deadline_ns.has_value() || *dpo->deadline_ns > mono_ns())) {
+        (void)engine_->SetVipOwnerDeadline(o.key, 0);
+        o.dp_deadline = 0;
+      }
+    }
+    if (o.own == nullptr && up && !frozen_.load() && dpo.ok()) {
+      etcd::OwnershipOptions oo;
+      oo.ttl_seconds = ttl_s_;
+      core::StandaloneEngine* engine = engine_;
+      const v1::VipKey key = o.key;
+      std::shared_ptr<std::atomic<bool>> lost = o.lost;
+      oo.on_lost = [engine, key, lost](const absl::Status&) {
+        (void)engine->SetVipOwnerDeadline(key, 0);  // stop now, not at the deadline
+        lost->store(true);
+      };
+      etcd::KeyValue holder;
+      auto got = etcd::Ownership::TryAcquire(*client_, Key(absl::StrCat("/owners/", text)),
+                                             options_.config.node(), oo, &holder);
+      if (got.ok() && *got != nullptr) {
+        o.own = std::move(*got);
+        o.lost->store(false);
+        const auto d = o.own->deadline() - std::chrono::milliseconds(margin_ms);
+        const int64_t ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(d.time_since_epoch()).count();
+        o.written_ns = ns > 0 ? static_cast<uint64_t>(ns) : 0;
+        (void)engine_->SetVipOwnerDeadline(o.key, o.written_ns);
+        o.dp_deadline = o.written_ns;
+        o.holder = options_.config.node();
+        Audit("vip_acquired", text, "",
+              absl::StrCat("{\"node\":\"", options_.config.node(), "\",\"fence\":",
+                           o.own->fence().revision, ",\"margin_ms\":", margin_ms, "}"),
+              absl::StrCat("node ", options_.config.node(), " owns vip ", text,
+                           " and forwards it (fencing token ", o.own->fence().revision, ")"));
+      } else if (got.ok()) {
+        o.holder = holder.value;
+      }
+    }
+  }
+  if (!slow) return;
+  std::vector<v1::VipOwnerStatus> st;
+  const uint64_t now = mono_ns();
+  for (const auto& [text, o] : owned_) {
+    v1::VipOwnerStatus s;
+    s.set_vip(text);
+    s.set_owner(o.own != nullptr);
+    s.set_holder(o.holder);
+    if (o.dp_deadline.has_value()) {
+      s.set_deadline_in_ms((static_cast<int64_t>(*o.dp_deadline) - static_cast<int64_t>(now)) /
+                           1000000);
+    }
+    s.set_fenced(o.fenced);
+    st.push_back(std::move(s));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  owner_status_ = std::move(st);
 }
 
 void ClusterNode::EnsureWatch() {
@@ -475,6 +625,7 @@ void ClusterNode::Analyse() {
     c.set_since_unix_ms(since_ms_);
     c.set_leader(leader_name_);
     c.set_live_nodes(static_cast<uint32_t>(peers_.size()));
+    for (const v1::VipOwnerStatus& o : owner_status_) *c.add_owners() = o;
   }
   engine_->SetCoordination(std::move(c));
 }

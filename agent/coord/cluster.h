@@ -20,7 +20,20 @@
 //     observers disagree (`split_view`, agent/health/quorum.h).
 // Gate() is the health controller's decision gate (health_controller.h).
 //
-// Threading: the loop and the watch run on their own threads; Gate() runs
+// VIP ownership (Vip.ownership ACTIVE_STANDBY; docs/cluster.md): a second
+// loop (every 100 ms, its own thread so that a slow etcd call of the main
+// tick never delays a renewal) holds at most one etcd::Ownership per such
+// VIP on `<prefix>/owners/<vip>` (TTL = lease_ttl_s). The owner writes the
+// data-plane owner deadline `Ownership::deadline() - margin` (margin =
+// TTL/4) whenever the lease is renewed; on loss (on_lost) the deadline is
+// set to the past at once, audited `vip_lost`. A node that does not hold
+// the lease keeps the VIP stopped (the engine creates it stopped,
+// EngineOptions::vip_ownership) and tries to acquire it every 500 ms while
+// etcd is up and it is not frozen; etcd grants it only once the previous
+// owner's lease is gone, and only then is the deadline moved to the future
+// (audited `vip_acquired`). Stop() stops the VIPs it owns, then releases.
+//
+// Threading: the loops and the watch run on their own threads; Gate() runs
 // on the health thread; the accessors are thread-safe. Stop() before the
 // engine is destroyed.
 #ifndef BALLAST_AGENT_COORD_CLUSTER_H_
@@ -45,6 +58,7 @@
 #include "agent/core/standalone_engine.h"
 #include "agent/etcd/client.h"
 #include "agent/etcd/election.h"
+#include "agent/etcd/ownership.h"
 #include "agent/etcd/session.h"
 #include "agent/etcd/watch.h"
 #include "ballast/v1/agent.pb.h"
@@ -89,6 +103,8 @@ class ClusterNode {
   explicit ClusterNode(ClusterOptions options);
   void Loop();
   void Tick();
+  void OwnerLoop();
+  void OwnerTick(bool slow);
   void Publish();
   void ReadPeers();
   void Analyse();
@@ -146,6 +162,20 @@ class ClusterNode {
   uint32_t split_views_ = 0;
 
   std::thread thread_;
+
+  // VIP ownership (owner thread only, except the atomics).
+  struct OwnedVip {
+    v1::VipKey key;
+    std::unique_ptr<etcd::Ownership> own;
+    std::shared_ptr<std::atomic<bool>> lost = std::make_shared<std::atomic<bool>>(false);
+    std::string holder;                   // the holder as last seen ("" none)
+    uint64_t written_ns = 0;              // the deadline last written while owner
+    std::optional<uint64_t> dp_deadline;  // as last read back
+    uint64_t fenced = 0;
+  };
+  std::map<std::string, OwnedVip> owned_;         // by VipKeyText, the ACTIVE_STANDBY VIPs
+  std::vector<v1::VipOwnerStatus> owner_status_;  // guarded by mu_
+  std::thread owner_thread_;
 };
 
 }  // namespace ballast::coord

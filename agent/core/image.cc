@@ -120,6 +120,7 @@ absl::Status AddVip(const v1::State& state, const v1::Vip& vip, const OverrideIn
     return absl::InternalError(absl::StrCat("no vip id for ", VipKeyText(vip.key())));
   }
   vi.table_size = EffectiveTableSize(vip);
+  vi.active_standby = vip.ownership() == v1::ACTIVE_STANDBY;
   const std::string prefix = absl::StrCat("backend ", VipKeyText(vip.key()), " ");
   for (const v1::Backend& b : vip.backends()) {
     const std::string addr_text = CanonicalAddress(b.address());

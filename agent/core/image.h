@@ -70,6 +70,7 @@ struct VipImage {
   std::vector<maglev::Backend> inputs;  // effective weights, sorted by key
   size_t table_hash = 0;                // TableHash() of the table's contents
   std::map<uint32_t, uint32_t> slots;   // backend id -> slots it holds
+  bool active_standby = false;          // Vip.ownership ACTIVE_STANDBY (not read back)
 };
 
 struct Image {

@@ -187,6 +187,19 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
     w.Sample("ballast_coordination_leader", "", uint64_t{c.is_leader() ? 1u : 0u});
     w.Family("ballast_coordination_live_nodes", "gauge", "Nodes with a live record in etcd.");
     w.Sample("ballast_coordination_live_nodes", "", uint64_t{c.live_nodes()});
+    if (c.owners_size() > 0) {
+      w.Family("ballast_vip_owner", "gauge",
+               "1 while this node owns the active/standby VIP and forwards it, 0 while it is "
+               "its standby (VIP stopped).");
+      for (const v1::VipOwnerStatus& o : c.owners()) {
+        w.Sample("ballast_vip_owner", Label("vip", o.vip()), uint64_t{o.owner() ? 1u : 0u});
+      }
+      w.Family("ballast_vip_fenced_packets", "counter",
+               "Packets of the active/standby VIP dropped past its owner deadline.");
+      for (const v1::VipOwnerStatus& o : c.owners()) {
+        w.Sample("ballast_vip_fenced_packets", Label("vip", o.vip()), o.fenced());
+      }
+    }
     w.Family("ballast_config_differences", "gauge",
              "Live nodes whose configuration or Maglev table hashes differ from this node's. "
              "Must be 0.");

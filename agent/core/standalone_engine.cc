@@ -280,7 +280,9 @@ absl::Status StandaloneEngine::Program(const Image& from, const BuiltImage& buil
   for (const auto& [k, v] : to.vips) {
     auto it = from.vips.find(k);
     if (it != from.vips.end() && it->second.vip_id == v.vip_id) continue;
-    if (auto s = dp.UpsertVip(v.key, v.vip_id); !s.ok()) return s;
+    dataplane::VipOptions vo;
+    if (options_.vip_ownership && v.active_standby) vo.owner_deadline_if_new = 0;  // stopped
+    if (auto s = dp.UpsertVip(v.key, v.vip_id, vo); !s.ok()) return s;
     ++stats->vips_upserted;
   }
   // Backends that go away last: no table names them any more. (A backend
@@ -1386,6 +1388,19 @@ absl::StatusOr<std::vector<uint32_t>> StandaloneEngine::ReadTable(const v1::VipK
   const uint32_t id = VipIdOf(*state_, vip);
   if (id == 0) return absl::NotFoundError(absl::StrCat("vip ", VipKeyText(vip), " does not exist"));
   return dp_->GetTable(id);
+}
+
+absl::Status StandaloneEngine::SetVipOwnerDeadline(const v1::VipKey& vip,
+                                                   std::optional<uint64_t> monotonic_ns) {
+  auto key = ToDataplaneKey(vip);
+  if (!key.ok()) return key.status();
+  return dp_->SetVipOwnerDeadline(*key, monotonic_ns);
+}
+
+absl::StatusOr<dataplane::VipOwner> StandaloneEngine::GetVipOwner(const v1::VipKey& vip) const {
+  auto key = ToDataplaneKey(vip);
+  if (!key.ok()) return key.status();
+  return dp_->GetVipOwner(*key);
 }
 
 }  // namespace ballast::core

@@ -42,6 +42,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -71,6 +72,11 @@ struct EngineOptions {
   // Where the state lives (agent/coord/store.h). Null: the local state file
   // (coord::FileStore over state_file), the standalone default.
   std::shared_ptr<coord::Store> store;
+  // Cluster mode: a VIP with ownership ACTIVE_STANDBY is created stopped
+  // (owned mode, deadline in the past) and forwarded only once the cluster
+  // node (agent/coord/cluster.h) holds its lease and renews its deadline.
+  // false (standalone): the field is ignored, every VIP is forwarded.
+  bool vip_ownership = false;
 };
 
 // What one programming pass wrote (for logs, tests and the benchmark).
@@ -254,6 +260,10 @@ class StandaloneEngine final : public Engine {
   absl::StatusOr<Image> ReadDataplane() const;
   // The table the data plane holds for a VIP (read back from the map).
   absl::StatusOr<std::vector<uint32_t>> ReadTable(const v1::VipKey& vip) const;
+  // Dataplane::SetVipOwnerDeadline / GetVipOwner for a VIP (cluster mode's
+  // ownership). Callable from any thread (they do not take the engine lock).
+  absl::Status SetVipOwnerDeadline(const v1::VipKey& vip, std::optional<uint64_t> monotonic_ns);
+  absl::StatusOr<dataplane::VipOwner> GetVipOwner(const v1::VipKey& vip) const;
 
  private:
   struct AuditEntry {

@@ -297,6 +297,11 @@ absl::Status ValidateVip(const v1::Vip& vip, const FieldPath& at) {
     return at.Child("mode").Invalid(
         absl::StrCat(static_cast<int>(vip.mode()), " is not a forwarding mode (ENCAP)"));
   }
+  if (!v1::VipOwnership_IsValid(vip.ownership())) {
+    return at.Child("ownership")
+        .Invalid(absl::StrCat(static_cast<int>(vip.ownership()),
+                              " is not an ownership (OWNERSHIP_NONE, ACTIVE_STANDBY)"));
+  }
   if (vip.name().size() > kMaxNameBytes || !Printable(vip.name())) {
     return at.Child("name").Invalid(
         absl::StrCat("must be at most ", kMaxNameBytes, " bytes without control characters"));

@@ -16,7 +16,8 @@
 #
 # Environment: LBAGENT, LBCTL, LBDP, TESTBACKEND (default: $BUILD, default
 # <repo>/build); CLUSTER_KEEP=DIR keeps the agents' logs and audit logs
-# there; etcd and etcdctl on PATH (Debian: etcd-server,
+# there; VIP_EXTRA= adds a line to the IPv4 VIP's config (e.g.
+# "ownership: ACTIVE_STANDBY"); etcd and etcdctl on PATH (Debian: etcd-server,
 # etcd-client); missing ones fail the test.
 set -euo pipefail
 
@@ -188,7 +189,8 @@ initial {
   }
   vips {
     key { address: "198.18.0.10" port: 80 protocol: TCP }
-    name: "web4"
+    name: "web4"${VIP_EXTRA:+
+    $VIP_EXTRA}
 $(for i in 1 2 3; do
     printf '    backends { address: "198.18.1%s.2" weight: 10\n' "$i"
     printf '      probe { kind: HTTP interval_ms: 200 timeout_ms: 150 http_path: "/" body_contains: "backend-%s" } }\n' "$i"

@@ -443,6 +443,7 @@ int Run(const std::string& config_path) {
   eo.attach_mode = AttachModeOf(config.attach_mode());
   eo.agent_version = BALLAST_VERSION;
   if (cluster != nullptr) eo.store = cluster->store();
+  eo.vip_ownership = cluster != nullptr;
   auto engine = core::StandaloneEngine::Start(std::move(*dp), eo, &clock, config.initial());
   if (!engine.ok()) {
     Log(LogLevel::kError, "refusing to start", {{"error", std::string(engine.status().message())}});

@@ -103,6 +103,14 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
                       "), frozen: forwarding on state revision ", c.state_revision(),
                       ", no changes\n");
     }
+    for (const v1::VipOwnerStatus& o : c.owners()) {
+      absl::StrAppend(&out, "OWNERSHIP: vip ", o.vip(),
+                      " active/standby: ", o.owner() ? "owner (forwarding)" : "standby (stopped)",
+                      ", holder ", o.holder().empty() ? "none" : o.holder(), ", deadline ",
+                      o.deadline_in_ms() > 0 ? absl::StrCat("in ", o.deadline_in_ms(), " ms")
+                                             : std::string("passed"),
+                      ", fenced ", Compact(o.fenced()), "\n");
+    }
     for (const std::string& a : c.alerts()) absl::StrAppend(&out, "ALERT: ", a, "\n");
   }
   std::vector<std::pair<std::string, uint64_t>> verdicts(st.verdicts().begin(),

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# e2e cluster: VIP ownership, active/standby (docs/cluster.md).
+# Two nodes, one ACTIVE_STANDBY VIP, clients sending new connections through
+# both nodes all along, both data planes' per-VIP counters (lbdp stats:
+# packets forwarded, fenced) sampled every ~100 ms:
+#  - one node owns the VIP and forwards it, the other keeps it stopped;
+#  - the owner SIGSTOPped: its data plane stops forwarding the VIP (fenced
+#    counter rises) before its lease can have expired (SIGSTOP + TTL); the
+#    standby acquires the lease and forwards; the owner's last forwarded
+#    packet is sampled before the standby's first (zero overlap);
+#  - the owner SIGCONTed: it does not forward again (no forwarded packets,
+#    fenced rises), audits vip_lost and shows standby.
+source "$(dirname "$0")/cluster_lib.sh"
+TTL=3
+VIP=198.18.0.10:80/tcp
+export VIP_EXTRA="ownership: ACTIVE_STANDBY"
+BG=()
+trap 'rc=$?; for p in "${BG[@]}"; do kill "$p" 2>/dev/null || true; done; (exit $rc); cluster_cleanup' EXIT
+
+pins() { echo "/run/ballast-lab/$(labp "$1")/bpffs/router/ballast"; }
+# counters NODE: "packets fenced" of the VIP in NODE's data plane.
+counters() {
+  "$LBDP" --pin-dir "$(pins "$1")" stats --json 2>/dev/null | python3 -c '
+import json, sys
+for v in json.load(sys.stdin).get("vips", []):
+    if v["vip"] == sys.argv[1]: print(v["packets"], v["fenced"]); sys.exit(0)
+print("0 0")' "$VIP" 2>/dev/null || echo "0 0"
+}
+# owner_of NODE: true/false, whether NODE says it owns the VIP.
+owner_of() {
+  lbctl "$1" --json status 2>/dev/null | python3 -c '
+import json, sys
+for o in json.load(sys.stdin).get("coordination", {}).get("owners", []):
+    print("true" if o.get("owner") else "false"); sys.exit(0)
+print("none")' || echo "error"
+}
+vip_metric() {
+  ip netns exec "$(labp "$1")-router" curl -s --max-time 2 http://127.0.0.1:9580/metrics |
+    awk '$1 ~ /^ballast_vip_owner\{/ { print $2 }'
+}
+
+cluster_up 2 1
+one_owner() {
+  local a b
+  a=$(owner_of a)
+  b=$(owner_of b)
+  [[ ($a == true && $b == false) || ($a == false && $b == true) ]]
+}
+check "exactly one node owns the VIP" wait_for 15 one_owner
+if [[ $(owner_of a) == true ]]; then OWNER=a STANDBY=b; else OWNER=b STANDBY=a; fi
+log "owner $OWNER, standby $STANDBY"
+lbctl "$OWNER" status | grep OWNERSHIP || true
+lbctl "$STANDBY" status | grep OWNERSHIP || true
+check "metric ballast_vip_owner 1 on the owner" test "$(vip_metric "$OWNER")" = 1
+check "metric ballast_vip_owner 0 on the standby" test "$(vip_metric "$STANDBY")" = 0
+served() { (($(answered "$OWNER" 5) == 5)); }
+check "the owner answers" wait_for 10 served
+check "the standby answers nothing" test "$(answered "$STANDBY" 3)" = 0
+
+# Clients on both sides, new connections all along; counters sampled.
+for n in "$OWNER" "$STANDBY"; do
+  (while :; do
+    ip netns exec "$(labp "$n")-client" curl -s -H 'Connection: close' --connect-timeout 0.3 \
+      --max-time 0.5 -o /dev/null http://198.18.0.10/ || true
+    sleep 0.03
+  done) &
+  BG+=($!)
+done
+SAMPLES=$WORK/samples
+(while :; do
+  echo "$(now) $(counters "$OWNER") $(counters "$STANDBY")" >>"$SAMPLES" 2>/dev/null
+  sleep 0.08
+done) &
+BG+=($!)
+sleep 2
+T_STOP=$(now)
+kill -STOP "${AGENT[$OWNER]}"
+log "owner $OWNER SIGSTOPped"
+standby_owns() { [[ $(owner_of "$STANDBY") == true ]]; }
+check "the standby acquires the VIP" wait_for $((TTL + 10)) standby_owns
+log "figure: SIGSTOP -> standby owns (lbctl): $(since "$T_STOP") s"
+served_standby() { (($(answered "$STANDBY" 3) == 3)); }
+check "traffic is answered through the standby" wait_for 5 served_standby
+sleep 2
+T_CONT=$(now)
+kill -CONT "${AGENT[$OWNER]}"
+log "owner $OWNER SIGCONTed"
+sleep 3
+read -r pk1 fe1 <<<"$(counters "$OWNER")"
+sleep 3
+read -r pk2 fe2 <<<"$(counters "$OWNER")"
+for p in "${BG[@]}"; do kill "$p" 2>/dev/null || true; done
+wait "${BG[@]}" 2>/dev/null || true
+BG=()
+check "the old owner forwards nothing after SIGCONT (packets $pk1 -> $pk2)" test "$pk1" = "$pk2"
+check "the old owner's fenced counter rises after SIGCONT ($fe1 -> $fe2)" test "$fe2" -gt "$fe1"
+check "the old owner shows standby" test "$(owner_of "$OWNER")" = false
+check "the old owner audited vip_lost" test "$(audit_count "$OWNER" vip_lost)" -ge 1
+check "the new owner audited vip_acquired" test "$(audit_count "$STANDBY" vip_acquired)" -ge 1
+check "metric ballast_vip_owner 0 on the old owner" test "$(vip_metric "$OWNER")" = 0
+check "metric ballast_vip_owner 1 on the new owner" test "$(vip_metric "$STANDBY")" = 1
+lbctl "$OWNER" status | grep OWNERSHIP || true
+lbctl "$STANDBY" status | grep OWNERSHIP || true
+
+# The timeline, from the samples: "time opk ofe spk sfe".
+read -r last_owner first_fenced first_standby < <(awk -v s="$T_STOP" -v c="$T_CONT" '
+  NR > 1 && $1 <= c && $2 > po { lo = $1 }
+  NR > 1 && $1 >= s && $3 > pf && ff == "" { ff = $1 }
+  NR > 1 && $4 > ps && fs == "" { fs = $1 }
+  { po = $2; pf = $3; ps = $4 }
+  END { print (lo == "" ? 0 : lo), (ff == "" ? 0 : ff), (fs == "" ? 0 : fs) }' "$SAMPLES")
+log "samples: $(wc -l <"$SAMPLES")"
+check "the owner forwarded before the SIGSTOP" awk -v a="$last_owner" 'BEGIN { exit !(a > 0) }'
+check "the standby forwarded" awk -v a="$first_standby" 'BEGIN { exit !(a > 0) }'
+check "the standby forwarded nothing before the SIGSTOP" awk -v a="$first_standby" -v s="$T_STOP" 'BEGIN { exit !(a > s) }'
+check "the owner's data plane stopped (fenced) after the SIGSTOP" awk -v a="$first_fenced" 'BEGIN { exit !(a > 0) }'
+check "zero overlap: the owner's last forwarded sample precedes the standby's first" \
+  awk -v a="$last_owner" -v b="$first_standby" 'BEGIN { exit !(a < b) }'
+check "the owner stopped before its lease could expire (SIGSTOP + TTL)" \
+  awk -v a="$first_fenced" -v s="$T_STOP" -v t="$TTL" 'BEGIN { exit !(a < s + t) }'
+log "figure: SIGSTOP -> owner's last forwarded sample: $(awk -v a="$last_owner" -v s="$T_STOP" 'BEGIN { printf "%.2f", a - s }') s"
+log "figure: SIGSTOP -> owner's data plane fences: $(awk -v a="$first_fenced" -v s="$T_STOP" 'BEGIN { printf "%.2f", a - s }') s"
+log "figure: SIGSTOP -> standby forwards: $(awk -v a="$first_standby" -v s="$T_STOP" 'BEGIN { printf "%.2f", a - s }') s (TTL $TTL s)"
+cluster_finish
