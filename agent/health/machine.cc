@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "agent/health/json_writer.h"
 
@@ -510,7 +511,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
     return r.eligible > 0 && int64_t{n} * 100 > int64_t{p.fleet_guard_percent} * r.eligible;
   };
   const bool over = above(r.unwell) || above(drifting);
-  auto guard_json = [&]() {
+  auto guard_json = [&](const std::vector<std::string>& weights_restored) {
     JsonObject scores;
     for (const Work& w : work) {
       if (w.in->operator_state == OperatorState::kActive && w.in->nominal_weight > 0) {
@@ -522,8 +523,9 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
         .Int("drifting_now", drifting)
         .Int("eligible", r.eligible)
         .Int("fleet_guard_percent", p.fleet_guard_percent)
-        .Strings("unwell_backends", unwell_keys)
-        .Object("scores", scores);
+        .Strings("unwell_backends", unwell_keys);
+    if (!weights_restored.empty()) o.Strings("weights_restored", weights_restored);
+    o.Object("scores", scores);
     return o.Build();
   };
   std::vector<Action> pool_actions;
@@ -531,13 +533,24 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
     r.state.frozen = true;
     r.state.frozen_since = now;
     r.state.clear_streak = 0;
+    std::vector<std::string> restored;
+    for (Work& w : work) {
+      if (w.st.applied_weight_score != w.st.prev_applied_weight_score) {
+        w.st.applied_weight_score = w.st.prev_applied_weight_score;
+        restored.push_back(w.st.key);
+      }
+    }
+    std::string inputs = guard_json(restored);
     pool_actions.push_back(Action{
         ActionKind::kFreeze, now, input.pool, "",
         absl::StrFormat("fleet-wide degradation: %d of %d eligible backends unwell, %d "
                         "drifting from their baselines now (more than %d%%); weights frozen, "
-                        "no automated changes in this pool",
-                        r.unwell, r.eligible, drifting, p.fleet_guard_percent),
-        guard_json()});
+                        "no automated changes in this pool%s",
+                        r.unwell, r.eligible, drifting, p.fleet_guard_percent,
+                        restored.empty() ? ""
+                                         : absl::StrCat("; the last weight change of ",
+                                                        absl::StrJoin(restored, ", "), " undone")),
+        std::move(inputs)});
   } else if (r.state.frozen) {
     if (over) {
       r.state.clear_streak = 0;
@@ -548,7 +561,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
                                  "evaluations; automated changes resume after %s frozen",
                                  r.unwell, r.eligible, r.state.clear_streak,
                                  absl::FormatDuration(now - r.state.frozen_since)),
-                 guard_json()});
+                 guard_json({})});
       r.state.frozen = false;
       r.state.frozen_since = absl::InfinitePast();
       r.state.clear_streak = 0;
@@ -563,6 +576,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
       Transition(w, now, input.pool, p);
       w.st.applied_in_service = w.st.in_service;
       w.st.applied_ramp_percent = p.ramp_percents[w.st.ramp_step];
+      w.st.prev_applied_weight_score = w.st.applied_weight_score;
       w.st.applied_weight_score = WeightScore(SteadyScore(w.st), p);
     }
   }

@@ -88,7 +88,10 @@
 // unwell * 100 > fleet_guard_percent * eligible, or drifting * 100 > fleet_guard_percent *
 // eligible (strictly more than half with the default 50; exactly half does not freeze) the pool
 // freezes (action freeze). The second count catches a fleet-wide slowdown at its first
-// evaluation, before a weight moves; noise makes a few backends drift at a time, not most. While
+// evaluation, before a weight moves; noise makes a few backends drift at a time, not most. A
+// slowdown reaches backends milliseconds apart, so the first one to slow down may have lost weight
+// in the evaluation just before the freeze: the freeze undoes that last weight-score change (its
+// inputs list the backends as weights_restored) and holds the weights from before it. While
 // frozen: no demotion, promotion, ramp step or pin; streaks and ramp holds stay at 0; each
 // backend's weight uses the ramp percent, weight score and in-service flag held from the last
 // unfrozen evaluation, so weights do not change unless the operator changes them (drain, nominal
@@ -188,6 +191,9 @@ struct BackendState {
   bool applied_in_service = true;
   int applied_ramp_percent = 100;
   int applied_weight_score = 100;
+  // applied_weight_score as it was before the last unfrozen evaluation: a
+  // freeze restores it (see the fleet guard above).
+  int prev_applied_weight_score = 100;
 
   bool operator==(const BackendState&) const = default;
 };

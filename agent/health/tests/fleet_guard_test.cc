@@ -185,6 +185,43 @@ TEST_CASE("a pool that slows down together freezes, though no backend is slower 
   CHECK(s.Count(ActionKind::kUnfreeze) == 1);
 }
 
+TEST_CASE("a weight cut in the evaluation before a freeze is undone by the freeze") {
+  Sim s;
+  std::map<std::string, testing::Counters> counters;
+  const std::vector<std::string> keys = {"a", "b", "c"};
+  auto pool = [&](const std::set<std::string>& slow) {
+    PoolInput in;
+    in.pool = "198.18.0.10:443/tcp";
+    for (const auto& k : keys) {
+      testing::Traffic t;
+      t.first_response_ms = slow.contains(k) ? 30 : 10;
+      BackendInput b;
+      b.key = k;
+      b.nominal_weight = 100;
+      b.probe = ProbeOk();
+      b.counters = counters[k].Add(t);
+      in.backends.push_back(b);
+    }
+    return in;
+  };
+  for (int i = 0; i < 20; ++i) s.Step(pool({}));
+  // The slowdown reaches a first, two evaluations early: slower than its
+  // peers, its steady score drops and it loses weight ...
+  s.Step(pool({"a"}));
+  s.Step(pool({"a"}));
+  REQUIRE_FALSE(s.state.frozen);
+  REQUIRE(s.Out("a").effective_weight < 100);
+  // ... then everyone is slow: the freeze gives a its weight back and holds.
+  const Result& r = s.Step(pool({"a", "b", "c"}));
+  REQUIRE(s.CountIn(r, ActionKind::kFreeze) == 1);
+  CHECK_THAT(r.actions.front().message, Catch::Contains("the last weight change of a undone"));
+  CHECK_THAT(r.actions.front().inputs_json, Catch::Contains("\"weights_restored\":[\"a\"]"));
+  for (int i = 0; i < 20; ++i) {
+    s.Step(pool({"a", "b", "c"}));
+    CHECK(Weights(s.last) == (std::map<std::string, uint32_t>{{"a", 100}, {"b", 100}, {"c", 100}}));
+  }
+}
+
 TEST_CASE("noise that makes a few backends drift for one evaluation at a time does not freeze") {
   Sim s;
   std::map<std::string, testing::Counters> counters;
