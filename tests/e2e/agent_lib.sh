@@ -9,42 +9,20 @@
 # build directory $BUILD, default <repo>/build).
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${BUILD:-$repo/build}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 LBAGENT=${LBAGENT:-$BUILD/tools/lbagent/lbagent}
 LBCTL=${LBCTL:-$BUILD/tools/lbctl/lbctl}
 LBDP=${LBDP:-$BUILD/tools/lbdp/lbdp}
 export LBDP
 
-T_NAME=$(basename "$0" .sh)
 PREFIX=${PREFIX:-ag$$}
 LAB=("$repo/tools/lab/lab" --prefix "$PREFIX" --no-build)
 PIDS=()          # background processes this test started (killed by PID)
 AGENT_PID=""
-FAILED=0
 
-log() { printf '%s: %s\n' "$T_NAME" "$*"; }
-fail() {
-  printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2
-  FAILED=1
-}
-die() {
-  printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2
-  exit 1
-}
-check() { # check DESCRIPTION CMD...: run CMD; record a failure if it fails
-  local what=$1
-  shift
-  if "$@"; then log "ok: $what"; else fail "$what"; fi
-}
-
-[[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, XDP, bpffs); run as root"
-for b in "$LBAGENT" "$LBCTL" "$LBDP"; do
-  [[ -x $b ]] || die "$b is not built (set BUILD= or LBAGENT=/LBCTL=/LBDP=)"
-done
-for t in wrk nginx curl ip python3 promtool; do
-  command -v "$t" >/dev/null || die "$t is not installed (tools/setup.sh)"
-done
+require_root "network namespaces, XDP, bpffs"
+BUILT_HINT="LBAGENT=/LBCTL=/LBDP=" require_built "$LBAGENT" "$LBCTL" "$LBDP"
+require_tools "tools/setup.sh" wrk nginx curl ip python3 promtool
 
 cleanup() {
   local rc=$? pid

@@ -10,14 +10,4 @@ else()
   list(APPEND _bgp_env "ANNOUNCE=${CMAKE_BINARY_DIR}/agent/bgp/ballast-announce")
 endif()
 
-file(GLOB _bgp_tests RELATIVE ${CMAKE_CURRENT_LIST_DIR} ${CMAKE_CURRENT_LIST_DIR}/bgp_*.sh)
-list(REMOVE_ITEM _bgp_tests bgp_lib.sh)
-foreach(_script ${_bgp_tests})
-  string(REGEX REPLACE "\\.sh$" "" _name ${_script})
-  add_test(NAME e2e_${_name} COMMAND ${CMAKE_CURRENT_LIST_DIR}/${_script})
-  set_tests_properties(e2e_${_name} PROPERTIES
-    LABELS e2e
-    TIMEOUT 240
-    RUN_SERIAL TRUE
-    ENVIRONMENT "${_bgp_env}")
-endforeach()
+ballast_e2e_scripts(bgp 240 "${_bgp_env}")

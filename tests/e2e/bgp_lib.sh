@@ -7,36 +7,20 @@
 # test fails, it never skips.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${BUILD:-$repo/build}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 export LBAGENT=${LBAGENT:-$BUILD/tools/lbagent/lbagent}
 export LBCTL=${LBCTL:-$BUILD/tools/lbctl/lbctl}
 export LBDP=${LBDP:-$BUILD/tools/lbdp/lbdp}
 export ANNOUNCE=${ANNOUNCE:-$BUILD/agent/bgp/ballast-announce}
 FLOWS=$repo/tests/e2e/bgp_flows.py
 
-T_NAME=$(basename "$0" .sh)
 PREFIX=${PREFIX:-bgp$$}
 ECMP=("$repo/tools/lab/ecmp" --prefix "$PREFIX")
 PIDS=()  # background processes this test started (killed by PID)
-FAILED=0
 
-log() { printf '%s: %s\n' "$T_NAME" "$*"; }
-fail() { printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2; FAILED=1; }
-die() { printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2; exit 1; }
-check() {  # check DESCRIPTION CMD...
-  local what=$1
-  shift
-  if "$@"; then log "ok: $what"; else fail "$what"; fi
-}
-
-[[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, XDP, bpffs); run as root"
-for t in bird birdc python3 ip curl bpftool; do
-  command -v "$t" >/dev/null || die "$t is not installed (tools/setup.sh installs bird2 and the rest)"
-done
-for b in "$LBAGENT" "$LBCTL" "$LBDP" "$ANNOUNCE"; do
-  [[ -x $b ]] || die "$b is not built (set BUILD= or LBAGENT=/LBCTL=/LBDP=/ANNOUNCE=)"
-done
+require_root "network namespaces, XDP, bpffs"
+require_tools "tools/setup.sh installs bird2 and the rest" bird birdc python3 ip curl bpftool
+BUILT_HINT="LBAGENT=/LBCTL=/LBDP=/ANNOUNCE=" require_built "$LBAGENT" "$LBCTL" "$LBDP" "$ANNOUNCE"
 
 cleanup() {
   local rc=$? pid

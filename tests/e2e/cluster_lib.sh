@@ -21,16 +21,13 @@
 # etcd-client); missing ones fail the test.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${BUILD:-$repo/build}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 export LBAGENT=${LBAGENT:-$BUILD/tools/lbagent/lbagent}
 export LBCTL=${LBCTL:-$BUILD/tools/lbctl/lbctl}
 export LBDP=${LBDP:-$BUILD/tools/lbdp/lbdp}
 export TESTBACKEND=${TESTBACKEND:-$BUILD/tools/testbackend/ballast-testbackend}
 
-T_NAME=$(basename "$0" .sh)
 PREFIX=${PREFIX:-cl$$}
-FAILED=0
 WORK=$(mktemp -d "/tmp/ballast-$T_NAME.XXXXXX")
 ETCD_NS=$PREFIX-etcd
 NODES=()           # node names: a b c
@@ -39,30 +36,9 @@ declare -A MEMBER  # member index -> etcd pid
 LABS=()
 TTL=${TTL:-3}
 
-log() { printf '%s: %s\n' "$T_NAME" "$*"; }
-fail() {
-  printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2
-  FAILED=1
-}
-die() {
-  printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2
-  exit 1
-}
-check() { # check DESCRIPTION CMD...
-  local what=$1
-  shift
-  if "$@"; then log "ok: $what"; else fail "$what"; fi
-}
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-
-[[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, XDP, bpffs); run as root"
-for b in "$LBAGENT" "$LBCTL" "$LBDP" "$TESTBACKEND"; do
-  [[ -x $b ]] || die "$b is not built (set BUILD= or LBAGENT=/LBCTL=/LBDP=/TESTBACKEND=)"
-done
-for t in etcd etcdctl ip python3 curl; do
-  command -v "$t" >/dev/null || die "$t is not installed (Debian: etcd-server etcd-client; tools/setup.sh)"
-done
+require_root "network namespaces, XDP, bpffs"
+BUILT_HINT="LBAGENT=/LBCTL=/LBDP=/TESTBACKEND=" require_built "$LBAGENT" "$LBCTL" "$LBDP" "$TESTBACKEND"
+require_tools "Debian: etcd-server etcd-client; tools/setup.sh" etcd etcdctl ip python3 curl
 
 cluster_cleanup() {
   local rc=$? pid n

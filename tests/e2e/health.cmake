@@ -10,14 +10,4 @@ else()
        "TESTBACKEND=${CMAKE_BINARY_DIR}/tools/testbackend/ballast-testbackend")
 endif()
 
-file(GLOB _health_tests RELATIVE ${CMAKE_CURRENT_LIST_DIR} ${CMAKE_CURRENT_LIST_DIR}/health_*.sh)
-list(REMOVE_ITEM _health_tests health_lib.sh)
-foreach(_script ${_health_tests})
-  string(REGEX REPLACE "\\.sh$" "" _name ${_script})
-  add_test(NAME e2e_${_name} COMMAND ${CMAKE_CURRENT_LIST_DIR}/${_script})
-  set_tests_properties(e2e_${_name} PROPERTIES
-    LABELS e2e
-    TIMEOUT 300
-    RUN_SERIAL TRUE
-    ENVIRONMENT "${_health_env}")
-endforeach()
+ballast_e2e_scripts(health 300 "${_health_env}")

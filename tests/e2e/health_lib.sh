@@ -12,42 +12,20 @@
 # default: the build directory $BUILD, default <repo>/build).
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${BUILD:-$repo/build}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 export LBAGENT=${LBAGENT:-$BUILD/tools/lbagent/lbagent}
 export LBCTL=${LBCTL:-$BUILD/tools/lbctl/lbctl}
 export LBDP=${LBDP:-$BUILD/tools/lbdp/lbdp}
 export TESTBACKEND=${TESTBACKEND:-$BUILD/tools/testbackend/ballast-testbackend}
 
-T_NAME=$(basename "$0" .sh)
 PREFIX=${PREFIX:-hl$$}
 LAB=("$repo/tools/lab/lab" --prefix "$PREFIX" --no-build)
 PIDS=()
-FAILED=0
 WORK=$(mktemp -d "/tmp/ballast-$T_NAME.XXXXXX")
 
-log() { printf '%s: %s\n' "$T_NAME" "$*"; }
-fail() {
-  printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2
-  FAILED=1
-}
-die() {
-  printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2
-  exit 1
-}
-check() { # check DESCRIPTION CMD...
-  local what=$1
-  shift
-  if "$@"; then log "ok: $what"; else fail "$what"; fi
-}
-
-[[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, XDP, tc, bpffs); run as root"
-for b in "$LBAGENT" "$LBCTL" "$LBDP" "$TESTBACKEND"; do
-  [[ -x $b ]] || die "$b is not built (set BUILD= or LBAGENT=/LBCTL=/LBDP=/TESTBACKEND=)"
-done
-for t in ip python3 curl; do
-  command -v "$t" >/dev/null || die "$t is not installed (tools/setup.sh)"
-done
+require_root "network namespaces, XDP, tc, bpffs"
+BUILT_HINT="LBAGENT=/LBCTL=/LBDP=/TESTBACKEND=" require_built "$LBAGENT" "$LBCTL" "$LBDP" "$TESTBACKEND"
+require_tools "tools/setup.sh" ip python3 curl
 
 health_cleanup() {
   local rc=$? pid
@@ -74,8 +52,6 @@ knob() { # knob BACKEND_INDEX ARGS...: ballast-testbackend ctl in backend i's na
   shift
   lab exec "be$i" "$TESTBACKEND" ctl "$@" >/dev/null
 }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 # health_lab_up [SETTINGS]: the lab; SETTINGS (protobuf text, e.g.
 # "eval_interval_ms: 100 ramp_hold: 3") replace the lab's global.health
