@@ -185,11 +185,12 @@ TEST_CASE("a pool that slows down together freezes, though no backend is slower 
   CHECK(s.Count(ActionKind::kUnfreeze) == 1);
 }
 
-TEST_CASE("a weight cut in the evaluation before a freeze is undone by the freeze") {
-  Sim s;
+// A pool with probes and traffic in which the backends named in `slow`
+// answer 3x slower (30 ms instead of 10) in that interval.
+struct DriftPool {
+  std::vector<std::string> keys;
   std::map<std::string, testing::Counters> counters;
-  const std::vector<std::string> keys = {"a", "b", "c"};
-  auto pool = [&](const std::set<std::string>& slow) {
+  PoolInput operator()(const std::set<std::string>& slow) {
     PoolInput in;
     in.pool = "198.18.0.10:443/tcp";
     for (const auto& k : keys) {
@@ -203,7 +204,12 @@ TEST_CASE("a weight cut in the evaluation before a freeze is undone by the freez
       in.backends.push_back(b);
     }
     return in;
-  };
+  }
+};
+
+TEST_CASE("a weight cut in the evaluation before a freeze is undone by the freeze") {
+  Sim s;
+  DriftPool pool{{"a", "b", "c"}};
   for (int i = 0; i < 20; ++i) s.Step(pool({}));
   // The slowdown reaches a first, two evaluations early: slower than its
   // peers, its steady score drops and it loses weight ...
@@ -224,29 +230,12 @@ TEST_CASE("a weight cut in the evaluation before a freeze is undone by the freez
 
 TEST_CASE("noise that makes a few backends drift for one evaluation at a time does not freeze") {
   Sim s;
-  std::map<std::string, testing::Counters> counters;
-  const std::vector<std::string> keys = {"a", "b", "c", "d", "e", "f"};
-  // slow: the backends whose first response is 3x slower in this interval.
-  auto pool = [&](const std::set<std::string>& slow) {
-    PoolInput in;
-    in.pool = "198.18.0.10:443/tcp";
-    for (const auto& k : keys) {
-      testing::Traffic t;
-      t.first_response_ms = slow.contains(k) ? 30 : 10;
-      BackendInput b;
-      b.key = k;
-      b.nominal_weight = 100;
-      b.probe = ProbeOk();
-      b.counters = counters[k].Add(t);
-      in.backends.push_back(b);
-    }
-    return in;
-  };
+  DriftPool pool{{"a", "b", "c", "d", "e", "f"}};
+  const std::vector<std::string>& keys = pool.keys;
   for (int i = 0; i < 20; ++i) s.Step(pool({}));
-  // Two backends dead (steadily unwell) and, every other evaluation, a
+  // Two backends failing their probes (steadily unwell) and, every other evaluation, a
   // different two drifting for that one evaluation: 2 + 2 of 6 never adds up
   // to more than half in the steady counts, and 2 drifting is not most.
-  testing::Traffic dead;
   for (int i = 0; i < 60; ++i) {
     std::set<std::string> blip;
     if (i % 2 == 0) blip = {keys[2 + (i / 2) % 4], keys[2 + (i / 2 + 1) % 4]};
