@@ -746,17 +746,29 @@ absl::Status Dataplane::DeleteVip(const VipKey& key) {
   return absl::OkStatus();
 }
 
-absl::Status Dataplane::SetVipOwnerDeadline(const VipKey& key,
-                                            std::optional<uint64_t> monotonic_ns) {
-  std::lock_guard<std::mutex> lock(vip_mu_);
+namespace {
+// The `vips` entry of a VIP: NOT_FOUND when there is none (address markers,
+// which share the map, are not VIPs).
+absl::StatusOr<ballast_vip_meta> ReadVipMeta(int vips_fd, const VipKey& key) {
   const ballast_vip_key k = ToAbi(key);
   ballast_vip_meta meta = {};
-  if (key.proto == BALLAST_VIP_ADDR_MARKER || bpf_map_lookup_elem(map_fd("vips"), &k, &meta) != 0) {
+  if (key.proto == BALLAST_VIP_ADDR_MARKER || bpf_map_lookup_elem(vips_fd, &k, &meta) != 0) {
     if (key.proto == BALLAST_VIP_ADDR_MARKER || errno == ENOENT) {
       return absl::NotFoundError(Cat("VIP ", VipKeyString(key), " does not exist"));
     }
     return ErrnoStatus(errno, Cat("reading VIP ", VipKeyString(key)));
   }
+  return meta;
+}
+}  // namespace
+
+absl::Status Dataplane::SetVipOwnerDeadline(const VipKey& key,
+                                            std::optional<uint64_t> monotonic_ns) {
+  std::lock_guard<std::mutex> lock(vip_mu_);
+  const ballast_vip_key k = ToAbi(key);
+  absl::StatusOr<ballast_vip_meta> found = ReadVipMeta(map_fd("vips"), key);
+  if (!found.ok()) return found.status();
+  ballast_vip_meta meta = *found;
   if (meta.vip_id == BALLAST_INVALID_ID || meta.vip_id >= BALLAST_MAX_VIPS) {
     return absl::DataLossError(
         Cat("VIP ", VipKeyString(key), " has vip id ", meta.vip_id, ", out of range"));
@@ -798,14 +810,9 @@ absl::Status Dataplane::SetVipOwnerDeadline(const VipKey& key,
 }
 
 absl::StatusOr<VipOwner> Dataplane::GetVipOwner(const VipKey& key) const {
-  const ballast_vip_key k = ToAbi(key);
-  ballast_vip_meta meta = {};
-  if (key.proto == BALLAST_VIP_ADDR_MARKER || bpf_map_lookup_elem(map_fd("vips"), &k, &meta) != 0) {
-    if (key.proto == BALLAST_VIP_ADDR_MARKER || errno == ENOENT) {
-      return absl::NotFoundError(Cat("VIP ", VipKeyString(key), " does not exist"));
-    }
-    return ErrnoStatus(errno, Cat("reading VIP ", VipKeyString(key)));
-  }
+  absl::StatusOr<ballast_vip_meta> found = ReadVipMeta(map_fd("vips"), key);
+  if (!found.ok()) return found.status();
+  const ballast_vip_meta& meta = *found;
   VipOwner out;
   if ((meta.flags & BALLAST_VIP_F_OWNED) != 0) out.deadline_ns = meta.owner_deadline_ns;
   auto st = VipStats(meta.vip_id);
