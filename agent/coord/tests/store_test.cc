@@ -1,6 +1,5 @@
 // EtcdStore against a real single-member etcd: compare-and-swap writes,
 // fenced automated writes, and the verified local cache.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
