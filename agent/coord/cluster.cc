@@ -284,6 +284,15 @@ void ClusterNode::OwnerTick(bool slow) {
   owner_status_ = std::move(st);
 }
 
+std::set<std::string> ClusterNode::OwnedVips() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<std::string> out;
+  for (const v1::VipOwnerStatus& o : owner_status_) {
+    if (o.owner()) out.insert(o.vip());
+  }
+  return out;
+}
+
 void ClusterNode::EnsureWatch() {
   if (watch_ != nullptr && !watch_dead_.load()) return;
   if (watch_ != nullptr) watch_->Stop();

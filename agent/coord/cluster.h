@@ -91,6 +91,10 @@ class ClusterNode {
 
   bool IsLeader() const { return leader_.load(); }
   bool Frozen() const { return frozen_.load(); }
+  // The ACTIVE_STANDBY VIPs (VipKeyText) whose lease this node holds, as of
+  // the owner loop's last status pass (every 500 ms; a loss also sets the
+  // data-plane deadline to the past at once). For the BGP announcer.
+  std::set<std::string> OwnedVips() const;
 
   // The health controller's decision gate (see the file comment).
   void Gate(std::vector<core::StandaloneEngine::HealthDecision>* decisions,

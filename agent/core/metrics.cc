@@ -216,6 +216,32 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
              "Map writes made by applying replicated states (0 for an identical state).");
     w.Sample("ballast_replicated_map_writes_total", "", health.adopted_map_writes);
   }
+  if (status != nullptr && status->announcement().enabled()) {
+    const v1::Announcement& a = status->announcement();
+    w.Family("ballast_bird_up", "gauge",
+             "1 while BIRD's control socket answered the last reconcile (bgp section).");
+    w.Sample("ballast_bird_up", "", uint64_t{a.bird_reachable() ? 1u : 0u});
+    w.Family("ballast_bird_errors_total", "counter",
+             "Announcement reconciles that failed (BIRD unreachable, a command refused, a VIP "
+             "protocol missing from BIRD's config).");
+    w.Sample("ballast_bird_errors_total", "", a.bird_errors());
+    w.Family("ballast_dataplane_healthy", "gauge",
+             "1 while the announcer finds the XDP program attached and the pinned maps readable; "
+             "0 withdraws every VIP.");
+    w.Sample("ballast_dataplane_healthy", "", uint64_t{a.dataplane_healthy() ? 1u : 0u});
+    w.Family("ballast_vip_announce_desired", "gauge",
+             "1 while lbagent wants the VIP address announced over BGP, 0 while it withdraws it.");
+    for (const v1::VipAnnouncement& v : a.vips()) {
+      w.Sample("ballast_vip_announce_desired", Label("vip", v.prefix()),
+               uint64_t{v.announce() ? 1u : 0u});
+    }
+    w.Family("ballast_vip_announced", "gauge",
+             "1 while BIRD shows the VIP address's protocol up (announced to its BGP peers).");
+    for (const v1::VipAnnouncement& v : a.vips()) {
+      w.Sample("ballast_vip_announced", Label("vip", v.prefix()),
+               uint64_t{v.bird_state() == "announced" ? 1u : 0u});
+    }
+  }
   w.Family("ballast_agent_start_time_seconds", "gauge", "Unix time the agent started.");
   w.Sample("ballast_agent_start_time_seconds", "",
            static_cast<double>(health.started_unix_ms) / 1000.0);

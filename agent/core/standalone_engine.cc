@@ -909,6 +909,7 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
   out.set_agent_version(options_.agent_version);
   *out.mutable_coordination() = coordination_;
   if (out.coordination().mode().empty()) out.mutable_coordination()->set_mode("standalone");
+  if (announcement_.enabled()) *out.mutable_announcement() = announcement_;
   if (!attached_if_.empty()) {
     if (auto mode = dp_->AttachedMode(attached_if_); mode.ok()) {
       out.set_attach_mode(std::string(AttachModeText(*mode)));
@@ -1341,6 +1342,11 @@ void StandaloneEngine::Record(const Actor& actor, const std::string& action, con
 void StandaloneEngine::SetCoordination(v1::Coordination view) {
   std::lock_guard<std::mutex> lock(mu_);
   coordination_ = std::move(view);
+}
+
+void StandaloneEngine::SetAnnouncement(v1::Announcement view) {
+  std::lock_guard<std::mutex> lock(mu_);
+  announcement_ = std::move(view);
 }
 
 void StandaloneEngine::SetDiffProvider(DiffProvider provider) {

@@ -247,6 +247,8 @@ class StandaloneEngine final : public Engine {
               const std::string& message);
   // The coordination view shown in GetStatus() (and so in metrics).
   void SetCoordination(v1::Coordination view);
+  // The BGP announcement view shown in GetStatus() (agent/bgp/agent_announcer.h).
+  void SetAnnouncement(v1::Announcement view);
   // `lbctl config diff`: answered by `provider` when set (cluster mode);
   // otherwise the standalone answer (this node alone, no differences).
   using DiffProvider = std::function<absl::StatusOr<v1::ConfigDiffResponse>()>;
@@ -343,6 +345,7 @@ class StandaloneEngine final : public Engine {
   std::unique_ptr<v1::State> state_;  // replaced whole by each commit
   int64_t revision_ = 0;              // the store's revision of state_
   v1::Coordination coordination_;     // guarded by mu_
+  v1::Announcement announcement_;     // guarded by mu_
   DiffProvider diff_provider_;        // guarded by mu_
   Image image_;                       // what the maps hold (as last programmed)
   std::string attached_if_;           // device the program was attached to by this engine

@@ -635,6 +635,26 @@ absl::Status ValidateAgentConfig(const v1::AgentConfig& c) {
       return s;
     }
   }
+  if (c.has_bgp()) {
+    const v1::Bgp& b = c.bgp();
+    const FieldPath at = root.Child("bgp");
+    if (b.bird_socket().empty()) {
+      return at.Child("bird_socket")
+          .Invalid("BIRD's control socket is required with bgp { } (e.g. \"/run/bird/bird.ctl\")");
+    }
+    if (auto s = CheckAbsolutePath(b.bird_socket(), at.Child("bird_socket")); !s.ok()) return s;
+    if (b.interval_ms() != 0) {
+      if (auto s = CheckRange(b.interval_ms(), 50, 10000, at.Child("interval_ms")); !s.ok())
+        return s;
+    }
+    if (b.bird_timeout_ms() != 0) {
+      if (auto s = CheckRange(b.bird_timeout_ms(), 100, 30000, at.Child("bird_timeout_ms"));
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (auto s = CheckAbsolutePath(b.hold_file(), at.Child("hold_file")); !s.ok()) return s;
+  }
   if (c.has_probe_forwarding()) {
     const v1::ProbeForwarding& f = c.probe_forwarding();
     const FieldPath at = root.Child("probe_forwarding");

@@ -11,9 +11,11 @@
 // previous run), restores the state (or the config's `initial` on the first
 // start), reconciles the maps with it, attaches the program to
 // global.interface if it is not attached, then serves the admin API and the
-// metrics endpoint and runs the drain-deadline tick. SIGTERM/SIGINT stop the
-// agent and leave the program attached and the maps pinned: forwarding goes
-// on, and the next start adopts them. Only an explicit teardown
+// metrics endpoint and runs the drain-deadline tick. With a `bgp` section it
+// announces each VIP through BIRD (agent/bgp/agent_announcer.h, docs/bgp.md).
+// SIGTERM/SIGINT stop the agent: first every VIP is withdrawn from BGP, then
+// the agent exits and leaves the program attached and the maps pinned:
+// forwarding goes on, and the next start adopts them. Only an explicit teardown
 // (`lbagent --teardown`, `lbctl teardown --yes`) detaches and unpins.
 //
 // Logs: one JSON object per line on stderr. Exit codes: 0 ok, 1 runtime
@@ -38,6 +40,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agent/api/server.h"
+#include "agent/bgp/agent_announcer.h"
 #include "agent/coord/cluster.h"
 #include "agent/coord/etcd_store.h"
 #include "agent/core/agent_config.h"
@@ -155,6 +158,15 @@ int CheckConfig(const std::string& path) {
         "(the state file is a cache; `initial` is used only if etcd holds no state yet)\n",
         c.node().c_str(), endpoints.c_str(), c.prefix().empty() ? "/ballast" : c.prefix().c_str(),
         c.lease_ttl_s() == 0 ? 10u : c.lease_ttl_s());
+  }
+  if (config->has_bgp()) {
+    const v1::Bgp b = bgp::BgpWithDefaults(config->bgp());
+    printf(
+        "bgp: announces the VIPs through BIRD at %s every %u ms (BIRD timeout %u ms); hold file "
+        "%s\n",
+        b.bird_socket().c_str(), b.interval_ms(), b.bird_timeout_ms(), b.hold_file().c_str());
+  } else {
+    printf("bgp: off (no bgp section): this agent announces no VIP\n");
   }
   return kExitOk;
 }
@@ -496,6 +508,21 @@ int Run(const std::string& config_path) {
   }
   HealthLoop health_loop(engine->get(), &clock, config, std::move(hco));
 
+  // BGP announcement (bgp section; off when absent).
+  std::unique_ptr<bgp::AgentAnnouncer> announcer;
+  if (config.has_bgp()) {
+    bgp::AgentAnnouncer::Options bo;
+    bo.config = config.bgp();
+    bo.pin_dir = config.pin_dir();
+    bo.engine = engine->get();
+    if (cluster != nullptr) {
+      coord::ClusterNode* node = cluster.get();
+      bo.owned = [node] { return node->OwnedVips(); };
+    }
+    announcer = bgp::AgentAnnouncer::Start(std::move(bo));
+    Log(LogLevel::kInfo, "bgp announcement on", {{"bird_socket", config.bgp().bird_socket()}});
+  }
+
   // The main loop: signals, the drain-deadline tick, daily audit pruning.
   const timespec tick = {0, 200'000'000};
   auto last_prune = std::chrono::steady_clock::now();
@@ -525,6 +552,10 @@ int Run(const std::string& config_path) {
       (void)(*engine)->PruneAudit(config.audit_retention_days());
     }
   }
+  // Withdraw first, while everything else still runs: the ToR moves this
+  // router's flows to the others (same Maglev tables, same backends) and the
+  // program, left attached, still forwards what is in flight.
+  if (announcer != nullptr) (void)announcer->Shutdown(reason);
   const bool torn_down = (*engine)->Health().torn_down;
   Log(LogLevel::kInfo, "stopping",
       {{"reason", reason},

@@ -113,6 +113,27 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
     }
     for (const std::string& a : c.alerts()) absl::StrAppend(&out, "ALERT: ", a, "\n");
   }
+  if (st.announcement().enabled()) {
+    const v1::Announcement& a = st.announcement();
+    absl::StrAppend(&out, "BGP: BIRD ", a.bird_socket(), " ",
+                    a.bird_reachable() ? absl::StrCat("reachable (", a.bird_version(), ")")
+                                       : std::string("UNREACHABLE"),
+                    ", data plane ",
+                    a.dataplane_healthy() ? std::string("healthy")
+                                          : absl::StrCat("UNHEALTHY: ", a.dataplane_problem()),
+                    ", errors ", a.bird_errors(), "\n");
+    if (!a.bird_error().empty()) absl::StrAppend(&out, "BGP: error: ", a.bird_error(), "\n");
+    if (!a.hold().empty()) absl::StrAppend(&out, "BGP: every VIP withdrawn: ", a.hold(), "\n");
+    for (const std::string& s : a.sessions()) absl::StrAppend(&out, "BGP: session ", s, "\n");
+    for (const v1::VipAnnouncement& v : a.vips()) {
+      absl::StrAppend(&out, "ANNOUNCE: ", v.prefix(), " ", v.announce() ? "announced" : "withdrawn",
+                      " (", v.reason(), "), BIRD ", v.bird_state(),
+                      v.since_unix_ms() > 0 ? absl::StrCat(", since ", Ago(v.since_unix_ms(), now))
+                                            : std::string(),
+                      v.error().empty() ? std::string() : absl::StrCat(", error: ", v.error()),
+                      "\n");
+    }
+  }
   std::vector<std::pair<std::string, uint64_t>> verdicts(st.verdicts().begin(),
                                                          st.verdicts().end());
   std::sort(verdicts.begin(), verdicts.end());
