@@ -577,7 +577,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
       w.st.applied_in_service = w.st.in_service;
       w.st.applied_ramp_percent = p.ramp_percents[w.st.ramp_step];
       w.st.prev_applied_weight_score = w.st.applied_weight_score;
-      w.st.applied_weight_score = WeightScore(SteadyScore(w.st), p);
+      w.st.applied_weight_score = NextWeightScore(w.st.applied_weight_score, SteadyScore(w.st), p);
     }
   }
 

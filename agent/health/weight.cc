@@ -1,6 +1,7 @@
 #include "agent/health/weight.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace ballast::health {
 
@@ -20,6 +21,13 @@ int WeightScore(int score, const Params& p) {
   const int step = p.weight_score_step;
   int q = (std::clamp(score, 0, 100) + step / 2) / step * step;
   return std::min(q, 100);
+}
+
+int NextWeightScore(int applied, int steady, const Params& p) {
+  const int next = WeightScore(steady, p);
+  if (next == applied || next == 100) return next;
+  if (std::abs(std::clamp(steady, 0, 100) - applied) < p.weight_score_step) return applied;
+  return next;
 }
 
 uint32_t EffectiveWeight(OperatorState op, uint32_t nominal, bool in_service, int ramp_percent,

@@ -39,6 +39,16 @@ std::string_view OperatorStateName(OperatorState s);
 // score (0..100) rounded to a multiple of p.weight_score_step, at most 100.
 int WeightScore(int score, const Params& p);
 
+// The weight score to apply next, given the one applied now and the steady
+// score: WeightScore(steady), except that a steady score less than one
+// weight_score_step away from `applied` keeps `applied` (unless it rounds to
+// 100: a recovered backend gets its whole weight back). Rounding alone
+// leaves a score that jitters around a rounding edge (72, 73, 72, ...)
+// switching between two weights (70, 75, 70, ...) and rebuilding the table
+// each time; with this dead band it must move a whole step first. A step of
+// 1 has no dead band.
+int NextWeightScore(int applied, int steady, const Params& p);
+
 // See the file comment. ramp_percent 1..100, weight_score 0..100.
 uint32_t EffectiveWeight(OperatorState op, uint32_t nominal, bool in_service, int ramp_percent,
                          int weight_score);
