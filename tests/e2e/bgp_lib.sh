@@ -2,16 +2,16 @@
 # Shared by tests/e2e/bgp_*.sh: the ECMP lab (tools/lab/ecmp, used as a black
 # box) under a prefix of this test's own, removed on any exit.
 #
-# Environment: BUILD (default <repo>/build), or LBAGENT, LBCTL, LBDP,
-# ANNOUNCE one by one. Root, bird2 and python3 are required: without them the
-# test fails, it never skips.
+# Environment: BUILD (default <repo>/build), or LBAGENT, LBCTL, LBDP one by
+# one. The routers' lbagents announce the VIPs themselves (agent config
+# `bgp`). Root, bird2 and python3 are required (bgp_owner.sh: etcd too):
+# without them the test fails, it never skips.
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 export LBAGENT=${LBAGENT:-$BUILD/tools/lbagent/lbagent}
 export LBCTL=${LBCTL:-$BUILD/tools/lbctl/lbctl}
 export LBDP=${LBDP:-$BUILD/tools/lbdp/lbdp}
-export ANNOUNCE=${ANNOUNCE:-$BUILD/agent/bgp/ballast-announce}
 FLOWS=$repo/tests/e2e/bgp_flows.py
 
 PREFIX=${PREFIX:-bgp$$}
@@ -20,7 +20,7 @@ PIDS=()  # background processes this test started (killed by PID)
 
 require_root "network namespaces, XDP, bpffs"
 require_tools "tools/setup.sh installs bird2 and the rest" bird birdc python3 ip curl bpftool
-BUILT_HINT="LBAGENT=/LBCTL=/LBDP=/ANNOUNCE=" require_built "$LBAGENT" "$LBCTL" "$LBDP" "$ANNOUNCE"
+BUILT_HINT="LBAGENT=/LBCTL=/LBDP=" require_built "$LBAGENT" "$LBCTL" "$LBDP"
 
 cleanup() {
   local rc=$? pid
@@ -28,7 +28,7 @@ cleanup() {
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   if ((rc != 0 || FAILED != 0)) && [[ -d /run/ballast-lab/$PREFIX ]]; then
     local f
-    for f in /run/ballast-lab/"$PREFIX"/r*/announce.jsonl /run/ballast-lab/"$PREFIX"/r*/lbagent.log; do
+    for f in /run/ballast-lab/"$PREFIX"/r*/lbagent.log; do
       [[ -f $f ]] && { echo "---- $f (last 15 lines) ----" >&2; tail -n 15 "$f" >&2; }
     done
   fi
@@ -74,4 +74,13 @@ wait_nexthops() {
 vip_packets() {
   ecmp exec "$1" curl -s --max-time 2 http://127.0.0.1:9580/metrics |
     awk '/^ballast_vip_packets_total/ { s += $NF } END { printf "%d\n", s }'
+}
+# announced_count ROUTER: VIP addresses lbagent wants announced and BIRD
+# shows announced (lbctl status ANNOUNCE lines).
+announced_count() {
+  ecmp lbctl "$1" status | grep -c '^ANNOUNCE: .* announced (.*), BIRD announced' || true
+}
+# bird_vip_down ROUTER: ballast_vip_* protocols BIRD shows down.
+bird_vip_down() {
+  ecmp birdc "$1" show protocols | grep -c '^ballast_vip_.* down ' || true
 }
