@@ -80,8 +80,6 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 		__builtin_memcpy(dmac, eth->h_dest, 6);
 	}
 
-	if (be->family == BALLAST_FAMILY_V6)
-		flow_hash_of(p); /* the outer flow label carries it */
 	if (encap_push(ctx, p, be, s))
 		return verdict(BALLAST_V_DROP_ENCAP, XDP_DROP);
 

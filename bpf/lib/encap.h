@@ -9,13 +9,15 @@
  *
  * The frame is rebuilt as Ethernet (no VLAN tag) + outer IP + the original
  * IP packet, untouched. Outer source is the router's address of the outer
- * family; an IPv6 outer header carries the flow hash in its flow label so
- * backends can spread flows over receive queues.
+ * family; an IPv6 outer header carries a hash of the 5-tuple in its flow
+ * label (ballast_flow_label()) so backends can spread flows over receive
+ * queues.
  */
 #ifndef BALLAST_ENCAP_H
 #define BALLAST_ENCAP_H
 
 #include "common.h"
+#include "ballast_flow_hash.h"
 #include "csum.h"
 #include "parse.h"
 
@@ -80,7 +82,7 @@ static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
 		w[4] = daddr;
 	} else {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
-		__u32 label = p->hash & 0xFFFFF;
+		__u32 label = ballast_flow_label(&p->key);
 		__u32 *w = (__u32 *)ip6;
 		__u32 next = p->key.family == BALLAST_FAMILY_V4 ? IPPROTO_IPIP : IPPROTO_IPV6;
 		const __u32 *src = (const __u32 *)s->src6, *dst = (const __u32 *)be->addr;

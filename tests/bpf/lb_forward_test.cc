@@ -61,7 +61,7 @@ TEST_CASE("IPv4 SYN to a VIP is IPv4-in-IPv4 encapsulated to the backend the tab
   CHECK(vs.dropped == 0);
 }
 
-TEST_CASE("IPv6 SYN to a VIP is IPv6-in-IPv6 encapsulated; flow label from the flow hash",
+TEST_CASE("IPv6 SYN to a VIP is IPv6-in-IPv6 encapsulated; flow label from the 5-tuple",
           "[lb][forward]") {
   LbFixture fx;
   SetUpLab(fx);
@@ -79,9 +79,18 @@ TEST_CASE("IPv6 SYN to a VIP is IPv6-in-IPv6 encapsulated; flow label from the f
                                                  .outer_dst = fx.BackendAddr(want),
                                                  .inner_ip = pktgen::IpPacketOf(in),
                                                  .outer_tos = 0x28});
-    CHECK(outer.flow_label == (ballast_flow_hash(&key) & 0xfffffu));
+    CHECK(outer.flow_label == ballast_flow_label(&key));
     CHECK(fx.Flow(key).has_value());
     seen.insert(want);
+    // Every packet of the flow carries the same label (one receive queue).
+    const Bytes ack = FromClient6().Tcp(sport, 443, tcp::kAck, 1001, 5001).Build();
+    const Outcome oa = fx.Run(ack);
+    REQUIRE(oa.action == XDP_TX);
+    const auto outer_ack = CheckEncapsulated(oa.out, {.outer_family = 6,
+                                                      .outer_src = Lab::Src6(),
+                                                      .outer_dst = fx.BackendAddr(want),
+                                                      .inner_ip = pktgen::IpPacketOf(ack)});
+    CHECK(outer_ack.flow_label == outer.flow_label);
   }
   CHECK(seen.size() == 3);
 }
@@ -100,7 +109,7 @@ TEST_CASE("IPv4 client to an IPv6 backend is IPv4-in-IPv6", "[lb][forward]") {
                                                .outer_dst = fx.BackendAddr(want),
                                                .inner_ip = pktgen::IpPacketOf(in)});
   CHECK(outer.proto == proto::kIpip);
-  CHECK(outer.flow_label == (ballast_flow_hash(&key) & 0xfffffu));
+  CHECK(outer.flow_label == ballast_flow_label(&key));
 }
 
 TEST_CASE("IPv6 client to an IPv4 backend is dropped and counted", "[lb][forward]") {
