@@ -68,7 +68,12 @@ check "$owner: audit: vip_withdraw for $VIP4/32 with the ownership reason" \
 check "$owner: still announces the IPv6 VIP" test "$(nexthops 6)" = 2
 # (The old owner, cut from etcd, may still call itself owner until it learns
 # of the loss; its data-plane deadline has passed, which is what withdrew it.)
-owners=$(owner_of | tr '\n' ' ')
+# The OWNERSHIP line follows the coordination tick (500 ms): give it 3 s.
+for ((n = 0; n < 30; n++)); do
+  owners=$(owner_of | tr '\n' ' ')
+  grep -qw "$standby" <<<"$owners" && break
+  sleep 0.1
+done
 log "routers whose status says owner: $owners"
 check "$standby status: now the owner" grep -qw "$standby" <<<"$owners"
 check "$standby status: IPv4 VIP announced as owner" \
