@@ -10,7 +10,7 @@
 namespace ballast::api {
 namespace {
 
-constexpr std::array<MethodInfo, 16> kMethods = {{
+constexpr std::array<MethodInfo, 19> kMethods = {{
     {Method::kAddVip, "/ballast.v1.Vips/AddVip", Access::kWrite},
     {Method::kDeleteVip, "/ballast.v1.Vips/DeleteVip", Access::kWrite},
     {Method::kListVips, "/ballast.v1.Vips/ListVips", Access::kRead},
@@ -27,6 +27,9 @@ constexpr std::array<MethodInfo, 16> kMethods = {{
     {Method::kQueryAudit, "/ballast.v1.Audit/QueryAudit", Access::kRead},
     {Method::kTeardown, "/ballast.v1.Admin/Teardown", Access::kWrite},
     {Method::kConfigDiff, "/ballast.v1.ConfigService/ConfigDiff", Access::kRead},
+    {Method::kSetVipOwnership, "/ballast.v1.ClusterOps/SetVipOwnership", Access::kWrite},
+    {Method::kYieldVip, "/ballast.v1.ClusterOps/YieldVip", Access::kWrite},
+    {Method::kRecordDrill, "/ballast.v1.ClusterOps/RecordDrill", Access::kWrite},
 }};
 
 // The table is indexed by Method; keep it in enum order.

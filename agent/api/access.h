@@ -62,6 +62,9 @@ enum class Method {
   kQueryAudit,
   kTeardown,
   kConfigDiff,
+  kSetVipOwnership,
+  kYieldVip,
+  kRecordDrill,
 };
 
 struct MethodInfo {

@@ -87,6 +87,24 @@ absl::Status CheckShape(const v1::QueryAuditRequest& req) {
   return absl::OkStatus();
 }
 
+absl::Status CheckShape(const v1::SetVipOwnershipRequest& req) {
+  return CheckKey(req.has_vip(), req.vip(), "vip");
+}
+
+absl::Status CheckShape(const v1::YieldVipRequest& req) {
+  return CheckKey(req.has_vip(), req.vip(), "vip");
+}
+
+absl::Status CheckShape(const v1::RecordDrillRequest& req) {
+  if (!req.has_result()) return Required("result");
+  if (absl::Status s = CheckKey(req.result().has_vip(), req.result().vip(), "result.vip");
+      !s.ok()) {
+    return s;
+  }
+  if (req.result().mode().empty()) return Required("result.mode");
+  return absl::OkStatus();
+}
+
 absl::Status CheckShape(const v1::TeardownRequest& req) {
   if (!req.confirm()) {
     return absl::InvalidArgumentError(

@@ -25,6 +25,9 @@ absl::Status CheckShape(const v1::ReleaseRequest& req);
 absl::Status CheckShape(const v1::ApplyConfigRequest& req);
 absl::Status CheckShape(const v1::QueryAuditRequest& req);
 absl::Status CheckShape(const v1::TeardownRequest& req);
+absl::Status CheckShape(const v1::SetVipOwnershipRequest& req);
+absl::Status CheckShape(const v1::YieldVipRequest& req);
+absl::Status CheckShape(const v1::RecordDrillRequest& req);
 
 }  // namespace ballast::api
 

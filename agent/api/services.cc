@@ -305,6 +305,39 @@ class AdminService final : public v1::Admin::Service {
   Shared& s_;
 };
 
+class ClusterOpsService final : public v1::ClusterOps::Service {
+ public:
+  explicit ClusterOpsService(Shared& s) : s_(s) {}
+
+  grpc::Status SetVipOwnership(grpc::ServerContext* ctx, const v1::SetVipOwnershipRequest* req,
+                               v1::Empty*) override {
+    return s_.Run(ctx, Method::kSetVipOwnership, [&](const Caller& c) {
+      BALLAST_RETURN_IF_ERROR(CheckShape(*req));
+      return s_.engine.SetVipOwnership(req->vip(), req->ownership(), ActorOf(c));
+    });
+  }
+  grpc::Status YieldVip(grpc::ServerContext* ctx, const v1::YieldVipRequest* req,
+                        v1::YieldVipResponse* resp) override {
+    return s_.Run(ctx, Method::kYieldVip, [&](const Caller& c) -> absl::Status {
+      BALLAST_RETURN_IF_ERROR(CheckShape(*req));
+      absl::StatusOr<v1::YieldVipResponse> r = s_.engine.YieldVip(*req, ActorOf(c));
+      if (!r.ok()) return r.status();
+      *resp = std::move(*r);
+      return absl::OkStatus();
+    });
+  }
+  grpc::Status RecordDrill(grpc::ServerContext* ctx, const v1::RecordDrillRequest* req,
+                           v1::Empty*) override {
+    return s_.Run(ctx, Method::kRecordDrill, [&](const Caller& c) {
+      BALLAST_RETURN_IF_ERROR(CheckShape(*req));
+      return s_.engine.RecordDrill(req->result(), ActorOf(c));
+    });
+  }
+
+ private:
+  Shared& s_;
+};
+
 #undef BALLAST_RETURN_IF_ERROR
 
 }  // namespace
@@ -319,6 +352,7 @@ AdminServices::AdminServices(core::Engine& engine, AccessPolicy policy, UidLooku
   services_.push_back(std::make_unique<ConfigService>(*shared_));
   services_.push_back(std::make_unique<AuditService>(*shared_));
   services_.push_back(std::make_unique<AdminService>(*shared_));
+  services_.push_back(std::make_unique<ClusterOpsService>(*shared_));
 }
 
 AdminServices::~AdminServices() = default;

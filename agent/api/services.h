@@ -1,5 +1,5 @@
 // The gRPC services of ballast.v1 (Vips, Backends, Status, ConfigService,
-// Audit, Admin) over a core::Engine.
+// Audit, Admin, ClusterOps) over a core::Engine.
 //
 // Every handler follows the same three steps, implemented once in
 // AdminServices' call guard:
@@ -45,7 +45,7 @@ class AdminServices {
   AdminServices(const AdminServices&) = delete;
   AdminServices& operator=(const AdminServices&) = delete;
 
-  // The six services, owned by this object, to register with a builder.
+  // The seven services, owned by this object, to register with a builder.
   std::vector<grpc::Service*> services();
 
   // Ends every WatchEvents stream (UNAVAILABLE) and refuses new ones. Call

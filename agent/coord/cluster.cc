@@ -1,7 +1,10 @@
 #include "agent/coord/cluster.h"
 
 #include <algorithm>
+#include <unistd.h>
+
 #include <chrono>
+#include <fstream>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -23,6 +26,18 @@ namespace {
 constexpr char kActor[] = "coordination";
 
 std::string Short(const std::string& hash) { return hash.substr(0, 12); }
+
+// This host's boot id ("" if unreadable): tells lbctl whether it runs on
+// the same host as this agent.
+std::string BootId() {
+  static const std::string id = [] {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string s;
+    std::getline(in, s);
+    return s;
+  }();
+  return id;
+}
 
 }  // namespace
 
@@ -64,6 +79,8 @@ void ClusterNode::Start(core::StandaloneEngine* engine, const core::Clock* clock
     since_ms_ = clock_->NowUnixMs();
   }
   engine_->SetDiffProvider([this] { return Diff(); });
+  engine_->SetYieldProvider(
+      [this](const v1::YieldVipRequest& r, const core::Actor& a) { return Yield(r, a); });
   thread_ = std::thread([this] { Loop(); });
   owner_thread_ = std::thread([this] { OwnerLoop(); });
 }
@@ -77,14 +94,18 @@ void ClusterNode::Stop() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (owner_thread_.joinable()) owner_thread_.join();
-  for (auto& [text, o] : owned_) {
-    if (o.own == nullptr) continue;
-    // Stop forwarding first, then let the standby have it.
-    (void)engine_->SetVipOwnerDeadline(o.key, 0);
-    (void)o.own->Release();
-    o.own.reset();
+  if (engine_ != nullptr) engine_->SetYieldProvider(nullptr);
+  {
+    std::lock_guard<std::mutex> olock(owner_mu_);
+    for (auto& [text, o] : owned_) {
+      if (o.own == nullptr) continue;
+      // Stop forwarding first, then let the standby have it.
+      (void)engine_->SetVipOwnerDeadline(o.key, 0);
+      (void)o.own->Release();
+      o.own.reset();
+    }
+    owned_.clear();
   }
-  owned_.clear();
   if (watch_ != nullptr) watch_->Stop();
   watch_.reset();
   if (engine_ != nullptr) engine_->SetDiffProvider(nullptr);
@@ -155,6 +176,7 @@ void ClusterNode::OwnerLoop() {
 }
 
 void ClusterNode::OwnerTick(bool slow) {
+  std::lock_guard<std::mutex> olock(owner_mu_);
   const auto mono_ns = [] {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                      std::chrono::steady_clock::now().time_since_epoch())
@@ -232,7 +254,11 @@ void ClusterNode::OwnerTick(bool slow) {
         o.dp_deadline = 0;
       }
     }
-    if (o.own == nullptr && up && !frozen_.load() && dpo.ok()) {
+    const auto hold = hold_until_.find(text);
+    const bool held_off =
+        hold != hold_until_.end() && std::chrono::steady_clock::now() < hold->second;
+    if (hold != hold_until_.end() && !held_off) hold_until_.erase(hold);
+    if (o.own == nullptr && up && !frozen_.load() && dpo.ok() && !held_off) {
       etcd::OwnershipOptions oo;
       oo.ttl_seconds = ttl_s_;
       core::StandaloneEngine* engine = engine_;
@@ -263,6 +289,12 @@ void ClusterNode::OwnerTick(bool slow) {
       } else if (got.ok()) {
         o.holder = holder.value;
       }
+    } else if (o.own == nullptr && held_off && up) {
+      // Yielded: out of the contest until another node holds the VIP (the
+      // hold-off did its job) or the hold-off passes.
+      auto h = client_->Get(Key(absl::StrCat("/owners/", text)));
+      if (h.ok()) o.holder = h->kvs.empty() ? "" : h->kvs[0].value;
+      if (!o.holder.empty() && o.holder != options_.config.node()) hold_until_.erase(text);
     }
   }
   if (!slow) return;
@@ -291,6 +323,96 @@ std::set<std::string> ClusterNode::OwnedVips() const {
     if (o.owner()) out.insert(o.vip());
   }
   return out;
+}
+
+absl::StatusOr<v1::YieldVipResponse> ClusterNode::Yield(const v1::YieldVipRequest& req,
+                                                        const core::Actor& actor) {
+  const std::string text = core::VipKeyText(req.vip());
+  const std::string& self = options_.config.node();
+  if (req.hold_off_s() > 300) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hold_off_s: ", req.hold_off_s(), " is out of range 1..300 (0 = default)"));
+  }
+  if (req.reason().size() > 200) {
+    return absl::InvalidArgumentError("reason: at most 200 characters");
+  }
+  const int64_t hold_s =
+      req.hold_off_s() != 0 ? req.hold_off_s() : std::max<int64_t>(10, 2 * ttl_s_);
+  bool exists = false;
+  const v1::State state = engine_->State();
+  for (const v1::Vip& v : state.config().vips()) {
+    if (core::VipKeyText(v.key()) == text) {
+      exists = true;
+      if (v.ownership() != v1::ACTIVE_STANDBY) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("vip ", text,
+                         " is not ACTIVE_STANDBY: every node forwards it, there is no owner to "
+                         "fail over (lbctl vip set-ownership ",
+                         text, " active-standby)"));
+      }
+    }
+  }
+  if (!exists) return absl::NotFoundError(absl::StrCat("vip ", text, " does not exist"));
+  if (frozen_.load()) {
+    return absl::UnavailableError(
+        absl::StrCat("node ", self, " is frozen (etcd unreachable): it changes nothing"));
+  }
+  // Someone must be able to take it over, or yielding just stops the VIP.
+  std::vector<std::string> standbys;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, r] : peers_) {
+      if (name != self && !r.frozen()) standbys.push_back(name);
+    }
+  }
+  std::lock_guard<std::mutex> olock(owner_mu_);
+  auto it = owned_.find(text);
+  if (it == owned_.end() || it->second.own == nullptr) {
+    const std::string holder = it == owned_.end() ? "" : it->second.holder;
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", self, " does not own vip ", text,
+                     " (holder: ", holder.empty() ? "none" : holder, "); ask the owner"));
+  }
+  if (standbys.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("no other live node could take vip ", text,
+                                                      " over: yielding would stop it for ", hold_s,
+                                                      " s"));
+  }
+  OwnedVip& o = it->second;
+  // Stop forwarding first, then let a standby have the lease.
+  if (auto s = engine_->SetVipOwnerDeadline(o.key, 0); !s.ok()) {
+    return absl::InternalError(
+        absl::StrCat("stopping vip ", text, " in the data plane failed: ", s.message()));
+  }
+  const int64_t fenced_ms = clock_->NowUnixMs();
+  hold_until_[text] = std::chrono::steady_clock::now() + std::chrono::seconds(hold_s);
+  const int64_t fence = o.own->fence().revision;
+  const absl::Status released = o.own->Release();
+  o.own.reset();
+  o.lost->store(false);
+  o.holder.clear();
+  o.written_ns = 0;
+  o.dp_deadline = 0;
+  const std::string reason = req.reason().empty() ? "operator request" : req.reason();
+  engine_->Record(
+      actor, "vip_yielded", text, "",
+      absl::StrCat("{\"node\":\"", self, "\",\"fence\":", fence, ",\"hold_off_s\":", hold_s,
+                   ",\"reason\":\"", absl::CEscape(reason), "\",\"standbys\":\"",
+                   absl::StrJoin(standbys, " "), "\",\"release\":\"",
+                   released.ok() ? "ok" : absl::CEscape(released.message()), "\"}"),
+      absl::StrCat("node ", self, " gave vip ", text, " up on purpose (", reason,
+                   "): stopped forwarding it, released its lease",
+                   released.ok() ? ""
+                                 : absl::StrCat(" (release failed: ", released.message(),
+                                                "; the lease expires instead)"),
+                   ", out of the contest for ", hold_s, " s"));
+  Log(LogLevel::kWarning, "vip yielded on purpose",
+      {{"vip", text}, {"reason", reason}, {"hold_off_s", hold_s}});
+  v1::YieldVipResponse resp;
+  resp.set_node(self);
+  resp.set_fenced_unix_ms(fenced_ms);
+  resp.set_hold_off_until_unix_ms(fenced_ms + hold_s * 1000);
+  return resp;
 }
 
 void ClusterNode::EnsureWatch() {
@@ -480,6 +602,10 @@ void ClusterNode::Publish() {
   r.set_leader(leader_.load());
   r.set_frozen(frozen_.load());
   r.set_agent_version(options_.agent_version);
+  r.set_admin_socket(options_.admin_socket);
+  r.set_admin_tcp(options_.admin_tcp);
+  r.set_pid(static_cast<int64_t>(getpid()));
+  r.set_boot_id(BootId());
   {
     std::lock_guard<std::mutex> lock(mu_);
     self_ = r;

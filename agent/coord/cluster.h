@@ -40,6 +40,7 @@
 #define BALLAST_AGENT_COORD_CLUSTER_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -70,6 +71,9 @@ struct ClusterOptions {
   v1::Cluster config;  // validated (ValidateAgentConfig)
   std::string cache_file;
   std::string agent_version;
+  // This node's admin API, published in its NodeRecord (lbctl drill).
+  std::string admin_socket;
+  std::string admin_tcp;
   absl::Duration tick = absl::Milliseconds(500);
 };
 
@@ -102,6 +106,16 @@ class ClusterNode {
 
   // `lbctl config diff`.
   absl::StatusOr<v1::ConfigDiffResponse> Diff() const;
+
+  // `lbctl drill --mode fence` (api.proto YieldVipRequest): if this node
+  // owns the VIP, stops it in the data plane at once (deadline in the
+  // past), releases the lease and stays out of the contest until another
+  // node holds the VIP (at most the hold-off) so that a standby acquires
+  // it; audited `vip_yielded` with `actor`.
+  // FAILED_PRECONDITION when it does not own the VIP, or no other live,
+  // unfrozen node could take it over; NOT_FOUND for an unknown VIP.
+  absl::StatusOr<v1::YieldVipResponse> Yield(const v1::YieldVipRequest& req,
+                                             const core::Actor& actor);
 
  private:
   explicit ClusterNode(ClusterOptions options);
@@ -177,7 +191,14 @@ class ClusterNode {
     std::optional<uint64_t> dp_deadline;  // as last read back
     uint64_t fenced = 0;
   };
-  std::map<std::string, OwnedVip> owned_;         // by VipKeyText, the ACTIVE_STANDBY VIPs
+  // owner_mu_ guards owned_ and hold_until_: the owner loop holds it for a
+  // whole pass, Yield() (an API thread) while it gives a VIP up. Taken
+  // before mu_ and the engine's lock, never after.
+  std::mutex owner_mu_;
+  std::map<std::string, OwnedVip> owned_;  // by VipKeyText, the ACTIVE_STANDBY VIPs
+  // VIPs yielded on purpose: no acquisition before this (steady clock), or
+  // until another node holds the VIP, whichever comes first.
+  std::map<std::string, std::chrono::steady_clock::time_point> hold_until_;
   std::vector<v1::VipOwnerStatus> owner_status_;  // guarded by mu_
   std::thread owner_thread_;
 };

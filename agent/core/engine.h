@@ -82,6 +82,25 @@ class Engine {
     return absl::UnimplementedError("this engine has no config diff");
   }
 
+  // Cluster operations (api.proto ClusterOps). Set a VIP's ownership
+  // (validated and committed like any write, audited `set_ownership`);
+  // give up an owned VIP on purpose (cluster mode only); record a drill's
+  // result in the audit log (action `drill`).
+  virtual absl::Status SetVipOwnership(const v1::VipKey& key, v1::VipOwnership ownership,
+                                       const Actor& actor) {
+    (void)key, (void)ownership, (void)actor;
+    return absl::UnimplementedError("this engine has no VIP ownership");
+  }
+  virtual absl::StatusOr<v1::YieldVipResponse> YieldVip(const v1::YieldVipRequest& req,
+                                                        const Actor& actor) {
+    (void)req, (void)actor;
+    return absl::UnimplementedError("this engine has no VIP ownership");
+  }
+  virtual absl::Status RecordDrill(const v1::DrillResult& result, const Actor& actor) {
+    (void)result, (void)actor;
+    return absl::UnimplementedError("this engine has no audit log for drills");
+  }
+
   // Audit records at or after since_unix_ms, oldest first, at most limit
   // (0 = no limit).
   virtual absl::StatusOr<std::vector<v1::AuditRecord>> QueryAudit(int64_t since_unix_ms,

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <set>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/core/diff.h"
@@ -279,7 +281,19 @@ absl::Status StandaloneEngine::Program(const Image& from, const BuiltImage& buil
   }
   for (const auto& [k, v] : to.vips) {
     auto it = from.vips.find(k);
-    if (it != from.vips.end() && it->second.vip_id == v.vip_id) continue;
+    if (it != from.vips.end() && it->second.vip_id == v.vip_id) {
+      // An existing VIP that is (now) ACTIVE_STANDBY but forwarded without
+      // a fence (switched at runtime): stopped here, in the same pass as the
+      // state change; the owner loop starts it once it holds the lease. One
+      // already in owned mode is the owner loop's (a deadline, maybe live).
+      if (!options_.vip_ownership || !v.active_standby) continue;
+      auto owner = dp.GetVipOwner(v.key);
+      if (!owner.ok()) return owner.status();
+      if (owner->deadline_ns.has_value()) continue;
+      if (auto s = dp.SetVipOwnerDeadline(v.key, 0); !s.ok()) return s;
+      ++stats->owners_stopped;
+      continue;
+    }
     dataplane::VipOptions vo;
     if (options_.vip_ownership && v.active_standby) vo.owner_deadline_if_new = 0;  // stopped
     if (auto s = dp.UpsertVip(v.key, v.vip_id, vo); !s.ok()) return s;
@@ -1352,6 +1366,134 @@ void StandaloneEngine::SetAnnouncement(v1::Announcement view) {
 void StandaloneEngine::SetDiffProvider(DiffProvider provider) {
   std::lock_guard<std::mutex> lock(mu_);
   diff_provider_ = std::move(provider);
+}
+
+void StandaloneEngine::SetYieldProvider(YieldProvider provider) {
+  std::lock_guard<std::mutex> lock(mu_);
+  yield_provider_ = std::move(provider);
+}
+
+absl::StatusOr<v1::YieldVipResponse> StandaloneEngine::YieldVip(const v1::YieldVipRequest& req,
+                                                                const Actor& actor) {
+  YieldProvider provider;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    provider = yield_provider_;
+  }
+  if (!provider) {
+    return absl::FailedPreconditionError(
+        "this node runs standalone: its VIPs have no owner to fail over (yield and `lbctl "
+        "drill` need cluster mode)");
+  }
+  return provider(req, actor);
+}
+
+absl::Status StandaloneEngine::SetVipOwnership(const v1::VipKey& vkey, v1::VipOwnership ownership,
+                                               const Actor& actor) {
+  const std::string key = VipKeyText(vkey);
+  v1::SetVipOwnershipRequest req;
+  *req.mutable_vip() = vkey;
+  req.set_ownership(ownership);
+  Mutation m;
+  m.audit.push_back({"set_ownership", key, "", ToJson(req)});
+  m.scoped = true;
+  m.scope.push_back(CanonicalVipKey(vkey));
+  m.ids_changed = false;
+  m.events.push_back(
+      MakeEvent("vip_ownership", key, "",
+                absl::StrCat("vip ", key, ": ownership ", v1::VipOwnership_Name(ownership))));
+  auto r = Commit(
+      actor, std::move(m),
+      [&](v1::State& st, Mutation& mut) -> absl::Status {
+        if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
+        if (!v1::VipOwnership_IsValid(ownership)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("ownership: ", static_cast<int>(ownership),
+                           " is not a VipOwnership (OWNERSHIP_NONE or ACTIVE_STANDBY)"));
+        }
+        for (v1::Vip& v : *st.mutable_config()->mutable_vips()) {
+          if (VipKeyText(v.key()) != key) continue;
+          if (v.ownership() == ownership) {
+            mut.changed = false;
+          } else {
+            v.set_ownership(ownership);
+          }
+          return absl::OkStatus();
+        }
+        return absl::NotFoundError(absl::StrCat("vip ", key, " does not exist"));
+      },
+      false, absl::StatusCode::kFailedPrecondition);
+  return r.status();
+}
+
+absl::Status StandaloneEngine::RecordDrill(const v1::DrillResult& result, const Actor& actor) {
+  if (auto s = ValidateVipKey(result.vip(), FieldPath::Named("", "result.vip")); !s.ok()) return s;
+  const std::string key = VipKeyText(result.vip());
+  if (result.mode() != "fence" && result.mode() != "stop") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("result.mode: \"", absl::CEscape(result.mode()), "\" is not fence or stop"));
+  }
+  const auto node_ok = [](const std::string& n) {
+    if (n.size() > 64) return false;
+    for (char c : n) {
+      if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+        return false;
+      }
+    }
+    return true;
+  };
+  if (result.from_node().empty() || !node_ok(result.from_node())) {
+    return absl::InvalidArgumentError(
+        "result.from_node: required, at most 64 letters, digits, - _ .");
+  }
+  if (!node_ok(result.to_node())) {
+    return absl::InvalidArgumentError("result.to_node: at most 64 letters, digits, - _ .");
+  }
+  constexpr int64_t kDay = 86400000;
+  if (result.failover_ms() < -1 || result.failover_ms() > kDay || result.stable_ms() < -1 ||
+      result.stable_ms() > kDay) {
+    return absl::InvalidArgumentError(
+        "result.failover_ms and result.stable_ms: -1 (none) or 0..86400000");
+  }
+  if (result.stable_window_ms() < 0 || result.stable_window_ms() > kDay ||
+      result.started_unix_ms() <= 0) {
+    return absl::InvalidArgumentError(
+        "result.stable_window_ms: 0..86400000; result.started_unix_ms: required");
+  }
+  if (result.notes_size() > 64) {
+    return absl::InvalidArgumentError("result.notes: at most 64 notes");
+  }
+  for (int i = 0; i < result.notes_size(); ++i) {
+    if (result.notes(i).size() > 512) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("result.notes[", i, "]: at most 512 characters"));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    bool found = false;
+    for (const v1::Vip& v : state_->config().vips()) found = found || VipKeyText(v.key()) == key;
+    if (!found) return absl::NotFoundError(absl::StrCat("vip ", key, " does not exist"));
+  }
+  const bool pass = result.stable_ms() >= 0 && result.stable_ms() <= 5000 &&
+                    result.failover_ms() >= 0 && result.flaps() == 0 && result.differences() == 0;
+  if (pass != result.pass()) {
+    return absl::InvalidArgumentError(
+        "result.pass does not follow from the numbers (stable 0..5000 ms, traffic moved, "
+        "flaps 0, differences 0)");
+  }
+  std::string inputs;
+  google::protobuf::util::JsonPrintOptions jo;
+  jo.always_print_primitive_fields = true;  // the four numbers, zeros included
+  jo.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(result, &inputs, jo);
+  Record(actor, "drill", key, "", inputs,
+         absl::StrCat("drill ", result.mode(), " of vip ", key, " (", result.from_node(), " -> ",
+                      result.to_node().empty() ? "nobody" : result.to_node(), "): failover ",
+                      result.failover_ms(), " ms, stable ", result.stable_ms(), " ms, flaps ",
+                      result.flaps(), ", differences ", result.differences(), ": ",
+                      pass ? "PASS" : "FAIL"));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::ConfigDiffResponse> StandaloneEngine::ConfigDiff() const {

@@ -88,6 +88,9 @@ struct ProgramStats {
   int vips_deleted = 0;
   int tables_set = 0;
   int markers_deleted = 0;
+  // ACTIVE_STANDBY VIPs found forwarded without a fence (switched at
+  // runtime) and stopped in this pass (vip_ownership only).
+  int owners_stopped = 0;
   int attached = 0;  // Attach() calls (a no-op where our program already runs)
   int detached = 0;
   // Writes to the maps (the attachment is not a map write; Attach() on a
@@ -95,7 +98,7 @@ struct ProgramStats {
   // `attached`).
   int map_writes() const {
     return settings + backends_set + backends_cleared + vips_upserted + vips_deleted + tables_set +
-           markers_deleted;
+           markers_deleted + owners_stopped;
   }
 };
 
@@ -254,6 +257,24 @@ class StandaloneEngine final : public Engine {
   using DiffProvider = std::function<absl::StatusOr<v1::ConfigDiffResponse>()>;
   void SetDiffProvider(DiffProvider provider);
   absl::StatusOr<v1::ConfigDiffResponse> ConfigDiff() const override;
+  // `lbctl drill --mode fence`: answered by `provider` when set (cluster
+  // mode, ClusterNode::Yield); otherwise FAILED_PRECONDITION.
+  using YieldProvider =
+      std::function<absl::StatusOr<v1::YieldVipResponse>(const v1::YieldVipRequest&, const Actor&)>;
+  void SetYieldProvider(YieldProvider provider);
+  absl::StatusOr<v1::YieldVipResponse> YieldVip(const v1::YieldVipRequest& req,
+                                                const Actor& actor) override;
+  // Commits the change like any write (audited `set_ownership`, scoped to
+  // the VIP). With EngineOptions::vip_ownership, a VIP switched to
+  // ACTIVE_STANDBY is stopped in the same programming pass (Program: a VIP
+  // the state says is ACTIVE_STANDBY but that the data plane forwards
+  // without a fence is stopped); only the cluster node's owner loop starts
+  // it again, once it holds the lease.
+  absl::Status SetVipOwnership(const v1::VipKey& key, v1::VipOwnership ownership,
+                               const Actor& actor) override;
+  // Validates the result (VIP exists, mode, ranges, sizes) and audits it
+  // as `drill` (inputs: the result as JSON).
+  absl::Status RecordDrill(const v1::DrillResult& result, const Actor& actor) override;
 
   EngineHealth Health() const;
   v1::State State() const;  // a copy of the current state
@@ -347,6 +368,7 @@ class StandaloneEngine final : public Engine {
   v1::Coordination coordination_;     // guarded by mu_
   v1::Announcement announcement_;     // guarded by mu_
   DiffProvider diff_provider_;        // guarded by mu_
+  YieldProvider yield_provider_;      // guarded by mu_
   Image image_;                       // what the maps hold (as last programmed)
   std::string attached_if_;           // device the program was attached to by this engine
   EngineHealth health_;

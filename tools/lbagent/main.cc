@@ -40,6 +40,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agent/api/server.h"
+#include "agent/api/unix_listener.h"
 #include "agent/bgp/agent_announcer.h"
 #include "agent/coord/cluster.h"
 #include "agent/coord/etcd_store.h"
@@ -438,6 +439,9 @@ int Run(const std::string& config_path) {
     co.config = config.cluster();
     co.cache_file = config.state_file();
     co.agent_version = BALLAST_VERSION;
+    co.admin_socket = config.admin().socket_path().empty() ? api::kDefaultSocketPath
+                                                           : config.admin().socket_path();
+    co.admin_tcp = config.admin().tcp_listen();
     auto node = coord::ClusterNode::Create(co);
     if (!node.ok()) {
       Log(LogLevel::kError, "refusing to start: cluster",
