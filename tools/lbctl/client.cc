@@ -95,6 +95,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const Target& target) {
   c->config_ = v1::ConfigService::NewStub(c->channel_);
   c->audit_ = v1::Audit::NewStub(c->channel_);
   c->admin_ = v1::Admin::NewStub(c->channel_);
+  c->cluster_ = v1::ClusterOps::NewStub(c->channel_);
   return c;
 }
 

@@ -53,6 +53,7 @@ class Client {
   v1::ConfigService::Stub& config() { return *config_; }
   v1::Audit::Stub& audit() { return *audit_; }
   v1::Admin::Stub& admin() { return *admin_; }
+  v1::ClusterOps::Stub& cluster() { return *cluster_; }
 
  private:
   Client() = default;
@@ -66,6 +67,7 @@ class Client {
   std::unique_ptr<v1::ConfigService::Stub> config_;
   std::unique_ptr<v1::Audit::Stub> audit_;
   std::unique_ptr<v1::Admin::Stub> admin_;
+  std::unique_ptr<v1::ClusterOps::Stub> cluster_;
 };
 
 }  // namespace ballast::lbctl

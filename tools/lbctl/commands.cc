@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tools/lbctl/address.h"
+#include "tools/lbctl/drill_run.h"
 #include "tools/lbctl/duration.h"
 #include "tools/lbctl/exit_codes.h"
 #include "tools/lbctl/format.h"
@@ -189,6 +190,58 @@ absl::Status RunVipList(Session& s, const Args& a, std::FILE* out) {
   LBCTL_RETURN_IF_ERROR(
       c->Call(c->vips(), &v1::Vips::Stub::ListVips, v1::ListVipsRequest(), &resp));
   return Emit(a, out, resp, FormatVips(resp));
+}
+
+void VipOwnershipOptions(CLI::App& cmd, Args& a) {
+  VipArg(cmd, a);
+  cmd.add_option("MODE", a.ownership,
+                 "active-standby (one node forwards it: the holder of its lease) or all (every "
+                 "node forwards it)")
+      ->required();
+}
+
+absl::Status RunVipSetOwnership(Session& s, const Args& a, std::FILE* out) {
+  LBCTL_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
+  v1::SetVipOwnershipRequest req;
+  *req.mutable_vip() = key;
+  std::string human;
+  if (a.ownership == "active-standby") {
+    req.set_ownership(v1::ACTIVE_STANDBY);
+    human =
+        "active-standby: stopped on every node until one holds its lease, then forwarded by "
+        "that node only (cluster mode)";
+  } else if (a.ownership == "all") {
+    req.set_ownership(v1::OWNERSHIP_NONE);
+    human = "all: forwarded by every node";
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ownership '", a.ownership, "': active-standby (one node forwards the VIP) or all"));
+  }
+  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  v1::Empty resp;
+  LBCTL_RETURN_IF_ERROR(c->Call(c->cluster(), &v1::ClusterOps::Stub::SetVipOwnership, req, &resp));
+  return Emit(a, out, resp, absl::StrCat("vip ", FormatVipKey(key), ": ownership ", human, "\n"));
+}
+
+// ---- drill ----------------------------------------------------------------------
+
+void DrillOptions(CLI::App& cmd, Args& a) {
+  cmd.add_option("--vip", a.vip, "the ACTIVE_STANDBY VIP to fail over, e.g. 198.18.0.10:80/tcp")
+      ->required();
+  cmd.add_option("--mode", a.drill_mode,
+                 "fence: the owner gives the VIP up (API); stop: SIGSTOP to the owner's lbagent "
+                 "(only on its host; SIGCONT at the end)")
+      ->capture_default_str();
+  cmd.add_option("--timeout", a.drill_timeout,
+                 "give up waiting for traffic on a standby and a stable pool after this (5s..5m; "
+                 "the global --timeout, before `drill`, is the per-call deadline)")
+      ->capture_default_str();
+  cmd.add_option("--stable-window", a.stable_window,
+                 "the new owner's pool is stable once unchanged for this long")
+      ->capture_default_str();
+  cmd.add_option("--node", a.drill_nodes,
+                 "NAME=ADDR: reach node NAME at ADDR (socket path or HOST:PORT) instead of the "
+                 "address it publishes; repeatable");
 }
 
 // ---- backend --------------------------------------------------------------------
@@ -453,6 +506,9 @@ constexpr Command kCommands[] = {
     {"vip", "add", "add a VIP, optionally with backends", VipAddOptions, RunVipAdd},
     {"vip", "del", "delete a VIP and its backends", VipArg, RunVipDel},
     {"vip", "list", "list VIPs and their backends", NoOptions, RunVipList},
+    {"vip", "set-ownership",
+     "who forwards a VIP in a cluster: active-standby (the lease holder) or all",
+     VipOwnershipOptions, RunVipSetOwnership},
     {"backend", "add", "add a backend to a VIP", BackendAddOptions, RunBackendAdd},
     {"backend", "del", "delete a backend (its flows are re-steered)", VipBackendArgs,
      RunBackendDel},
@@ -474,6 +530,10 @@ constexpr Command kCommands[] = {
     {"audit", "", "show the audit log", AuditOptions, RunAudit},
     {"digest", "", "summarise a period of the audit log (actions, backends, alerts)", DigestOptions,
      RunDigest},
+    {"drill", "",
+     "fail an active/standby VIP over on purpose and measure it: failover time, time to a "
+     "stable pool (<= 5 s), backend flaps (0), config differences (0); needs live traffic",
+     DrillOptions, RunDrill},
     {"teardown", "", "detach the program, unpin the maps, stop lbagent", TeardownOptions,
      RunTeardown},
 };
@@ -482,7 +542,7 @@ constexpr struct {
   absl::string_view noun;
   absl::string_view help;
 } kNouns[] = {
-    {"vip", "manage VIPs: add, del, list"},
+    {"vip", "manage VIPs: add, del, list, set-ownership"},
     {"backend", "manage backends: add, del, weight, drain, undrain, release"},
     {"config", "declarative config: get, apply, diff"},
 };

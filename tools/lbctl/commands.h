@@ -2,11 +2,12 @@
 // function that runs it. main() is RunLbctl; tests call RunLbctl directly.
 //
 //   lbctl status
-//   lbctl vip add|del|list
+//   lbctl vip add|del|list|set-ownership
 //   lbctl backend add|del|weight|drain|undrain|release
 //   lbctl config get|apply|diff
 //   lbctl events
 //   lbctl audit
+//   lbctl drill --vip VIP [--mode fence|stop]
 //   lbctl teardown --yes
 //
 // Global flags: --socket PATH | --addr HOST:PORT --cacert --cert --key
@@ -55,6 +56,13 @@ struct Args {
   uint32_t limit = 0;
   uint64_t count = 0;
   bool yes = false;
+  // vip set-ownership VIP MODE.
+  std::string ownership;
+  // drill.
+  std::string drill_mode = "fence";
+  std::string drill_timeout = "30s";
+  std::string stable_window = "2s";
+  std::vector<std::string> drill_nodes;  // NAME=ADDR overrides
 };
 
 // The connection, opened on first use so that bad input is reported (exit
@@ -64,6 +72,7 @@ class Session {
   explicit Session(Target target) : target_(std::move(target)) {}
   absl::StatusOr<Client*> client();
   std::string target_text() const;
+  const Target& target() const { return target_; }
 
  private:
   Target target_;
