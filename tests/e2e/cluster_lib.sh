@@ -243,6 +243,22 @@ for v in json.load(sys.stdin).get("vips", []):
             print(b.get(sys.argv[2], "")); sys.exit(0)
 print("missing")' "$2" "$3" || echo "error"
 }
+# pins NODE: NODE's pin directory (lbdp --pin-dir).
+pins() { echo "/run/ballast-lab/$(labp "$1")/bpffs/router/ballast"; }
+# owner_of NODE: true/false, whether NODE says it owns the (first)
+# ACTIVE_STANDBY VIP; none when it has none.
+owner_of() {
+  lbctl "$1" --json status 2>/dev/null | python3 -c '
+import json, sys
+for o in json.load(sys.stdin).get("coordination", {}).get("owners", []):
+    print("true" if o.get("owner") else "false"); sys.exit(0)
+print("none")' || echo "error"
+}
+# dp_owner NODE VIP: the VIP's owner deadline in NODE's data plane, as lbdp
+# shows it ("not owned", "owned, deadline in ...", "owned, stopped: ...").
+dp_owner() {
+  "$LBDP" --pin-dir "$(pins "$1")" vip owner-deadline "$2" 2>&1 | sed -E 's/^vip [^ ]+ //; s/ fenced [0-9]+$//'
+}
 # metric NODE NAME: a metric's value from NODE's /metrics.
 metric() {
   ip netns exec "$(labp "$1")-router" curl -s --max-time 2 http://127.0.0.1:9580/metrics |

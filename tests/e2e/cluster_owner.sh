@@ -15,9 +15,9 @@ TTL=3
 VIP=198.18.0.10:80/tcp
 export VIP_EXTRA="ownership: ACTIVE_STANDBY"
 BG=()
-trap 'rc=$?; for p in "${BG[@]}"; do kill "$p" 2>/dev/null || true; done; (exit $rc); cluster_cleanup' EXIT
+# set +e: under errexit `(exit $rc)` would end the trap before the cleanup.
+trap 'rc=$?; set +e; for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done; (exit $rc); cluster_cleanup' EXIT
 
-pins() { echo "/run/ballast-lab/$(labp "$1")/bpffs/router/ballast"; }
 # counters NODE: "packets fenced" of the VIP in NODE's data plane.
 counters() {
   "$LBDP" --pin-dir "$(pins "$1")" stats --json 2>/dev/null | python3 -c '
@@ -25,14 +25,6 @@ import json, sys
 for v in json.load(sys.stdin).get("vips", []):
     if v["vip"] == sys.argv[1]: print(v["packets"], v["fenced"]); sys.exit(0)
 print("0 0")' "$VIP" 2>/dev/null || echo "0 0"
-}
-# owner_of NODE: true/false, whether NODE says it owns the VIP.
-owner_of() {
-  lbctl "$1" --json status 2>/dev/null | python3 -c '
-import json, sys
-for o in json.load(sys.stdin).get("coordination", {}).get("owners", []):
-    print("true" if o.get("owner") else "false"); sys.exit(0)
-print("none")' || echo "error"
 }
 vip_metric() {
   ip netns exec "$(labp "$1")-router" curl -s --max-time 2 http://127.0.0.1:9580/metrics |
