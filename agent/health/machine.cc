@@ -222,6 +222,7 @@ void Observe(std::vector<Work>& work, absl::Time now, const Params& p) {
       push(w.st.recent_scores, w.score.score);
       push(w.st.recent_drift_scores,
            static_cast<int>(std::lround(std::clamp(100.0 - w.drift_pen, 0.0, 100.0))));
+      w.st.drift_streak = 100.0 - w.drift_pen < p.good_score ? w.st.drift_streak + 1 : 0;
     }
   }
 }
@@ -501,11 +502,15 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
       ++r.unwell;
       unwell_keys.push_back(w.st.key);
     }
-    // Drifting from its own baseline in this very evaluation. Noise does
-    // this to a few backends at a time, a fleet-wide slowdown to most of
-    // them at once: counted on its own, it freezes at the first evaluation
-    // of a slowdown, before any weight has moved.
-    if (100.0 - w.drift_pen < p.good_score) ++drifting;
+    // Started drifting from its own baseline in this evaluation or the one
+    // before. Noise does this to a few backends at a time, a fleet-wide
+    // slowdown to most of them at once (milliseconds apart, so possibly
+    // across two evaluations): counted on its own, it freezes at the first
+    // evaluation of a slowdown, before any weight has moved. A backend that
+    // has drifted for longer is not an onset: it counts as unwell above, and
+    // counting it here too would let it plus one noisy peer freeze a pool
+    // of three.
+    if (w.score.evaluated && w.st.drift_streak >= 1 && w.st.drift_streak <= 2) ++drifting;
   }
   auto above = [&](int n) {
     return r.eligible > 0 && int64_t{n} * 100 > int64_t{p.fleet_guard_percent} * r.eligible;

@@ -171,6 +171,9 @@ struct BackendState {
   // The same for the drift score: 100 - the penalty of the signals judged
   // against the backend's own baseline alone (the fleet guard's second rule).
   std::vector<int> recent_drift_scores;
+  // Evaluations in a row with a drift score below good_score (0 = not
+  // drifting): the fleet guard's "drifting now" counts onsets only.
+  int drift_streak = 0;
   size_t ramp_step = 0;  // index into Params::ramp_percents
   int hold = 0;          // evaluations held at the current ramp step
   int good_streak = 0;

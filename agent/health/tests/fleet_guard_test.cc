@@ -228,6 +228,24 @@ TEST_CASE("a weight cut in the evaluation before a freeze is undone by the freez
   }
 }
 
+TEST_CASE("one backend in a long brownout plus one noisy peer does not freeze a pool of three") {
+  Sim s;
+  DriftPool pool{{"a", "b", "c"}};
+  for (int i = 0; i < 20; ++i) s.Step(pool({}));
+  // a browns out and stays slow: unwell (1 of 3), its weight moves.
+  for (int i = 0; i < 10; ++i) s.Step(pool({"a"}));
+  REQUIRE_FALSE(s.state.frozen);
+  REQUIRE(s.Out("a").effective_weight < 100);
+  // Now and then a peer has one slow evaluation. a drifting for many
+  // evaluations is no onset: 1 of 3 started drifting, not most.
+  for (int i = 0; i < 12; ++i) {
+    const Result& r = s.Step(pool(i % 3 == 0 ? std::set<std::string>{"a", i % 2 ? "b" : "c"}
+                                             : std::set<std::string>{"a"}));
+    CHECK_FALSE(r.frozen);
+  }
+  CHECK(s.Count(ActionKind::kFreeze) == 0);
+}
+
 TEST_CASE("noise that makes a few backends drift for one evaluation at a time does not freeze") {
   Sim s;
   DriftPool pool{{"a", "b", "c", "d", "e", "f"}};
