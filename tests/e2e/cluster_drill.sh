@@ -40,12 +40,6 @@ check "node a's data plane holds the VIP in owned mode as soon as the command re
   test "${A_NOW#owned}" != "$A_NOW"
 b_owned() { local o; o=$(dp_owner b "$VIP"); [[ ${o#owned} != "$o" ]]; }
 check "node b's data plane holds the VIP in owned mode after replication" wait_for 5 b_owned
-one_owner() {
-  local a b
-  a=$(owner_of a)
-  b=$(owner_of b)
-  [[ ($a == true && $b == false) || ($a == false && $b == true) ]]
-}
 check "exactly one node acquires the VIP" wait_for 15 one_owner
 if [[ $(owner_of a) == true ]]; then OWNER=a STANDBY=b; else OWNER=b STANDBY=a; fi
 log "owner $OWNER, standby $STANDBY"

@@ -254,6 +254,13 @@ for o in json.load(sys.stdin).get("coordination", {}).get("owners", []):
     print("true" if o.get("owner") else "false"); sys.exit(0)
 print("none")' || echo "error"
 }
+# one_owner: exactly one of nodes a and b says it owns the VIP.
+one_owner() {
+  local a b
+  a=$(owner_of a)
+  b=$(owner_of b)
+  [[ ($a == true && $b == false) || ($a == false && $b == true) ]]
+}
 # dp_owner NODE VIP: the VIP's owner deadline in NODE's data plane, as lbdp
 # shows it ("not owned", "owned, deadline in ...", "owned, stopped: ...").
 dp_owner() {

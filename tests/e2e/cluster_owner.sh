@@ -32,12 +32,6 @@ vip_metric() {
 }
 
 cluster_up 2 1
-one_owner() {
-  local a b
-  a=$(owner_of a)
-  b=$(owner_of b)
-  [[ ($a == true && $b == false) || ($a == false && $b == true) ]]
-}
 check "exactly one node owns the VIP" wait_for 15 one_owner
 if [[ $(owner_of a) == true ]]; then OWNER=a STANDBY=b; else OWNER=b STANDBY=a; fi
 log "owner $OWNER, standby $STANDBY"

@@ -22,22 +22,6 @@ using testing::TempDir;
 const Actor kOp{"operator:test"};
 const v1::VipKey kVip4 = Key("198.18.0.10", 80);
 
-std::unique_ptr<StandaloneEngine> Start(const TempDir& dir, const Clock* clock, bool ownership) {
-  testing::RequireRoot();
-  dataplane::Options o;
-  o.pin_dir = "";  // nothing pinned: the test's own maps only
-  o.flow_capacity = 4096;
-  auto dp = dataplane::Dataplane::Open(o);
-  if (!dp.ok()) FAIL("opening the data plane: " << dp.status().ToString());
-  EngineOptions eo;
-  eo.state_file = dir.File("state.pb");
-  eo.audit_log = dir.File("audit.jsonl");
-  eo.vip_ownership = ownership;
-  auto e = StandaloneEngine::Start(std::move(*dp), eo, clock, SmallConfig());
-  if (!e.ok()) FAIL("starting the engine: " << e.status().ToString());
-  return std::move(*e);
-}
-
 std::optional<uint64_t> Deadline(const StandaloneEngine& e) {
   auto o = e.GetVipOwner(kVip4);
   REQUIRE(o.ok());
@@ -48,7 +32,7 @@ TEST_CASE("SetVipOwnership: a VIP switched to ACTIVE_STANDBY is stopped by the s
           "[ownership]") {
   TempDir dir;
   SystemClock clock;
-  auto e = Start(dir, &clock, /*ownership=*/true);
+  auto e = StartEngine(dir, &clock, SmallConfig(), "", /*vip_ownership=*/true);
   REQUIRE_FALSE(Deadline(*e).has_value());  // OWNERSHIP_NONE: forwarded, no fence
   const uint64_t gen = e->Health().generation;
 
@@ -83,7 +67,7 @@ TEST_CASE("SetVipOwnership: a VIP switched to ACTIVE_STANDBY is stopped by the s
 TEST_CASE("SetVipOwnership: errors change nothing; standalone never fences", "[ownership]") {
   TempDir dir;
   SystemClock clock;
-  auto e = Start(dir, &clock, /*ownership=*/false);
+  auto e = StartEngine(dir, &clock, SmallConfig(), "", /*vip_ownership=*/false);
   const uint64_t gen = e->Health().generation;
   CHECK(e->SetVipOwnership(Key("198.18.0.99", 80), v1::ACTIVE_STANDBY, kOp).code() ==
         absl::StatusCode::kNotFound);
@@ -112,7 +96,7 @@ v1::DrillResult Drill() {
 TEST_CASE("RecordDrill: validated, then audited as drill with the numbers", "[ownership]") {
   TempDir dir;
   SystemClock clock;
-  auto e = Start(dir, &clock, /*ownership=*/true);
+  auto e = StartEngine(dir, &clock, SmallConfig(), "", /*vip_ownership=*/true);
   const auto bad = [&](const std::function<void(v1::DrillResult&)>& edit) {
     v1::DrillResult r = Drill();
     edit(r);
@@ -153,7 +137,7 @@ TEST_CASE("RecordDrill: validated, then audited as drill with the numbers", "[ow
 TEST_CASE("YieldVip: refused without a cluster", "[ownership]") {
   TempDir dir;
   SystemClock clock;
-  auto e = Start(dir, &clock, /*ownership=*/false);
+  auto e = StartEngine(dir, &clock, SmallConfig(), "", /*vip_ownership=*/false);
   v1::YieldVipRequest req;
   *req.mutable_vip() = kVip4;
   auto r = e->YieldVip(req, kOp);

@@ -41,10 +41,12 @@ v1::Config BigConfig(int vips, int backends, uint32_t table_size);
 void RequireRoot();
 
 // An engine over a real, unpinned data plane (pin_dir "" unless given),
-// state and audit log in `dir`.
+// state and audit log in `dir`; `vip_ownership` as EngineOptions (cluster
+// mode's ACTIVE_STANDBY handling).
 std::unique_ptr<StandaloneEngine> StartEngine(const TempDir& dir, const Clock* clock,
                                               const v1::Config& initial,
-                                              const std::string& pin_dir = "");
+                                              const std::string& pin_dir = "",
+                                              bool vip_ownership = false);
 
 // Deterministic serialization of a state (for before/after comparisons).
 std::string Serialized(const v1::State& state);
