@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "bpf/include/ballast_abi.h"
+#include "tests/unit/maglev_reference.h"
 
 namespace ballast::maglev {
 namespace {
@@ -263,6 +264,106 @@ TEST_CASE("BuildTable equals a straightforward implementation of the documented 
       REQUIRE(Build(backends, c.m) == ReferenceTable(backends, c.m));
     }
   }
+}
+
+// The table bytes are a contract between routers running different builds:
+// BuildTable must give exactly what the previous implementation gave (a frozen
+// copy in maglev_reference.h) for every input, including errors. Random
+// configurations: small and large prime sizes, N from 1 to nearly M, equal,
+// random, zero and extreme weights, random keys (shared prefixes, long keys,
+// any bytes) and ids, in random order.
+TEST_CASE("BuildTable gives the same bytes as the previous implementation", "[maglev][reference]") {
+  std::mt19937_64 rng(20240611);
+  auto uniform = [&rng](uint64_t lo, uint64_t hi) {  // inclusive
+    return std::uniform_int_distribution<uint64_t>(lo, hi)(rng);
+  };
+  auto random_key = [&](uint32_t i) {
+    switch (uniform(0, 3)) {
+      case 0:
+        return Addr(i);
+      case 1:  // long keys sharing a 20-byte prefix: the fast key order must fall back
+        return "2001:db8:aaaa:bbbb:" + std::to_string(i);
+      default: {
+        std::string key(uniform(1, 24), '\0');
+        for (char& c : key) c = static_cast<char>(uniform(0, 255));
+        return key + std::to_string(i);  // unique
+      }
+    }
+  };
+  auto random_weights = [&](size_t n) {
+    std::vector<uint32_t> w(n);
+    switch (uniform(0, 6)) {
+      case 0: {  // equal
+        const uint32_t x = static_cast<uint32_t>(uniform(1, 1000));
+        std::fill(w.begin(), w.end(), x);
+        break;
+      }
+      case 1:  // 1..100
+        for (auto& x : w) x = static_cast<uint32_t>(uniform(1, 100));
+        break;
+      case 2:  // with zeros
+        for (auto& x : w) x = uniform(0, 2) == 0 ? 0 : static_cast<uint32_t>(uniform(1, 100));
+        break;
+      case 3:  // extreme: one huge, the rest tiny (claim rounds far apart)
+        for (auto& x : w) x = static_cast<uint32_t>(uniform(1, 3));
+        w[uniform(0, n - 1)] = static_cast<uint32_t>(uniform(100000, 0xffffffffu));
+        break;
+      case 4:  // any 32-bit weight
+        for (auto& x : w) x = static_cast<uint32_t>(uniform(0, 0xffffffffu));
+        break;
+      case 5:  // a few distinct values, as during a ramp
+        for (auto& x : w) x = static_cast<uint32_t>(uniform(1, 4) * 25);
+        break;
+      default:  // equal with a few zeros
+        for (auto& x : w) x = uniform(0, 9) == 0 ? 0 : 100;
+        break;
+    }
+    return w;
+  };
+  struct Size {
+    uint32_t m;
+    int configs;
+    uint32_t max_n;
+  };
+  const Size sizes[] = {{2, 20, 2},        {3, 20, 3},        {7, 40, 7},
+                        {13, 60, 13},      {251, 60, 251},    {1009, 40, 1009},
+                        {16381, 6, 16381}, {65537, 14, 2000}, {131071, 3, 3000}};
+  int compared = 0;
+  for (const Size& size : sizes) {
+    for (int c = 0; c < size.configs; ++c) {
+      // Mostly small N, sometimes up to the limit (every slot nearly one backend).
+      const uint32_t n = static_cast<uint32_t>(
+          uniform(0, 3) == 0 ? uniform(1, size.max_n) : uniform(1, std::min(size.max_n, 64u)));
+      const auto weights = random_weights(n);
+      std::vector<Backend> backends;
+      std::vector<uint32_t> ids(BALLAST_MAX_BACKENDS - 1);
+      std::iota(ids.begin(), ids.end(), 1u);
+      std::shuffle(ids.begin(), ids.end(), rng);
+      for (uint32_t i = 0; i < n; ++i) backends.push_back({ids[i], random_key(i + 1), weights[i]});
+      std::shuffle(backends.begin(), backends.end(), rng);
+      INFO("M=" << size.m << " N=" << n << " config " << c);
+      const auto got = BuildTable(backends, size.m);
+      const auto want = reference::BuildTable(backends, size.m);
+      REQUIRE(got.status() == want.status());
+      if (want.ok()) REQUIRE(*got == *want);
+      ++compared;
+    }
+  }
+  // The benchmark's configurations and the error paths.
+  for (const auto& backends :
+       {EqualBackends(1000), WeightedBackends({100000, 1, 1, 1, 1}), EqualBackends(14),
+        WeightedBackends({0, 0, 0}), std::vector<Backend>{{7, "a", 1}, {7, "b", 1}},
+        std::vector<Backend>{{1, "a", 1}, {2, "a", 1}}, std::vector<Backend>{{0, "a", 1}},
+        std::vector<Backend>{{1, "", 1}}}) {
+    for (uint32_t m : {13u, 65537u, 65536u}) {
+      const auto got = BuildTable(backends, m);
+      const auto want = reference::BuildTable(backends, m);
+      REQUIRE(got.status() == want.status());
+      if (want.ok()) REQUIRE(*got == *want);
+      ++compared;
+    }
+  }
+  CHECK(compared > 250);
 }
 
 TEST_CASE("BuildTable orders keys exactly as std::string does", "[maglev]") {

@@ -1,0 +1,537 @@
+// A frozen copy of BuildTable() as of commit ff6c808 (before the speed work
+// that followed it), for tests only. The table format is a contract between
+// routers (see agent/maglev/maglev.h): any change to BuildTable() must keep
+// producing exactly these bytes, and tests/unit/maglev_test.cc checks that
+// over many random configurations. Never edit the code below except to keep
+// it compiling; it is deliberately the old implementation, not a clean one.
+#ifndef BALLAST_TESTS_UNIT_MAGLEV_REFERENCE_H_
+#define BALLAST_TESTS_UNIT_MAGLEV_REFERENCE_H_
+
+#include <algorithm>
+#include <bit>
+#include <bitset>
+#include <cmath>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "agent/maglev/maglev.h"
+#include "bpf/include/ballast_abi.h"
+
+namespace ballast::maglev::reference {
+namespace {
+
+// Declared first so that TableFiller below uses this copy, not the live one.
+Permutation PermutationOf(std::string_view key, uint32_t table_size);
+
+// ---- primality ------------------------------------------------------------
+
+uint64_t MulMod64(uint64_t a, uint64_t b, uint64_t m) {
+  return static_cast<uint64_t>(static_cast<unsigned __int128>(a) * b % m);
+}
+
+uint64_t PowMod64(uint64_t base, uint64_t exp, uint64_t m) {
+  uint64_t result = 1;
+  base %= m;
+  while (exp != 0) {
+    if (exp & 1) result = MulMod64(result, base, m);
+    base = MulMod64(base, base, m);
+    exp >>= 1;
+  }
+  return result;
+}
+
+// ---- key hashing ----------------------------------------------------------
+//
+// FNV-1a over the key bytes, then a multiply/xorshift finaliser so that every
+// input bit affects every output bit. Two seeds give the two independent
+// hashes the permutation needs. The constants are part of the table format:
+// changing any of them changes every table, so they are fixed forever.
+
+constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ULL;
+constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
+constexpr uint64_t kSeedOffset = 0x9e3779b97f4a7c15ULL;
+constexpr uint64_t kSeedSkip = 0xc2b2ae3d27d4eb4fULL;
+
+uint64_t Finalise(uint64_t x) {
+  x ^= x >> 32;
+  x *= 0xd6e8feb86659fd93ULL;
+  x ^= x >> 32;
+  x *= 0xd6e8feb86659fd93ULL;
+  x ^= x >> 32;
+  return x;
+}
+
+// Both hashes in one pass over the key: {hash(kSeedOffset), hash(kSeedSkip)}.
+std::pair<uint64_t, uint64_t> KeyHashes(std::string_view key) {
+  uint64_t a = kFnvOffsetBasis ^ kSeedOffset;
+  uint64_t b = kFnvOffsetBasis ^ kSeedSkip;
+  for (unsigned char c : key) {
+    a = (a ^ c) * kFnvPrime;
+    b = (b ^ c) * kFnvPrime;
+  }
+  return {Finalise(a ^ kSeedOffset), Finalise(b ^ kSeedSkip)};
+}
+
+// A backend with the first 16 bytes of its key packed big-endian (zero
+// padded), so that most key comparisons are two integer comparisons. Equal
+// prefixes fall back to comparing the whole keys; the order is exactly
+// std::string's (bytes compared as unsigned char).
+struct SortEntry {
+  uint64_t hi, lo;
+  const Backend* backend;
+
+  explicit SortEntry(const Backend& b) : hi(0), lo(0), backend(&b) {
+    const size_t n = std::min<size_t>(b.key.size(), 16);
+    for (size_t k = 0; k < n; ++k) {
+      const uint64_t byte = static_cast<unsigned char>(b.key[k]);
+      if (k < 8) {
+        hi |= byte << (56 - 8 * k);
+      } else {
+        lo |= byte << (56 - 8 * (k - 8));
+      }
+    }
+  }
+  bool operator<(const SortEntry& o) const {
+    if (hi != o.hi) return hi < o.hi;
+    if (lo != o.lo) return lo < o.lo;
+    return backend->key < o.backend->key;
+  }
+};
+
+// ---- helpers for the fill -------------------------------------------------
+
+// Inverse of a modulo the prime m (1 <= a < m), by the extended Euclidean
+// algorithm.
+uint32_t InverseMod(uint32_t a, uint32_t m) {
+  int64_t old_r = a, r = m, old_s = 1, s = 0;
+  while (r != 0) {
+    const int64_t q = old_r / r;
+    std::tie(old_r, r) = std::make_pair(r, old_r - q * r);
+    std::tie(old_s, s) = std::make_pair(s, old_s - q * s);
+  }
+  int64_t inv = old_s % static_cast<int64_t>(m);
+  if (inv < 0) inv += m;
+  return static_cast<uint32_t>(inv);
+}
+
+// x % m for x < 2^62 via a precomputed reciprocal (Barrett reduction); m is
+// the table size, so two multiplications replace a 64-bit division. With
+// recip = floor((2^64 - 1) / m) the quotient estimate is short by at most one
+// (x * recip / 2^64 >= x / m - x / 2^63 > x / m - 1), so one conditional
+// subtraction finishes the job, without a branch.
+class FastMod {
+ public:
+  explicit FastMod(uint32_t m) : m_(m), recip_(~uint64_t{0} / m) {}
+  uint32_t operator()(uint64_t x) const {
+    const uint64_t q = static_cast<uint64_t>((static_cast<unsigned __int128>(x) * recip_) >> 64);
+    const uint64_t r = x - q * m_;
+    return static_cast<uint32_t>(r >= m_ ? r - m_ : r);
+  }
+
+ private:
+  uint64_t m_;
+  uint64_t recip_;
+};
+
+// When this few slots are left, finding a backend's next free slot by walking
+// its permutation costs about M / free probes, while computing the position of
+// every free slot in that permutation directly costs `free` multiplications.
+// The crossover is near sqrt(M); the result is identical either way.
+uint32_t TailThreshold(uint32_t table_size) {
+  return static_cast<uint32_t>(std::sqrt(static_cast<double>(table_size)) / 2.0) + 16;
+}
+
+std::string BackendName(const Backend& b) {
+  return b.key.empty() ? "backend id " + std::to_string(b.id) : "backend " + b.key;
+}
+
+struct Cursor {
+  uint32_t pos;   // next slot of this backend's permutation to try
+  uint32_t skip;  // step of the permutation
+};
+
+// Upper bound on the claim-schedule ring (see BuildTable), in 64-bit words.
+constexpr uint64_t kMaxRingWords = 1 << 15;
+
+// Owns the table being built and fills it one claim at a time: Claim(i) gives
+// backend i the next free slot of its permutation. Claims must come in
+// schedule order and number exactly M in total; Finish() returns the table.
+class TableFiller {
+ public:
+  TableFiller(uint32_t m, const std::vector<const Backend*>& active)
+      : m_(m),
+        walk_claims_(m - std::min(TailThreshold(m), m)),
+        cursor_(active.size()),
+        ids_(active.size()),
+        table_(m, BALLAST_INVALID_ID),
+        taken_((m + 63) / 64, 0),
+        mod_(m) {
+    for (size_t i = 0; i < active.size(); ++i) {
+      const Permutation p = PermutationOf(active[i]->key, m);
+      cursor_[i] = Cursor{.pos = p.offset, .skip = p.skip};
+      ids_[i] = active[i]->id;
+    }
+  }
+
+  [[gnu::always_inline]] void Claim(uint32_t i) {
+    if (claims_ < walk_claims_) [[likely]] {
+      Walk(i);
+    } else {
+      if (claims_ == walk_claims_) CollectFreeSlots();
+      Solve(i);
+    }
+    ++claims_;
+  }
+
+  std::vector<uint32_t> Finish() { return std::move(table_); }
+
+ private:
+  // Walk backend i's permutation to its next free slot.
+  // This loop is where the build spends most of its time, much of it in
+  // mispredicted branches: whether a walk ends at its first probe is a coin
+  // toss for most of the build. So the first two probes are made without a
+  // branch (both bits are loaded, and the first free of the two is selected
+  // arithmetically); only walks longer than two probes branch into the loop.
+  [[gnu::always_inline]] void Walk(uint32_t i) {
+    const uint32_t m = m_;
+    uint64_t* const taken = taken_.data();
+    uint32_t pos = cursor_[i].pos;
+    const uint32_t skip = cursor_[i].skip;
+    auto is_taken = [taken](uint32_t p) {
+      return static_cast<uint32_t>((taken[p >> 6] >> (p & 63)) & 1);
+    };
+    const uint32_t next = AddMod(pos, skip, m);
+    const uint32_t t0 = is_taken(pos);
+    const uint32_t t1 = is_taken(next);
+    if ((t0 & t1) == 0) [[likely]] {
+      pos ^= (pos ^ next) & (0u - t0);  // pos if free, else next
+    } else {
+      // Two interleaved chains (even and odd steps) halve the latency of the
+      // modular additions; the slots are still tested in permutation order.
+      const uint32_t skip2 = AddMod(skip, skip, m);
+      pos = AddMod(next, skip, m);
+      uint32_t odd = AddMod(pos, skip, m);
+      for (;;) {
+        if (!is_taken(pos)) break;
+        if (!is_taken(odd)) {
+          pos = odd;
+          break;
+        }
+        pos = AddMod(pos, skip2, m);
+        odd = AddMod(odd, skip2, m);
+      }
+    }
+    taken[pos >> 6] |= uint64_t{1} << (pos & 63);
+    table_[pos] = ids_[i];
+    cursor_[i].pos = AddMod(pos, skip, m);
+  }
+
+  // (a + b) % m for a, b < m, without a division.
+  static uint32_t AddMod(uint32_t a, uint32_t b, uint32_t m) {
+    const uint32_t sum = a + b;
+    return sum >= m ? sum - m : sum;
+  }
+
+  [[gnu::noinline]] void CollectFreeSlots() {
+    free_.reserve(m_ - claims_);
+    for (size_t w = 0; w < taken_.size(); ++w) {
+      uint64_t bits = ~taken_[w];
+      while (bits != 0) {
+        const uint32_t slot = static_cast<uint32_t>(w * 64 + std::countr_zero(bits));
+        if (slot >= m_) break;
+        free_.push_back(slot);
+        bits &= bits - 1;
+      }
+    }
+    inverse_.assign(cursor_.size(), 0);
+  }
+
+  // The last few slots. Every slot a backend's permutation visits between its
+  // cursor and its next free slot is taken, so the next free slot is the free
+  // slot e with the fewest steps j = (e - pos) / skip (mod M) from the cursor.
+  // Same result as walking, without the long walks near the end.
+  [[gnu::noinline]] void Solve(uint32_t i) {
+    if (inverse_[i] == 0) inverse_[i] = InverseMod(cursor_[i].skip, m_);
+    const uint32_t pos = cursor_[i].pos;
+    const uint64_t inv = inverse_[i];
+    size_t best = 0;
+    uint32_t best_steps = m_;
+    for (size_t f = 0; f < free_.size(); ++f) {
+      const uint32_t e = free_[f];
+      const uint32_t delta = e >= pos ? e - pos : e + m_ - pos;
+      const uint32_t steps = mod_(uint64_t{delta} * inv);
+      if (steps < best_steps) {
+        best_steps = steps;
+        best = f;
+      }
+    }
+    const uint32_t slot = free_[best];
+    free_[best] = free_.back();
+    free_.pop_back();
+    table_[slot] = ids_[i];
+    cursor_[i].pos = AddMod(slot, cursor_[i].skip, m_);
+  }
+
+  const uint32_t m_;
+  const uint32_t walk_claims_;  // claims made by walking; the rest by Solve()
+  uint32_t claims_ = 0;
+  std::vector<Cursor> cursor_;
+  std::vector<uint32_t> ids_;
+  std::vector<uint32_t> table_;
+  std::vector<uint64_t> taken_;    // bit per slot: already claimed (walk phase)
+  std::vector<uint32_t> free_;     // free slots (tail phase)
+  std::vector<uint32_t> inverse_;  // skip^-1 mod M per backend, 0 = not computed yet
+  FastMod mod_;
+};
+
+bool IsPrime(uint64_t n) {
+  if (n < 2) return false;
+  static constexpr uint64_t kSmall[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37};
+  for (uint64_t p : kSmall) {
+    if (n % p == 0) return n == p;
+  }
+  // n - 1 = d * 2^s with d odd.
+  uint64_t d = n - 1;
+  int s = 0;
+  while ((d & 1) == 0) {
+    d >>= 1;
+    ++s;
+  }
+  // These witnesses decide primality for every n < 3.3e24, so all of uint64_t.
+  for (uint64_t a : kSmall) {
+    uint64_t x = PowMod64(a, d, n);
+    if (x == 1 || x == n - 1) continue;
+    bool composite = true;
+    for (int i = 1; i < s; ++i) {
+      x = MulMod64(x, x, n);
+      if (x == n - 1) {
+        composite = false;
+        break;
+      }
+    }
+    if (composite) return false;
+  }
+  return true;
+}
+
+Permutation PermutationOf(std::string_view key, uint32_t table_size) {
+  const auto [h1, h2] = KeyHashes(key);
+  return Permutation{
+      .offset = static_cast<uint32_t>(h1 % table_size),
+      .skip = static_cast<uint32_t>(h2 % (table_size - 1) + 1),
+  };
+}
+
+absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backends,
+                                                 uint32_t table_size) {
+  const uint32_t m = table_size;
+  if (m < 2 || m > BALLAST_MAX_TABLE_SIZE) {
+    return absl::InvalidArgumentError("maglev table size " + std::to_string(m) +
+                                      " is out of range 2.." +
+                                      std::to_string(BALLAST_MAX_TABLE_SIZE) + " (must be prime)");
+  }
+  if (!IsPrime(m)) {
+    return absl::InvalidArgumentError("maglev table size " + std::to_string(m) +
+                                      " is not prime; use a prime such as " +
+                                      std::to_string(BALLAST_DEFAULT_TABLE_SIZE));
+  }
+
+  // Validate each backend on its own, then order them by key so that nothing
+  // below depends on the order the caller used.
+  std::vector<SortEntry> sorted;
+  sorted.reserve(backends.size());
+  std::bitset<BALLAST_MAX_BACKENDS> id_seen;
+  bool duplicate_id = false;
+  for (const Backend& b : backends) {
+    if (b.key.empty()) {
+      return absl::InvalidArgumentError(BackendName(b) +
+                                        ": empty key (the key, e.g. the address text, places "
+                                        "the backend in the table)");
+    }
+    if (b.id == BALLAST_INVALID_ID || b.id >= BALLAST_MAX_BACKENDS) {
+      return absl::InvalidArgumentError(BackendName(b) + ": id " + std::to_string(b.id) +
+                                        " is out of range 1.." +
+                                        std::to_string(BALLAST_MAX_BACKENDS - 1));
+    }
+    duplicate_id |= id_seen.test(b.id);
+    id_seen.set(b.id);
+    sorted.emplace_back(b);
+  }
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    if (sorted[i - 1].backend->key == sorted[i].backend->key) {
+      const auto [lo, hi] = std::minmax(sorted[i - 1].backend->id, sorted[i].backend->id);
+      return absl::InvalidArgumentError("backend " + sorted[i].backend->key +
+                                        ": key given twice (ids " + std::to_string(lo) + " and " +
+                                        std::to_string(hi) + ")");
+    }
+  }
+  if (duplicate_id) {
+    // Report the first clash in key order (error path only, so quadratic is fine).
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (sorted[j].backend->id == sorted[i].backend->id) {
+          return absl::InvalidArgumentError("backends " + sorted[j].backend->key + " and " +
+                                            sorted[i].backend->key + " both use id " +
+                                            std::to_string(sorted[i].backend->id));
+        }
+      }
+    }
+  }
+
+  // Only positive weights take part in the table; index i below is the rank
+  // of the backend's key among them.
+  std::vector<const Backend*> active;
+  active.reserve(sorted.size());
+  uint64_t weight_sum = 0;
+  uint64_t weight_max = 0;
+  uint64_t weight_min = ~uint64_t{0};
+  for (const SortEntry& e : sorted) {
+    const Backend* b = e.backend;
+    if (b->weight == 0) continue;
+    active.push_back(b);
+    weight_sum += b->weight;
+    weight_max = std::max<uint64_t>(weight_max, b->weight);
+    weight_min = std::min<uint64_t>(weight_min, b->weight);
+  }
+  const size_t n = active.size();
+  if (n == 0) return std::vector<uint32_t>(m, BALLAST_INVALID_ID);
+  if (n > m) {
+    return absl::InvalidArgumentError(
+        std::to_string(n) + " backends have a positive weight but the maglev table has only " +
+        std::to_string(m) + " slots; use a larger prime table size");
+  }
+
+  // Quotas: floor(M * w / W), then one more slot for the largest remainders
+  // (ties: smaller key) until the quotas sum to M. M * w < 2^21 * 2^32 and
+  // W <= M * 2^32, so everything fits in 64 bits.
+  std::vector<uint32_t> quota(n);
+  {
+    std::vector<uint64_t> remainder(n);
+    uint64_t assigned = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t share = uint64_t{m} * active[i]->weight;
+      quota[i] = static_cast<uint32_t>(share / weight_sum);
+      remainder[i] = share % weight_sum;
+      assigned += quota[i];
+    }
+    const size_t leftover = m - assigned;  // < n
+    if (leftover > 0) {
+      std::vector<uint32_t> order(n);
+      for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+      std::nth_element(order.begin(), order.begin() + (leftover - 1), order.end(),
+                       [&](uint32_t a, uint32_t b) {
+                         return remainder[a] != remainder[b] ? remainder[a] > remainder[b] : a < b;
+                       });
+      for (size_t k = 0; k < leftover; ++k) ++quota[order[k]];
+    }
+  }
+
+  TableFiller filler(m, active);
+
+  if (weight_min == weight_max) {
+    // Equal weights: every round, every backend with quota left claims, in
+    // key order (the paper's round-robin). Same order as the general
+    // schedule below, without its bookkeeping.
+    uint32_t rounds = 0;
+    for (size_t i = 0; i < n; ++i) rounds = std::max(rounds, quota[i]);
+    for (uint32_t round = 0; round < rounds; ++round) {
+      for (size_t i = 0; i < n; ++i) {
+        if (round < quota[i]) filler.Claim(static_cast<uint32_t>(i));
+      }
+    }
+    return filler.Finish();
+  }
+
+  // Claim schedule: backend i makes its k-th claim in round
+  // ceil(k * w_max / w_i); a round's claims go in key order. The round of the
+  // next claim is kept incrementally as k * w_max = whole * w_i + part.
+  struct Pace {
+    uint64_t whole_step, part_step;  // w_max = whole_step * w + part_step
+    uint64_t whole, part;            // k * w_max = whole * w + part, k = claims so far
+    uint64_t weight;
+    uint32_t left;  // claims still to make (quota minus claims made)
+    uint64_t NextRound() {
+      part += part_step;
+      const uint64_t carry = part >= weight;  // branch-free: the pattern is irregular
+      part -= weight & (0 - carry);
+      whole += whole_step + carry;
+      return whole + (part != 0);
+    }
+  };
+  std::vector<Pace> pace(n);
+  uint64_t max_gap = 1;  // consecutive claims of one backend are at most this many rounds apart
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t w = active[i]->weight;
+    pace[i] = Pace{.whole_step = weight_max / w,
+                   .part_step = weight_max % w,
+                   .whole = 0,
+                   .part = 0,
+                   .weight = w,
+                   .left = quota[i]};
+    if (quota[i] > 0) max_gap = std::max(max_gap, (weight_max + w - 1) / w);
+  }
+
+  const size_t words = (n + 63) / 64;
+  const uint64_t ring_size = std::bit_ceil(max_gap + 1);  // a power of two: index by mask
+  const uint64_t ring_mask = ring_size - 1;
+  if (max_gap < kMaxRingWords && ring_size * words <= kMaxRingWords) {
+    // A ring of per-round bitsets over the backends: bit i of ring[r % size]
+    // is set when backend i claims in round r. Pending rounds are always less
+    // than `ring_size` rounds ahead, and walking a bitset's bits in order
+    // yields the key order for free.
+    std::vector<uint64_t> ring(ring_size * words, 0);
+    std::vector<uint32_t> pending(ring_size, 0);  // bits set per ring entry
+    for (size_t i = 0; i < n; ++i) {
+      if (pace[i].left == 0) continue;
+      const uint64_t slot = pace[i].NextRound() & ring_mask;
+      ring[slot * words + i / 64] |= uint64_t{1} << (i % 64);
+      ++pending[slot];
+    }
+    uint32_t claims_left = m;
+    for (uint64_t round = 1; claims_left > 0; ++round) {
+      const uint64_t slot = round & ring_mask;
+      if (pending[slot] == 0) continue;
+      claims_left -= pending[slot];
+      pending[slot] = 0;
+      uint64_t* bits = &ring[slot * words];
+      for (size_t w = 0; w < words; ++w) {
+        uint64_t word = bits[w];
+        bits[w] = 0;
+        while (word != 0) {
+          const uint32_t i = static_cast<uint32_t>(w * 64 + std::countr_zero(word));
+          word &= word - 1;
+          filler.Claim(i);
+          if (--pace[i].left == 0) continue;
+          const uint64_t next = pace[i].NextRound() & ring_mask;
+          ring[next * words + i / 64] |= uint64_t{1} << (i % 64);
+          ++pending[next];
+        }
+      }
+    }
+  } else {
+    // Weights so far apart that the ring would be large (w_max / w_min in
+    // the thousands for large N): sort all claims by (round, key) instead.
+    std::vector<std::pair<uint64_t, uint32_t>> claims;
+    claims.reserve(m);
+    for (size_t i = 0; i < n; ++i) {
+      while (pace[i].left > 0) {
+        claims.emplace_back(pace[i].NextRound(), static_cast<uint32_t>(i));
+        --pace[i].left;
+      }
+    }
+    std::sort(claims.begin(), claims.end());
+    for (const auto& [round, i] : claims) filler.Claim(i);
+  }
+  return filler.Finish();
+}
+
+}  // namespace
+}  // namespace ballast::maglev::reference
+
+#endif  // BALLAST_TESTS_UNIT_MAGLEV_REFERENCE_H_
