@@ -138,7 +138,7 @@ static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
 		return verdict(BALLAST_V_PASS_ICMP_UNMATCHED, XDP_PASS);
 	if (vip_fenced(vip, &t))
 		return fenced(vip);
-	id = conntrack_peek(vip, p);
+	id = conntrack_peek(vip, p, s);
 	be = bpf_map_lookup_elem(&backends, &id);
 	if (id == BALLAST_INVALID_ID || !be || be->state == BALLAST_BACKEND_UNUSED) {
 		vip_account(vip->vip_id, 0, 1);
@@ -154,11 +154,11 @@ int xdp_lb(struct xdp_md *ctx)
 	const struct ballast_vip_meta *vip = 0;
 	struct ballast_settings *s;
 	struct ballast_backend *be = 0;
-	struct ballast_flow *f;
+	struct ballast_flow *f = 0;
 	struct pkt p = {};
 	enum parse_result r;
 	__u32 zero = 0, id;
-	int looked_up = 0;
+	int looked_up = 0, l4_bad, syn;
 	__u64 now;
 
 	s = bpf_map_lookup_elem(&settings, &zero);
@@ -202,11 +202,17 @@ int xdp_lb(struct xdp_md *ctx)
 	if (p.key.proto == IPPROTO_ICMP || p.key.proto == IPPROTO_ICMPV6)
 		return handle_icmp(ctx, &p, s, clock_coarse());
 
+	l4_bad = p.key.proto == IPPROTO_TCP ? parse_tcp(ctx, &p) : parse_udp(ctx, &p);
+	syn = !l4_bad && p.key.proto == IPPROTO_TCP && is_pure_syn(&p);
+
 	/* A known flow names its VIP (vip_of_flow); only other packets pay
-	 * for the `vips` hash lookup. */
-	f = bpf_map_lookup_elem(&flows, &p.key);
-	if (f)
-		vip = vip_of_flow(f, &p.key);
+	 * for the `vips` hash lookup. A pure SYN starts a new connection
+	 * whatever flow the tuple had: handshake_syn() deletes that flow. */
+	if (!syn) {
+		f = bpf_map_lookup_elem(&flows, &p.key);
+		if (f)
+			vip = vip_of_flow(f, &p.key);
+	}
 	if (!vip) {
 		vip = vip_lookup(p.key.dst, p.key.family, p.key.dport, p.key.proto);
 		if (!vip)
@@ -220,16 +226,17 @@ int xdp_lb(struct xdp_md *ctx)
 	if (vip_fenced(vip, &now))
 		return fenced(vip);
 
-	if (p.key.proto == IPPROTO_TCP ? parse_tcp(ctx, &p) : parse_udp(ctx, &p)) {
+	if (l4_bad) {
 		vip_account(vip->vip_id, 0, 1);
 		return verdict(BALLAST_V_DROP_BAD_L4, XDP_DROP);
 	}
 	if (p.ttl <= 1)
 		return verdict(BALLAST_V_PASS_TTL, XDP_PASS);
 
-	/* A new flow needs the precise clock for its handshake start: read it
-	 * once, as `now`. Everything else runs on the coarse clock, unless the
-	 * fence check already read the precise one (owned VIP). */
+	/* A packet without a flow needs the precise clock for its handshake
+	 * slot: read it once, as `now`. Everything else runs on the coarse
+	 * clock, unless the fence check already read the precise one (owned
+	 * VIP). */
 	if (!now)
 		now = f ? clock_coarse() : clock_precise();
 	id = conntrack_select(vip, &p, s, now, f, looked_up, &be);

@@ -27,6 +27,8 @@
 #define BALLAST_MAX_VIPS 1024u     /* vip_id is 1..BALLAST_MAX_VIPS-1 */
 #define BALLAST_MAX_BACKENDS 16384u /* backend_id is 1..BALLAST_MAX_BACKENDS-1 */
 #define BALLAST_DEFAULT_FLOWS 262144u
+#define BALLAST_HANDSHAKE_WAYS 4u     /* slots per `handshakes` set (one 64-byte line) */
+#define BALLAST_HANDSHAKE_SETS 16384u /* `handshakes` array entries, a power of two */
 #define BALLAST_DEFAULT_TABLE_SIZE 65537u /* Maglev M, prime */
 #define BALLAST_MAX_TABLE_SIZE 1048573u   /* largest accepted M, prime */
 #define BALLAST_INVALID_ID 0u
@@ -148,7 +150,10 @@ struct ballast_flow_key {
 };
 
 enum ballast_flow_state {
-	BALLAST_FLOW_SYN_SENT = 1,    /* SYN seen, handshake not complete: follows the table */
+	/* SYN seen, handshake not complete: follows the table. Written only by
+	 * builds before the `handshakes` array; still understood, so flows of
+	 * an older program adopted from the pins finish their handshake. */
+	BALLAST_FLOW_SYN_SENT = 1,
 	BALLAST_FLOW_ESTABLISHED = 2, /* handshake complete (or adopted mid-stream): pinned */
 	BALLAST_FLOW_CLOSING = 3,     /* FIN or RST seen: pinned until the linger expires */
 	BALLAST_FLOW_UDP = 4,         /* UDP: pinned until idle timeout */
@@ -171,6 +176,34 @@ struct ballast_flow {
 	__u64 payload_ns;   /* time of the first client payload */
 };
 
+/* Value of the `handshakes` array: a TCP connection whose handshake is
+ * under way (the client's SYN seen, its completing ACK not yet), in one of
+ * the BALLAST_HANDSHAKE_WAYS slots of set hash & (BALLAST_HANDSHAKE_SETS - 1)
+ * of its flow hash (a free or expired slot, else the set's oldest). The
+ * `flows` table gets an entry only when the handshake completes, so a SYN
+ * flood cannot push established connections out of it; a flood only
+ * overwrites slots here, which costs handshake samples and
+ * SYN-retransmission counts, not where an established connection goes.
+ *
+ * The program writes a slot as two 8-byte words: {ports, syn_time} first,
+ * then {hash, backend_id}. A slot is in use while backend_id != 0 and
+ * syn_time is at most the settings' syn_idle_ns old. */
+struct ballast_handshake {
+	__u32 hash;       /* flow hash (ballast_flow_hash) of the 5-tuple */
+	__u32 backend_id; /* the backend the SYN went to; 0 = empty */
+	__u32 ports;      /* the key's sport | dport << 16 (as stored): a second check */
+	__u32 syn_time;   /* precise clock >> BALLAST_HANDSHAKE_TIME_SHIFT at the latest
+	                     SYN; wraps after 18 minutes */
+};
+
+/* Value of the `handshakes` array: one set of slots, one cache line. */
+struct ballast_handshake_set {
+	struct ballast_handshake way[BALLAST_HANDSHAKE_WAYS];
+};
+
+/* syn_time's unit: 256 ns. Handshake times are recorded in these units. */
+#define BALLAST_HANDSHAKE_TIME_SHIFT 8
+
 /* last_seen_ns is rewritten only when it is older than this, so that an
  * established flow's packets do not dirty the shared cache line each time. */
 #define BALLAST_TOUCH_NS 100000000ull /* 100 ms */
@@ -190,7 +223,7 @@ struct ballast_settings {
 	__u64 tcp_idle_ns; /* established TCP flow idle timeout */
 	__u64 udp_idle_ns; /* UDP flow idle timeout */
 	__u64 linger_ns;   /* after FIN/RST */
-	__u64 syn_idle_ns; /* SYN_SENT flow forgotten after this long without packets */
+	__u64 syn_idle_ns; /* handshake under way forgotten this long after its latest SYN */
 	__u64 fib_ttl_ns;  /* how long a cached next hop is trusted */
 };
 
@@ -215,7 +248,7 @@ struct ballast_backend_stats {
 	__u64 bytes;
 	__u64 syn_retransmits; /* a SYN repeated while its flow waited for the handshake */
 	__u64 client_rsts;
-	__u64 handshake_ns_sum; /* SYN → client's completing ACK */
+	__u64 handshake_ns_sum; /* latest SYN → client's completing ACK (256 ns steps) */
 	__u64 handshake_count;
 	__u64 first_response_ns_sum; /* first client payload → first ACK of server bytes */
 	__u64 first_response_count;

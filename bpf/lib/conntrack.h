@@ -3,29 +3,52 @@
  * The connection table: which backend a client→VIP flow uses, and where the
  * flow is in the TCP handshake.
  *
- * Rules (DESIGN.md, "The path of a packet"):
- *  - A flow whose handshake is complete (ESTABLISHED, CLOSING, or any UDP
- *    flow) stays on its backend until it expires (idle timeout; linger after
- *    FIN/RST) or its backend stops being usable (EVICTED, UNUSED, or
- *    DRAINING past its deadline); then its next packet is re-steered.
- *  - A flow whose handshake is not complete (SYN_SENT) follows the current
- *    table: a repeated SYN goes to the backend the table picks now, and counts
- *    as a SYN retransmission against the backend that did not answer. The
- *    client's ACK that completes the handshake stays with the backend that
- *    answered the SYN.
- *  - A TCP packet other than a SYN with no flow (flow expired or evicted from
- *    the LRU, or moved here from another router by ECMP) picks from the table
- *    and is adopted as ESTABLISHED. Every router computes the same table and
- *    hash, so the adopted flow lands on the backend it already had.
+ * Two maps (DESIGN.md, "The path of a packet"; docs/dataplane.md):
+ *  - `handshakes`, an array of 4-slot sets (one cache line each) indexed
+ *    by flow hash, holds TCP connections whose handshake is under way: the
+ *    client's SYN seen, its completing ACK not yet. A SYN writes one slot
+ *    and no `flows` entry.
+ *  - `flows`, the LRU hash, holds connections whose handshake completed
+ *    (or that were adopted mid-stream) and UDP flows.
+ *
+ * Rules:
+ *  - A flow in `flows` (ESTABLISHED, CLOSING, UDP) stays on its backend until
+ *    it expires (idle timeout; linger after FIN/RST) or its backend stops
+ *    being usable (EVICTED, UNUSED, or DRAINING past its deadline); then its
+ *    next packet is re-steered.
+ *  - A handshake under way follows the current table: a repeated SYN goes to
+ *    the backend the table picks now, and counts as a SYN retransmission
+ *    against the backend that did not answer. The client's ACK that
+ *    completes the handshake stays with the backend the SYN went to (its
+ *    slot), and creates the `flows` entry.
+ *  - A SYN on a tuple that has a `flows` entry is a new connection: the
+ *    entry is deleted and the SYN handled as above.
+ *  - A TCP packet other than a SYN with neither an entry nor a slot (flow
+ *    expired or evicted from the LRU, its slot overwritten, or moved here
+ *    from another router by ECMP) picks from the table and is adopted as
+ *    ESTABLISHED. Every router computes the same table and hash, so the
+ *    adopted flow lands on the backend it already had.
+ *
+ * Why SYNs do not create `flows` entries: inserting into the kernel's LRU
+ * hash is most of the cost of a SYN (bucket walk, node pop, locks), and a
+ * SYN flood of spoofed sources would evict established connections from
+ * the LRU. A slot costs one cache line, and a flood only overwrites other
+ * slots (a full set gives up its oldest). What a lost slot costs: that connection's handshake
+ * sample and retransmission count, and, if the table changed between its SYN and its ACK, its
+ * handshake (the ACK follows the new table; the client retries). Two tuples with the same slot,
+ * hash and ports are taken for one connection; they have the same table pick, so only counts can be
+ * wrong.
  *
  * Passive signals recorded here (per backend, per CPU): new flows, SYN
- * retransmissions, client RSTs, handshake time (first SYN on this backend →
- * the client's completing ACK) and first-response time (the client's first
- * payload → the first client ACK that acknowledges bytes sent after it).
+ * retransmissions, client RSTs, handshake time (the latest SYN → the
+ * client's completing ACK, in 256 ns units: a dropped SYN shows as a
+ * retransmission, not as a second of handshake) and first-response time
+ * (the client's first payload → the first client ACK that acknowledges
+ * bytes sent after it).
  *
- * Entries are updated in place without locks. Two CPUs racing on one flow
- * can only lose a timing sample or a touch of last_seen_ns; the backend_id
- * is always a whole value written by one of them.
+ * Entries and slots are updated in place without locks. Two CPUs racing on
+ * one flow can only lose or skew a timing sample or a touch of
+ * last_seen_ns; a backend_id is always a whole value written by one of them.
  */
 #ifndef BALLAST_CONNTRACK_H
 #define BALLAST_CONNTRACK_H
@@ -87,40 +110,209 @@ static __always_inline void flow_note_vip(struct ballast_flow *f, __u32 vip_id)
 	}
 }
 
-/* Creates (or replaces) the flow with a fresh pick from the table.
- * Returns the backend_id, or BALLAST_INVALID_ID when the table has none.
- * start_ns (the handshake's start) needs the precise clock: `now` when
- * `now_precise`, else read here; last_seen_ns takes `now` either way. */
-static __always_inline __u32 flow_create(const struct ballast_vip_meta *vip, struct pkt *p,
-					 __u64 now, int now_precise)
+static __always_inline void count_new_flow(__u32 backend_id)
+{
+	struct ballast_backend_stats *bs = backend_stats_of(backend_id);
+
+	if (bs)
+		bs->new_flows += 1;
+}
+
+/* Creates (or replaces) the flow of `p` on backend `id`, in the state its
+ * flags give: UDP, CLOSING after FIN/RST, else ESTABLISHED. With
+ * `first_payload`, a payload in this packet starts the first-response
+ * sample (the packet completes a handshake). */
+static __always_inline void flow_insert(const struct ballast_vip_meta *vip, struct pkt *p, __u32 id,
+					__u64 now, int first_payload)
 {
 	struct ballast_flow f = {};
+
+	f.backend_id = id;
+	flow_note_vip(&f, vip->vip_id);
+	f.last_seen_ns = now;
+	if (p->key.proto == IPPROTO_UDP)
+		f.state = BALLAST_FLOW_UDP;
+	else if (p->tcp_flags & (TCP_RST | TCP_FIN))
+		f.state = BALLAST_FLOW_CLOSING;
+	else
+		f.state = BALLAST_FLOW_ESTABLISHED;
+	if (first_payload && p->payload_len > 0) {
+		f.payload_ns = now;
+		f.payload_ack = p->ack_seq;
+		f.flags = BALLAST_FLOW_F_PAYLOAD_SEEN;
+	}
+	bpf_map_update_elem(&flows, &p->key, &f, BPF_ANY);
+}
+
+static __always_inline __u32 handshake_time(__u64 now)
+{
+	return (__u32)(now >> BALLAST_HANDSHAKE_TIME_SHIFT);
+}
+
+/* The packet's set of `handshakes` slots (one cache line). */
+static __always_inline struct ballast_handshake_set *handshake_set_of(struct pkt *p)
+{
+	__u32 idx = flow_hash_of(p) & (BALLAST_HANDSHAKE_SETS - 1);
+
+	return bpf_map_lookup_elem(&handshakes, &idx);
+}
+
+/* The slot of `set` that holds this packet's handshake, begun at most
+ * syn_idle_ns before `now` (a precise reading), or NULL. */
+static __always_inline struct ballast_handshake *handshake_find(struct ballast_handshake_set *set,
+								const struct pkt *p,
+								const struct ballast_settings *s,
+								__u64 now)
+{
+	__u32 t = handshake_time(now), idle = s->syn_idle_ns >> BALLAST_HANDSHAKE_TIME_SHIFT;
+	__u32 ports = *(const __u32 *)&p->key.sport;
+	struct ballast_handshake *h;
+	int i;
+
+#pragma unroll
+	for (i = 0; i < BALLAST_HANDSHAKE_WAYS; i++) {
+		h = &set->way[i];
+		if (h->backend_id != BALLAST_INVALID_ID && h->hash == p->hash &&
+		    h->ports == ports && t - h->syn_time <= idle) /* modulo 2^32 */
+			return h;
+	}
+	return 0;
+}
+
+/* The slot of `set` a new handshake takes: a free or expired one, else the
+ * oldest (whose handshake is then forgotten). */
+static __always_inline struct ballast_handshake *
+handshake_victim(struct ballast_handshake_set *set, const struct ballast_settings *s, __u64 now)
+{
+	__u32 t = handshake_time(now), idle = s->syn_idle_ns >> BALLAST_HANDSHAKE_TIME_SHIFT;
+	struct ballast_handshake *h, *v = &set->way[0];
+	__u32 age, oldest = 0;
+	int i;
+
+#pragma unroll
+	for (i = 0; i < BALLAST_HANDSHAKE_WAYS; i++) {
+		h = &set->way[i];
+		age = t - h->syn_time;
+		if (h->backend_id == BALLAST_INVALID_ID || age > idle)
+			return h;
+		if (age >= oldest) {
+			oldest = age;
+			v = h;
+		}
+	}
+	return v;
+}
+
+/* Fills slot `h` in two 8-byte stores, time first (see struct
+ * ballast_handshake). */
+static __always_inline void handshake_write(struct ballast_handshake *h, const struct pkt *p,
+					    __u32 id, __u64 now)
+{
+	*(__u64 *)&h->ports = *(const __u32 *)&p->key.sport | (__u64)handshake_time(now) << 32;
+	*(__u64 *)&h->hash = p->hash | (__u64)id << 32;
+}
+
+/* A pure SYN: a new connection (the `flows` entry of its tuple, if any, is
+ * deleted), or a retransmission of one whose slot still holds it. Follows
+ * the current table either way and writes no `flows` entry. `now` is the
+ * precise clock. Returns the pick, or BALLAST_INVALID_ID when the table has
+ * none. */
+static __always_inline __u32 handshake_syn(const struct ballast_vip_meta *vip, struct pkt *p,
+					   const struct ballast_settings *s, __u64 now)
+{
+	struct ballast_handshake_set *set = handshake_set_of(p);
+	__u32 id = maglev_pick(vip->vip_id, p), old = BALLAST_INVALID_ID;
 	struct ballast_backend_stats *bs;
+	struct ballast_handshake *h = 0;
+
+	if (set)
+		h = handshake_find(set, p, s, now);
+	if (h) {
+		/* The backend did not answer (yet). */
+		old = h->backend_id;
+		bs = backend_stats_of(old);
+		if (bs)
+			bs->syn_retransmits += 1;
+	}
+	if (id == BALLAST_INVALID_ID)
+		return id;
+	if (id != old)
+		count_new_flow(id);
+	if (!h && set)
+		h = handshake_victim(set, s, now);
+	if (h)
+		handshake_write(h, p, id, now); /* times from this, the latest SYN */
+	/* A new connection on a known tuple (or an older program's SYN_SENT
+	 * flow): from now on it lives in the slots. */
+	if (bpf_map_lookup_elem(&flows, &p->key))
+		bpf_map_delete_elem(&flows, &p->key);
+	return id;
+}
+
+/* A TCP packet other than a SYN with no flow. If its slot holds its
+ * handshake, it completes it on the SYN's backend (when that is still
+ * usable): the handshake sample is taken (an ACK), a client RST counted, the
+ * slot freed. Otherwise it is adopted from the table. Either way it becomes
+ * a `flows` entry. `now` is the precise clock. */
+static __always_inline __u32 handshake_complete(const struct ballast_vip_meta *vip, struct pkt *p,
+						const struct ballast_settings *s, __u64 now)
+{
+	struct ballast_handshake_set *set = handshake_set_of(p);
+	struct ballast_handshake *h = set ? handshake_find(set, p, s, now) : 0;
+	struct ballast_backend_stats *bs;
+	struct ballast_backend *be;
+	__u32 id, age;
+
+	if (h) {
+		id = h->backend_id;
+		age = handshake_time(now) - h->syn_time;
+		*(__u64 *)&h->hash = 0; /* free the slot */
+		be = bpf_map_lookup_elem(&backends, &id);
+		if (backend_usable(be)) {
+			bs = backend_stats_of(id);
+			if (bs && (p->tcp_flags & TCP_RST)) {
+				bs->client_rsts += 1;
+			} else if (bs && (p->tcp_flags & TCP_ACK)) {
+				bs->handshake_ns_sum += (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT;
+				bs->handshake_count += 1;
+			}
+			flow_insert(vip, p, id, now, 1);
+			return id;
+		}
+	}
+	id = maglev_pick(vip->vip_id, p);
+	if (id != BALLAST_INVALID_ID)
+		flow_insert(vip, p, id, now, 0);
+	return id;
+}
+
+/* A flow (re)started from the table: a UDP flow's first packet, or a
+ * known flow's packet after it expired or its backend became unusable. A
+ * UDP flow counts as a new flow; a TCP one is adopted (its connection was
+ * counted at its SYN). */
+static __always_inline __u32 flow_restart(const struct ballast_vip_meta *vip, struct pkt *p,
+					  __u64 now)
+{
 	__u32 id = maglev_pick(vip->vip_id, p);
 
 	if (id == BALLAST_INVALID_ID)
 		return id;
-	f.backend_id = id;
-	flow_note_vip(&f, vip->vip_id);
-	f.start_ns = now_precise ? now : clock_precise();
-	f.last_seen_ns = now;
-	if (p->key.proto == IPPROTO_UDP) {
-		f.state = BALLAST_FLOW_UDP;
-	} else if (is_pure_syn(p)) {
-		f.state = BALLAST_FLOW_SYN_SENT;
-	} else if (p->tcp_flags & (TCP_RST | TCP_FIN)) {
-		f.state = BALLAST_FLOW_CLOSING;
-	} else {
-		f.state = BALLAST_FLOW_ESTABLISHED;
-	}
-	bpf_map_update_elem(&flows, &p->key, &f, BPF_ANY);
-
-	if (f.state == BALLAST_FLOW_SYN_SENT || f.state == BALLAST_FLOW_UDP) {
-		bs = backend_stats_of(id);
-		if (bs)
-			bs->new_flows += 1;
-	}
+	flow_insert(vip, p, id, now, 0);
+	if (p->key.proto == IPPROTO_UDP)
+		count_new_flow(id);
 	return id;
+}
+
+/* A packet with no flow: UDP starts a flow; TCP goes through the
+ * handshake slots. `now` is the precise clock. */
+static __always_inline __u32 flow_start(const struct ballast_vip_meta *vip, struct pkt *p,
+					const struct ballast_settings *s, __u64 now)
+{
+	if (p->key.proto == IPPROTO_UDP)
+		return flow_restart(vip, p, now);
+	if (is_pure_syn(p))
+		return handshake_syn(vip, p, s, now);
+	return handshake_complete(vip, p, s, now);
 }
 
 /* TCP state transitions and passive signals for a packet of an existing
@@ -138,7 +330,8 @@ static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct
 		f->last_seen_ns = now;
 		return;
 	}
-	if (f->state == BALLAST_FLOW_SYN_SENT && (flags & TCP_ACK) && !(flags & TCP_SYN)) {
+	if (f->state == BALLAST_FLOW_SYN_SENT && (flags & TCP_ACK)) {
+		/* an older program's flow (see BALLAST_FLOW_SYN_SENT) */
 		__u64 t = clock_precise();
 
 		f->state = BALLAST_FLOW_ESTABLISHED;
@@ -147,22 +340,22 @@ static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct
 			bs->handshake_count += 1;
 		}
 	}
-	if (f->state == BALLAST_FLOW_ESTABLISHED || f->state == BALLAST_FLOW_CLOSING) {
-		if (!(f->flags & BALLAST_FLOW_F_PAYLOAD_SEEN)) {
-			if (p->payload_len > 0) {
-				f->payload_ns = clock_precise();
-				f->payload_ack = p->ack_seq;
-				f->flags |= BALLAST_FLOW_F_PAYLOAD_SEEN;
-			}
-		} else if (!(f->flags & BALLAST_FLOW_F_RESPONSE_SEEN) && (flags & TCP_ACK) &&
-			   (__s32)(p->ack_seq - f->payload_ack) > 0) {
-			__u64 t = clock_precise();
+	if (f->state == BALLAST_FLOW_SYN_SENT) {
+		/* no payload sample before the handshake completes */
+	} else if (!(f->flags & BALLAST_FLOW_F_PAYLOAD_SEEN)) {
+		if (p->payload_len > 0) {
+			f->payload_ns = clock_precise();
+			f->payload_ack = p->ack_seq;
+			f->flags |= BALLAST_FLOW_F_PAYLOAD_SEEN;
+		}
+	} else if (!(f->flags & BALLAST_FLOW_F_RESPONSE_SEEN) && (flags & TCP_ACK) &&
+		   (__s32)(p->ack_seq - f->payload_ack) > 0) {
+		__u64 t = clock_precise();
 
-			f->flags |= BALLAST_FLOW_F_RESPONSE_SEEN;
-			if (bs && t > f->payload_ns) {
-				bs->first_response_ns_sum += t - f->payload_ns;
-				bs->first_response_count += 1;
-			}
+		f->flags |= BALLAST_FLOW_F_RESPONSE_SEEN;
+		if (bs && t > f->payload_ns) {
+			bs->first_response_ns_sum += t - f->payload_ns;
+			bs->first_response_count += 1;
 		}
 	}
 	if (flags & TCP_FIN) {
@@ -180,10 +373,10 @@ static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct
  * entry (already checked usable); otherwise (a fresh pick) *bep is left
  * alone and the caller looks the backend up and checks it. `now` is the
  * coarse clock, except with no flow (f NULL): then it is the precise clock,
- * read once for the new flow's handshake start and timestamps. It may also
- * be the precise clock for a known flow (an owned VIP's fence check read it);
- * the precise clock is never behind the coarse one, so the idle and touch
- * comparisons only get more exact. */
+ * read once for the handshake slot and the new flow's timestamps. It may
+ * also be the precise clock for a known flow (an owned VIP's fence check
+ * read it); the precise clock is never behind the coarse one, so the idle
+ * and touch comparisons only get more exact. */
 static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip, struct pkt *p,
 					      const struct ballast_settings *s, __u64 now,
 					      struct ballast_flow *f, int vip_looked_up,
@@ -191,10 +384,10 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 {
 	struct ballast_backend_stats *bs;
 	struct ballast_backend *be;
-	__u32 id, old;
+	__u32 old;
 
 	if (!f)
-		return flow_create(vip, p, now, 1);
+		return flow_start(vip, p, s, now); /* also every pure SYN (see xdp_lb) */
 
 	old = f->backend_id;
 	be = bpf_map_lookup_elem(&backends, &old);
@@ -202,39 +395,13 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 		bs = backend_stats_of(old);
 		if (bs)
 			bs->resteered_away += 1;
-		return flow_create(vip, p, now, 0);
+		return flow_restart(vip, p, now);
 	}
 	if (flow_expired(f, s, now))
-		return flow_create(vip, p, now, 0);
+		return flow_restart(vip, p, now);
 
-	if (p->key.proto == IPPROTO_UDP)
-		goto keep;
-
-	if (is_pure_syn(p)) {
-		if (f->state != BALLAST_FLOW_SYN_SENT)
-			return flow_create(vip, p, now, 0); /* a new connection on a reused tuple */
-		/* Retransmitted SYN: the backend did not answer (yet). Follow
-		 * the current table. */
-		bs = backend_stats_of(old);
-		if (bs)
-			bs->syn_retransmits += 1;
-		id = maglev_pick(vip->vip_id, p);
-		if (id == BALLAST_INVALID_ID)
-			return id;
-		if (vip_looked_up)
-			flow_note_vip(f, vip->vip_id);
-		if (id != old) {
-			f->backend_id = id;
-			f->start_ns = clock_precise();
-			bs = backend_stats_of(id);
-			if (bs)
-				bs->new_flows += 1;
-		}
-		f->last_seen_ns = now;
-		return id;
-	}
-	flow_tcp_update(f, p, now);
-keep:
+	if (p->key.proto == IPPROTO_TCP)
+		flow_tcp_update(f, p, now);
 	if (unlikely(vip_looked_up))
 		flow_note_vip(f, vip->vip_id);
 	/* no underflow should last_seen_ns be ahead of `now` */
@@ -245,10 +412,14 @@ keep:
 }
 
 /* Backend for an ICMP error about `key`: the flow's backend if the flow is
- * known and its backend usable, else the table's pick (which is what the
- * flow would get on its next packet). Never changes the table. */
-static __always_inline __u32 conntrack_peek(const struct ballast_vip_meta *vip, struct pkt *p)
+ * known and its backend usable, else the backend of its handshake under
+ * way, else the table's pick (which is what the flow would get on its next
+ * packet). Changes neither the flows nor the slots. */
+static __always_inline __u32 conntrack_peek(const struct ballast_vip_meta *vip, struct pkt *p,
+					    const struct ballast_settings *s)
 {
+	struct ballast_handshake_set *set;
+	struct ballast_handshake *h;
 	struct ballast_backend *be;
 	struct ballast_flow *f;
 	__u32 id;
@@ -259,6 +430,15 @@ static __always_inline __u32 conntrack_peek(const struct ballast_vip_meta *vip, 
 		be = bpf_map_lookup_elem(&backends, &id);
 		if (backend_usable(be))
 			return id;
+	} else {
+		set = handshake_set_of(p);
+		h = set ? handshake_find(set, p, s, clock_precise()) : 0;
+		if (h) {
+			id = h->backend_id;
+			be = bpf_map_lookup_elem(&backends, &id);
+			if (backend_usable(be))
+				return id;
+		}
 	}
 	return maglev_pick(vip->vip_id, p);
 }

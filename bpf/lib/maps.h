@@ -64,7 +64,8 @@ struct {
 	__array(values, struct maglev_inner); /* must be the last member */
 } maglev_tables SEC(".maps");
 
-/* client->VIP 5-tuple -> backend and TCP handshake state. */
+/* client->VIP 5-tuple -> backend and TCP state, for connections whose
+ * handshake completed (or that were adopted mid-stream) and UDP flows. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, BALLAST_DEFAULT_FLOWS);
@@ -72,6 +73,18 @@ struct {
 	__type(value, struct ballast_flow);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } flows SEC(".maps");
+
+/* Handshakes under way, by flow hash (struct ballast_handshake_set). Shared
+ * by all CPUs: a client's retransmitted SYN may arrive on another one.
+ * Mmapable only for its page-aligned layout: each set is one cache line. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BALLAST_HANDSHAKE_SETS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct ballast_handshake_set);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} handshakes SEC(".maps");
 
 /* Single entry (key 0): source addresses, timeouts, policy. */
 struct {

@@ -1,10 +1,14 @@
 // The connection table: established flows stay, unfinished handshakes
 // follow the table, backend states, passive signals.
+#include <bpf/bpf.h>
 #include <linux/bpf.h>
 #include <netinet/in.h>
 
+#include <cstring>
+
 #include <catch2/catch.hpp>
 
+#include "ballast_flow_hash.h"
 #include "tests/bpf/lb_fixture.h"
 
 namespace ballast::bpftest {
@@ -65,7 +69,10 @@ TEST_CASE("An unfinished handshake follows the table: the retransmitted SYN is r
   SetUpLab(fx);
   fx.SetUniformTable(kVipTcp4, 1);
   REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
-  CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_SYN_SENT);
+  CHECK_FALSE(fx.Flow(kKey));  // a SYN writes a handshake slot, not a flow
+  REQUIRE(fx.Handshake(kKey));
+  CHECK(fx.Handshake(kKey)->backend_id == 1);
+  CHECK(fx.BackendStats(1).new_flows == 1);
 
   fx.SetUniformTable(kVipTcp4, 2);  // backend 1 never answered; the agent moved on
   const Outcome o = fx.Run(Segment(tcp::kSyn, 100, 0));
@@ -73,21 +80,130 @@ TEST_CASE("An unfinished handshake follows the table: the retransmitted SYN is r
   CHECK(BackendOf(fx, o) == 2);
   CHECK(fx.BackendStats(1).syn_retransmits == 1);
   CHECK(fx.BackendStats(2).new_flows == 1);
-  auto f = fx.Flow(kKey);
-  REQUIRE(f);
-  CHECK(f->backend_id == 2);
-  CHECK(f->state == BALLAST_FLOW_SYN_SENT);
+  CHECK_FALSE(fx.Flow(kKey));
+  REQUIRE(fx.Handshake(kKey));
+  CHECK(fx.Handshake(kKey)->backend_id == 2);
 
   // A retransmission without a table change stays and is counted.
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 2);
   CHECK(fx.BackendStats(2).syn_retransmits == 1);
+  CHECK(fx.BackendStats(2).new_flows == 1);
 
-  // The completing ACK stays with the backend that answered.
+  // The completing ACK stays with the backend the SYN went to, creates the
+  // flow and frees the slot.
   fx.SetUniformTable(kVipTcp4, 3);
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 7001))) == 2);
-  f = fx.Flow(kKey);
+  auto f = fx.Flow(kKey);
+  REQUIRE(f);
   CHECK(f->state == BALLAST_FLOW_ESTABLISHED);
+  CHECK(f->backend_id == 2);
+  CHECK_FALSE(fx.Handshake(kKey));
   CHECK(fx.BackendStats(2).handshake_count == 1);
+  CHECK(fx.BackendStats(3).new_flows == 0);
+  // From here on the flow is pinned.
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, 101, 7001, 10))) == 2);
+}
+
+TEST_CASE("A SYN on a tuple with a flow is a new connection: the flow is replaced",
+          "[lb][conntrack][handshake]") {
+  LbFixture fx;
+  Establish(fx);
+  fx.SetUniformTable(kVipTcp4, 2);
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0))) == 2);
+  CHECK_FALSE(fx.Flow(kKey));
+  REQUIRE(fx.Handshake(kKey));
+  CHECK(fx.Handshake(kKey)->backend_id == 2);
+  CHECK(fx.BackendStats(1).syn_retransmits == 0);
+  CHECK(fx.BackendStats(2).new_flows == 1);
+  fx.SetUniformTable(kVipTcp4, 3);
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 7001, 100))) == 2);
+  CHECK(fx.Flow(kKey)->backend_id == 2);
+}
+
+TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
+          "[lb][conntrack][handshake]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  fx.SetUniformTable(kVipTcp4, 1);
+  const uint64_t now = dataplane::Dataplane::MonotonicNowNs();
+  const uint32_t hash = ballast_flow_hash(&kKey);
+  uint32_t ports;
+  std::memcpy(&ports, &kKey.sport, sizeof ports);
+  const uint64_t idle_ns = dataplane::Settings{}.syn_idle_ns;
+  const auto at = [](uint64_t ns) {
+    return static_cast<uint32_t>(ns >> BALLAST_HANDSHAKE_TIME_SHIFT);
+  };
+
+  SECTION("a SYN older than syn_idle is forgotten: its repeat is a new connection") {
+    fx.SetHandshakeSlot(kKey, 0, {hash, 2, ports, at(now - idle_ns - 1000000000ull)});
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
+    CHECK(fx.BackendStats(2).syn_retransmits == 0);
+    CHECK(fx.BackendStats(1).new_flows == 1);
+    CHECK(fx.Handshake(kKey)->backend_id == 1);
+  }
+  SECTION("an ACK whose handshake slot expired is adopted from the table") {
+    fx.SetHandshakeSlot(kKey, 0, {hash, 2, ports, at(now - idle_ns - 1000000000ull)});
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001))) == 1);
+    CHECK(fx.BackendStats(2).handshake_count == 0);
+    CHECK(fx.BackendStats(1).handshake_count == 0);
+    CHECK(fx.Flow(kKey)->backend_id == 1);
+  }
+  SECTION("a client RST during the handshake is counted on the SYN's backend") {
+    fx.SetHandshakeSlot(kKey, 0, {hash, 2, ports, at(now)});
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kRst, 101, 0))) == 2);
+    CHECK(fx.BackendStats(2).client_rsts == 1);
+    CHECK(fx.BackendStats(2).handshake_count == 0);
+    CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_CLOSING);
+    CHECK_FALSE(fx.Handshake(kKey));
+  }
+  SECTION("the completing ACK leaves a SYN's backend that was evicted meanwhile") {
+    fx.SetHandshakeSlot(kKey, 0, {hash, 2, ports, at(now)});
+    fx.SetBackendState(2, BALLAST_BACKEND_EVICTED);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001))) == 1);
+    CHECK(fx.Flow(kKey)->backend_id == 1);
+    CHECK_FALSE(fx.Handshake(kKey));
+  }
+  SECTION("the first payload in the completing ACK starts the first-response sample") {
+    fx.SetHandshakeSlot(kKey, 0, {hash, 1, ports, at(now)});
+    fx.Run(Segment(tcp::kAck | tcp::kPsh, 101, 5001, 100));
+    auto f = fx.Flow(kKey);
+    REQUIRE(f);
+    CHECK((f->flags & BALLAST_FLOW_F_PAYLOAD_SEEN) != 0);
+    CHECK(f->payload_ack == 5001);
+    CHECK(fx.BackendStats(1).handshake_count == 1);
+    fx.Run(Segment(tcp::kAck, 201, 6001));
+    CHECK(fx.BackendStats(1).first_response_count == 1);
+  }
+  SECTION("a full set gives its oldest slot to a new handshake; the others stay") {
+    // Three other fresh handshakes and one older one in the set kKey uses.
+    const ballast_handshake others[4] = {{hash ^ 1u, 3, ports, at(now - 3000)},
+                                         {hash ^ 2u, 3, ports, at(now - 2000000000ull)},
+                                         {hash ^ 3u, 3, ports, at(now - 5000)},
+                                         {hash ^ 4u, 3, ports, at(now - 7000)}};
+    for (uint32_t w = 0; w < BALLAST_HANDSHAKE_WAYS; ++w) fx.SetHandshakeSlot(kKey, w, others[w]);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
+    const uint32_t idx = hash & (BALLAST_HANDSHAKE_SETS - 1);
+    ballast_handshake_set set;
+    REQUIRE(bpf_map_lookup_elem(fx.dp().map_fd("handshakes"), &idx, &set) == 0);
+    CHECK(set.way[0].hash == others[0].hash);
+    CHECK(set.way[1].hash == hash);  // the oldest was replaced
+    CHECK(set.way[1].backend_id == 1);
+    CHECK(set.way[2].hash == others[2].hash);
+    CHECK(set.way[3].hash == others[3].hash);
+  }
+  SECTION("an expired slot is taken before the oldest live one") {
+    const ballast_handshake others[4] = {{hash ^ 1u, 3, ports, at(now - 3000)},
+                                         {hash ^ 2u, 3, ports, at(now - 2000000000ull)},
+                                         {hash ^ 3u, 3, ports, at(now - idle_ns - 1000)},
+                                         {hash ^ 4u, 0, 0, 0}};
+    for (uint32_t w = 0; w < BALLAST_HANDSHAKE_WAYS; ++w) fx.SetHandshakeSlot(kKey, w, others[w]);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
+    const uint32_t idx = hash & (BALLAST_HANDSHAKE_SETS - 1);
+    ballast_handshake_set set;
+    REQUIRE(bpf_map_lookup_elem(fx.dp().map_fd("handshakes"), &idx, &set) == 0);
+    CHECK(set.way[1].hash == others[1].hash);
+    CHECK(set.way[2].hash == hash);
+  }
 }
 
 TEST_CASE("Draining backend keeps its flows until the deadline; evicted ones move",
@@ -244,8 +360,10 @@ TEST_CASE("FIN and RST: the flow lingers on its backend; client RSTs are counted
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kRst, 101, 0))) == 1);
     fx.SetUniformTable(kVipTcp4, 3);
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 900, 0))) == 3);
-    CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_SYN_SENT);
+    CHECK_FALSE(fx.Flow(kKey));
+    CHECK(fx.Handshake(kKey)->backend_id == 3);
     CHECK(fx.BackendStats(1).syn_retransmits == 0);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 901, 100))) == 3);
   }
 }
 

@@ -96,6 +96,36 @@ TEST_CASE("ICMPv6 packet-too-big about a VIP flow goes to the flow's backend", "
                             .inner_ip = pktgen::IpPacketOf(in)});
 }
 
+TEST_CASE("ICMP frag-needed about a handshake under way goes to its SYN's backend",
+          "[lb][icmp][handshake]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  fx.SetUniformTable(kVipTcp4, 2);
+  REQUIRE(fx.Run(FromClient4().Tcp(42000, 80, tcp::kSyn).Build()).verdict == BALLAST_V_TX);
+  fx.SetUniformTable(kVipTcp4, 3);  // the SYN's slot still names 2
+
+  const Bytes in = PacketBuilder()
+                       .Eth(Lab::TorMac(), Lab::RouterMac())
+                       .Ip4(kPathRouter4, Lab::Vip4())
+                       .Icmp(3, 4, 1280)
+                       .Quote(Reply4(42000, 1400), 28)
+                       .Build();
+  const Outcome o = fx.Run(in);
+  REQUIRE(o.verdict == BALLAST_V_ICMP_FWD_TX);
+  CheckEncapsulated(o.out, {.outer_family = 4,
+                            .outer_src = Lab::Src4(),
+                            .outer_dst = Lab::Backend4(2),
+                            .inner_ip = pktgen::IpPacketOf(in)});
+  // The error changed nothing: the handshake completes on 2.
+  const Outcome a = fx.Run(FromClient4().Tcp(42000, 80, tcp::kAck, 101, 5001).Build());
+  CheckEncapsulated(
+      a.out,
+      {.outer_family = 4,
+       .outer_src = Lab::Src4(),
+       .outer_dst = Lab::Backend4(2),
+       .inner_ip = pktgen::IpPacketOf(FromClient4().Tcp(42000, 80, tcp::kAck, 101, 5001).Build())});
+}
+
 TEST_CASE("Other ICMP to a VIP address is the kernel's", "[lb][icmp]") {
   LbFixture fx;
   SetUpLab(fx);

@@ -18,8 +18,8 @@ namespace {
 using health::ActionKind;
 
 constexpr int64_t kNs = 1000000000;
-// SYN_SENT flows expire after this long without a packet (the data plane's
-// syn_idle default); a later SYN then creates a fresh flow.
+// A handshake under way is forgotten this long after its latest SYN (the
+// data plane's syn_idle default); a later SYN then counts as a new flow.
 constexpr int64_t kSynIdleNs = 5 * kNs;
 // Simulated time 0 as the health logic sees it (any fixed instant works).
 const absl::Time kEpoch = absl::FromUnixSeconds(1800000000);
