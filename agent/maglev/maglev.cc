@@ -139,17 +139,23 @@ struct Cursor {
   uint32_t skip;  // step of the permutation
 };
 
-// Upper bound on the claim-schedule ring (see BuildTable), in 64-bit words.
-constexpr uint64_t kMaxRingWords = 1 << 15;
+// Upper bound on the weighted schedule's calendar ring (see BuildTable), in
+// rounds: weights further apart than this fall back to sorting the claims.
+constexpr uint64_t kMaxRingRounds = 1 << 16;
 
-// Owns the table being built and fills it one claim at a time: Claim(i) gives
-// backend i the next free slot of its permutation. Claims must come in
+// Owns the table being built and fills it: Claims(list, count) makes the next
+// `count` claims, list[k] being the backend of each. Claims must come in
 // schedule order and number exactly M in total; Finish() returns the table.
 class TableFiller {
  public:
   TableFiller(uint32_t m, const std::vector<const Backend*>& active)
       : m_(m),
         walk_claims_(m - std::min(TailThreshold(m), m)),
+        // The walk changes shape as the table fills (see Claims): up to 40%
+        // full, up to 70%, up to 95%, then long walks.
+        chunk4_from_(static_cast<uint32_t>(uint64_t{m} * 40 / 100)),
+        chunk8_from_(static_cast<uint32_t>(uint64_t{m} * 70 / 100)),
+        long_from_(static_cast<uint32_t>(uint64_t{m} * 95 / 100)),
         cursor_(active.size()),
         ids_(active.size()),
         table_(m, BALLAST_INVALID_ID),
@@ -162,64 +168,124 @@ class TableFiller {
     }
   }
 
-  [[gnu::always_inline]] void Claim(uint32_t i) {
-    if (claims_ < walk_claims_) [[likely]] {
-      Walk(i);
-    } else {
-      if (claims_ == walk_claims_) CollectFreeSlots();
-      Solve(i);
+  void Claims(const uint32_t* list, size_t count) {
+    uint32_t c = claims_;
+    size_t k = 0;
+    if (c < walk_claims_) {
+      const size_t walks = std::min<size_t>(count, walk_claims_ - c);
+      const Walker w{.m = m_,
+                     .taken = taken_.data(),
+                     .cursor = cursor_.data(),
+                     .table = table_.data(),
+                     .ids = ids_.data()};
+      // Which walk suits a claim depends on how full the table is (the
+      // chance that a probe finds its slot taken); all give the same slot.
+      for (; k < walks; ++k, ++c) {
+        if (c < chunk4_from_) {
+          w.Short(list[k]);
+        } else if (c < chunk8_from_) {
+          w.Chunked<4>(list[k]);
+        } else if (c < long_from_) {
+          w.Chunked<8>(list[k]);
+        } else {
+          w.Short(list[k]);
+        }
+      }
     }
-    ++claims_;
+    for (; k < count; ++k, ++c) {
+      if (c == walk_claims_) CollectFreeSlots();
+      Solve(list[k]);
+    }
+    claims_ = c;
   }
 
   std::vector<uint32_t> Finish() { return std::move(table_); }
 
  private:
-  // Walk backend i's permutation to its next free slot.
-  // This loop is where the build spends most of its time, much of it in
-  // mispredicted branches: whether a walk ends at its first probe is a coin
-  // toss for most of the build. So the first two probes are made without a
-  // branch (both bits are loaded, and the first free of the two is selected
-  // arithmetically); only walks longer than two probes branch into the loop.
-  [[gnu::always_inline]] void Walk(uint32_t i) {
-    const uint32_t m = m_;
-    uint64_t* const taken = taken_.data();
-    uint32_t pos = cursor_[i].pos;
-    const uint32_t skip = cursor_[i].skip;
-    auto is_taken = [taken](uint32_t p) {
-      return static_cast<uint32_t>((taken[p >> 6] >> (p & 63)) & 1);
-    };
-    const uint32_t next = AddMod(pos, skip, m);
-    const uint32_t t0 = is_taken(pos);
-    const uint32_t t1 = is_taken(next);
-    if ((t0 & t1) == 0) [[likely]] {
-      pos ^= (pos ^ next) & (0u - t0);  // pos if free, else next
-    } else {
-      // Two interleaved chains (even and odd steps) halve the latency of the
-      // modular additions; the slots are still tested in permutation order.
-      const uint32_t skip2 = AddMod(skip, skip, m);
-      pos = AddMod(next, skip, m);
-      uint32_t odd = AddMod(pos, skip, m);
-      for (;;) {
-        if (!is_taken(pos)) break;
-        if (!is_taken(odd)) {
-          pos = odd;
-          break;
-        }
-        pos = AddMod(pos, skip2, m);
-        odd = AddMod(odd, skip2, m);
-      }
-    }
-    taken[pos >> 6] |= uint64_t{1} << (pos & 63);
-    table_[pos] = ids_[i];
-    cursor_[i].pos = AddMod(pos, skip, m);
-  }
-
   // (a + b) % m for a, b < m, without a division.
   static uint32_t AddMod(uint32_t a, uint32_t b, uint32_t m) {
     const uint32_t sum = a + b;
     return sum >= m ? sum - m : sum;
   }
+
+  // Walks backend i's permutation to its next free slot and claims it. The
+  // pointers are copied out of the filler so that they stay in registers
+  // (stores into the table could otherwise alias the filler's members).
+  // This is where the build spends most of its time, much of it in
+  // mispredicted branches: how long a walk is, is random.
+  struct Walker {
+    uint32_t m;
+    uint64_t* taken;  // bit per slot: already claimed
+    Cursor* cursor;
+    uint32_t* table;
+    const uint32_t* ids;
+
+    uint32_t IsTaken(uint32_t p) const {
+      return static_cast<uint32_t>((taken[p >> 6] >> (p & 63)) & 1);
+    }
+
+    void Take(uint32_t i, uint32_t pos, uint32_t skip) const {
+      taken[pos >> 6] |= uint64_t{1} << (pos & 63);
+      table[pos] = ids[i];
+      cursor[i].pos = AddMod(pos, skip, m);
+    }
+
+    // For a table up to 40% full, and for the long walks at the end: the
+    // first two probes are made without a branch (both bits are loaded, and
+    // the first free of the two is selected arithmetically); only walks
+    // longer than two probes branch into the loop.
+    [[gnu::always_inline]] void Short(uint32_t i) const {
+      uint32_t pos = cursor[i].pos;
+      const uint32_t skip = cursor[i].skip;
+      const uint32_t next = AddMod(pos, skip, m);
+      const uint32_t t0 = IsTaken(pos);
+      const uint32_t t1 = IsTaken(next);
+      if ((t0 & t1) == 0) [[likely]] {
+        pos ^= (pos ^ next) & (0u - t0);  // pos if free, else next
+      } else {
+        // Two interleaved chains (even and odd steps) halve the latency of
+        // the modular additions; the slots are still tested in order.
+        const uint32_t skip2 = AddMod(skip, skip, m);
+        pos = AddMod(next, skip, m);
+        uint32_t odd = AddMod(pos, skip, m);
+        for (;;) {
+          if (!IsTaken(pos)) break;
+          if (!IsTaken(odd)) {
+            pos = odd;
+            break;
+          }
+          pos = AddMod(pos, skip2, m);
+          odd = AddMod(odd, skip2, m);
+        }
+      }
+      Take(i, pos, skip);
+    }
+
+    // Between 40% and 95% full, walks of a few probes are common and their
+    // length is a coin toss: K probes are made without a branch (a bit mask
+    // of the taken ones), and the first free one is found from the mask. A
+    // branch is mispredicted only when all K are taken.
+    template <int K>
+    [[gnu::always_inline]] void Chunked(uint32_t i) const {
+      uint32_t pos = cursor[i].pos;
+      const uint32_t skip = cursor[i].skip;
+      for (;;) {
+        uint32_t probe[K];
+        probe[0] = pos;
+#pragma GCC unroll 16
+        for (int k = 1; k < K; ++k) probe[k] = AddMod(probe[k - 1], skip, m);
+        uint32_t mask = 0;
+#pragma GCC unroll 16
+        for (int k = 0; k < K; ++k) mask |= IsTaken(probe[k]) << k;
+        if (mask != (1u << K) - 1) [[likely]] {
+          pos = probe[std::countr_zero(~mask)];
+          break;
+        }
+        pos = AddMod(probe[K - 1], skip, m);
+      }
+      Take(i, pos, skip);
+    }
+  };
 
   [[gnu::noinline]] void CollectFreeSlots() {
     free_.reserve(m_ - claims_);
@@ -263,6 +329,7 @@ class TableFiller {
 
   const uint32_t m_;
   const uint32_t walk_claims_;  // claims made by walking; the rest by Solve()
+  const uint32_t chunk4_from_, chunk8_from_, long_from_;
   uint32_t claims_ = 0;
   std::vector<Cursor> cursor_;
   std::vector<uint32_t> ids_;
@@ -419,17 +486,26 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
   }
 
   TableFiller filler(m, active);
+  std::vector<uint32_t> list(n);  // the claims of one round, in key order
 
   if (weight_min == weight_max) {
     // Equal weights: every round, every backend with quota left claims, in
     // key order (the paper's round-robin). Same order as the general
     // schedule below, without its bookkeeping.
     uint32_t rounds = 0;
-    for (size_t i = 0; i < n; ++i) rounds = std::max(rounds, quota[i]);
-    for (uint32_t round = 0; round < rounds; ++round) {
+    uint32_t full_rounds = ~0u;  // rounds in which every backend claims
+    for (size_t i = 0; i < n; ++i) {
+      rounds = std::max(rounds, quota[i]);
+      full_rounds = std::min(full_rounds, quota[i]);
+    }
+    for (size_t i = 0; i < n; ++i) list[i] = static_cast<uint32_t>(i);
+    for (uint32_t round = 0; round < full_rounds; ++round) filler.Claims(list.data(), n);
+    for (uint32_t round = full_rounds; round < rounds; ++round) {
+      size_t count = 0;
       for (size_t i = 0; i < n; ++i) {
-        if (round < quota[i]) filler.Claim(static_cast<uint32_t>(i));
+        if (round < quota[i]) list[count++] = static_cast<uint32_t>(i);
       }
+      filler.Claims(list.data(), count);
     }
     return filler.Finish();
   }
@@ -441,7 +517,6 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
     uint64_t whole_step, part_step;  // w_max = whole_step * w + part_step
     uint64_t whole, part;            // k * w_max = whole * w + part, k = claims so far
     uint64_t weight;
-    uint32_t left;  // claims still to make (quota minus claims made)
     uint64_t NextRound() {
       part += part_step;
       const uint64_t carry = part >= weight;  // branch-free: the pattern is irregular
@@ -450,69 +525,129 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
       return whole + (part != 0);
     }
   };
-  std::vector<Pace> pace(n);
-  uint64_t max_gap = 1;  // consecutive claims of one backend are at most this many rounds apart
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t w = active[i]->weight;
-    pace[i] = Pace{.whole_step = weight_max / w,
-                   .part_step = weight_max % w,
-                   .whole = 0,
-                   .part = 0,
-                   .weight = w,
-                   .left = quota[i]};
-    if (quota[i] > 0) max_gap = std::max(max_gap, (weight_max + w - 1) / w);
+
+  // Backends of equal weight claim in the same rounds; only the last claim
+  // differs, made by those whose quota is one above the rest of their weight
+  // class (largest remainders). So the schedule is kept per class of equal
+  // weight, not per backend: in each round, the classes that claim set their
+  // members' bits in a bitset over the backends, and reading the bitset in
+  // order gives the round's claims in key order.
+  struct Class {
+    Pace pace;
+    uint32_t first, extra, end;  // members[first, end); [extra, end) make one more claim
+    uint32_t quota;              // claims of members[first, extra)
+    uint32_t claims;             // claims made so far
+  };
+  std::vector<uint32_t> members;  // of each class in turn, each class in key order
+  std::vector<Class> classes;
+  uint64_t max_gap = 1;  // consecutive claims of one class are at most this many rounds apart
+  {
+    std::vector<uint64_t> by_weight;  // weight << 24 | i (n <= M < 2^24)
+    by_weight.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (quota[i] > 0) by_weight.push_back(uint64_t{active[i]->weight} << 24 | i);
+    }
+    std::sort(by_weight.begin(), by_weight.end());
+    members.reserve(by_weight.size());
+    for (size_t k = 0; k < by_weight.size();) {
+      const uint64_t w = by_weight[k] >> 24;
+      size_t e = k;
+      uint32_t q = ~0u;  // the smaller of the class's two quotas
+      for (; e < by_weight.size() && by_weight[e] >> 24 == w; ++e) {
+        q = std::min(q, quota[by_weight[e] & 0xffffff]);
+      }
+      for (size_t t = k; t < e; ++t) {
+        const auto i = static_cast<uint32_t>(by_weight[t] & 0xffffff);
+        if (quota[i] == q) members.push_back(i);
+      }
+      const auto extra = static_cast<uint32_t>(members.size());
+      for (size_t t = k; t < e; ++t) {
+        const auto i = static_cast<uint32_t>(by_weight[t] & 0xffffff);
+        if (quota[i] != q) members.push_back(i);
+      }
+      classes.push_back(Class{
+          .pace = Pace{.whole_step = weight_max / w,
+                       .part_step = weight_max % w,
+                       .whole = 0,
+                       .part = 0,
+                       .weight = w},
+          .first = static_cast<uint32_t>(k),
+          .extra = extra,
+          .end = static_cast<uint32_t>(e),
+          .quota = q,
+          .claims = 0,
+      });
+      max_gap = std::max(max_gap, (weight_max + w - 1) / w);
+      k = e;
+    }
   }
 
-  const size_t words = (n + 63) / 64;
-  const uint64_t ring_size = std::bit_ceil(max_gap + 1);  // a power of two: index by mask
-  const uint64_t ring_mask = ring_size - 1;
-  if (max_gap < kMaxRingWords && ring_size * words <= kMaxRingWords) {
-    // A ring of per-round bitsets over the backends: bit i of ring[r % size]
-    // is set when backend i claims in round r. Pending rounds are always less
-    // than `ring_size` rounds ahead, and walking a bitset's bits in order
-    // yields the key order for free.
-    std::vector<uint64_t> ring(ring_size * words, 0);
-    std::vector<uint32_t> pending(ring_size, 0);  // bits set per ring entry
-    for (size_t i = 0; i < n; ++i) {
-      if (pace[i].left == 0) continue;
-      const uint64_t slot = pace[i].NextRound() & ring_mask;
-      ring[slot * words + i / 64] |= uint64_t{1} << (i % 64);
-      ++pending[slot];
+  if (max_gap < kMaxRingRounds) {
+    // Classes wait in a calendar: ring entry r % ring_size lists the classes
+    // whose next claim is in round r (a linked list through `link`). Pending
+    // rounds are always less than `ring_size` rounds ahead.
+    const uint64_t ring_size = std::bit_ceil(max_gap + 1);  // a power of two: index by mask
+    const uint64_t ring_mask = ring_size - 1;
+    constexpr uint32_t kNone = ~0u;
+    std::vector<uint32_t> head(ring_size, kNone);
+    std::vector<uint32_t> link(classes.size());
+    for (uint32_t c = 0; c < classes.size(); ++c) {
+      const uint64_t slot = classes[c].pace.NextRound() & ring_mask;
+      link[c] = head[slot];
+      head[slot] = c;
     }
+    const size_t words = (n + 63) / 64;
+    std::vector<uint64_t> bits(words, 0);
     uint32_t claims_left = m;
     for (uint64_t round = 1; claims_left > 0; ++round) {
       const uint64_t slot = round & ring_mask;
-      if (pending[slot] == 0) continue;
-      claims_left -= pending[slot];
-      pending[slot] = 0;
-      uint64_t* bits = &ring[slot * words];
+      uint32_t c = head[slot];
+      if (c == kNone) continue;
+      head[slot] = kNone;
+      while (c != kNone) {
+        const uint32_t next_c = link[c];
+        Class& cl = classes[c];
+        for (uint32_t t = cl.claims < cl.quota ? cl.first : cl.extra; t < cl.end; ++t) {
+          bits[members[t] >> 6] |= uint64_t{1} << (members[t] & 63);
+        }
+        ++cl.claims;
+        if (cl.claims < cl.quota || (cl.claims == cl.quota && cl.extra < cl.end)) {
+          const uint64_t next = cl.pace.NextRound() & ring_mask;
+          link[c] = head[next];
+          head[next] = c;
+        }
+        c = next_c;
+      }
+      size_t count = 0;
       for (size_t w = 0; w < words; ++w) {
         uint64_t word = bits[w];
         bits[w] = 0;
         while (word != 0) {
-          const uint32_t i = static_cast<uint32_t>(w * 64 + std::countr_zero(word));
+          list[count++] = static_cast<uint32_t>(w * 64 + std::countr_zero(word));
           word &= word - 1;
-          filler.Claim(i);
-          if (--pace[i].left == 0) continue;
-          const uint64_t next = pace[i].NextRound() & ring_mask;
-          ring[next * words + i / 64] |= uint64_t{1} << (i % 64);
-          ++pending[next];
+        }
+      }
+      claims_left -= static_cast<uint32_t>(count);
+      filler.Claims(list.data(), count);
+    }
+  } else {
+    // Weights so far apart that the ring would be large: sort all claims by
+    // (round, key) instead.
+    std::vector<std::pair<uint64_t, uint32_t>> claims;
+    claims.reserve(m);
+    for (const Class& cl : classes) {
+      Pace pace = cl.pace;
+      for (uint32_t k = 0; k <= cl.quota; ++k) {
+        const uint64_t round = pace.NextRound();
+        for (uint32_t t = k < cl.quota ? cl.first : cl.extra; t < cl.end; ++t) {
+          claims.emplace_back(round, members[t]);
         }
       }
     }
-  } else {
-    // Weights so far apart that the ring would be large (w_max / w_min in
-    // the thousands for large N): sort all claims by (round, key) instead.
-    std::vector<std::pair<uint64_t, uint32_t>> claims;
-    claims.reserve(m);
-    for (size_t i = 0; i < n; ++i) {
-      while (pace[i].left > 0) {
-        claims.emplace_back(pace[i].NextRound(), static_cast<uint32_t>(i));
-        --pace[i].left;
-      }
-    }
     std::sort(claims.begin(), claims.end());
-    for (const auto& [round, i] : claims) filler.Claim(i);
+    std::vector<uint32_t> order(claims.size());
+    for (size_t k = 0; k < claims.size(); ++k) order[k] = claims[k].second;
+    filler.Claims(order.data(), order.size());
   }
   return filler.Finish();
 }
