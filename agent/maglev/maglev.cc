@@ -152,14 +152,14 @@ class TableFiller {
       : m_(m),
         walk_claims_(m - std::min(TailThreshold(m), m)),
         // The walk changes shape as the table fills (see Claims): up to 40%
-        // full, up to 70%, up to 95%, then long walks.
+        // full, up to 70%, up to 90%, then long walks.
         chunk4_from_(static_cast<uint32_t>(uint64_t{m} * 40 / 100)),
         chunk8_from_(static_cast<uint32_t>(uint64_t{m} * 70 / 100)),
-        long_from_(static_cast<uint32_t>(uint64_t{m} * 95 / 100)),
+        long_from_(static_cast<uint32_t>(uint64_t{m} * 90 / 100)),
         cursor_(active.size()),
         ids_(active.size()),
         table_(m, BALLAST_INVALID_ID),
-        taken_((m + 63) / 64, 0),
+        taken_((2 * uint64_t{m} + 63) / 64 + 1, 0),
         mod_(m) {
     for (size_t i = 0; i < active.size(); ++i) {
       const Permutation p = PermutationOf(active[i]->key, m);
@@ -188,7 +188,9 @@ class TableFiller {
         } else if (c < long_from_) {
           w.Chunked<8>(list[k]);
         } else {
-          w.Short(list[k]);
+          if (c == long_from_) [[unlikely]]
+            Mirror();
+          w.Long(list[k]);
         }
       }
     }
@@ -230,10 +232,9 @@ class TableFiller {
       cursor[i].pos = AddMod(pos, skip, m);
     }
 
-    // For a table up to 40% full, and for the long walks at the end: the
-    // first two probes are made without a branch (both bits are loaded, and
-    // the first free of the two is selected arithmetically); only walks
-    // longer than two probes branch into the loop.
+    // For a table up to 40% full: the first two probes are made without a branch (both bits are
+    // loaded, and the first free of the two is selected arithmetically); only walks longer than two
+    // probes branch into the loop.
     [[gnu::always_inline]] void Short(uint32_t i) const {
       uint32_t pos = cursor[i].pos;
       const uint32_t skip = cursor[i].skip;
@@ -261,7 +262,39 @@ class TableFiller {
       Take(i, pos, skip);
     }
 
-    // Between 40% and 95% full, walks of a few probes are common and their
+    // From 90% full on, walks are long (ten probes and more): probes go four
+    // to an iteration, one branch each, at pos + d for d = skip, 2 * skip,
+    // 3 * skip (mod M). pos + d < 2M, and the bitmap's second half mirrors the
+    // first from here on, so the sums need no reduction.
+    [[gnu::always_inline]] void Long(uint32_t i) const {
+      uint32_t pos = cursor[i].pos;
+      const uint32_t skip = cursor[i].skip;
+      const uint32_t d2 = AddMod(skip, skip, m);
+      const uint32_t d3 = AddMod(d2, skip, m);
+      const uint32_t d4 = AddMod(d2, d2, m);
+      for (;;) {
+        if (!IsTaken(pos)) break;
+        if (!IsTaken(pos + skip)) {
+          pos += skip;
+          break;
+        }
+        if (!IsTaken(pos + d2)) {
+          pos += d2;
+          break;
+        }
+        if (!IsTaken(pos + d3)) {
+          pos += d3;
+          break;
+        }
+        pos = AddMod(pos, d4, m);
+      }
+      pos = pos >= m ? pos - m : pos;
+      const uint32_t mirror = pos + m;
+      taken[mirror >> 6] |= uint64_t{1} << (mirror & 63);
+      Take(i, pos, skip);
+    }
+
+    // Between 40% and 90% full, walks of a few probes are common and their
     // length is a coin toss: K probes are made without a branch (a bit mask
     // of the taken ones), and the first free one is found from the mask. A
     // branch is mispredicted only when all K are taken.
@@ -287,9 +320,21 @@ class TableFiller {
     }
   };
 
+  // Sets bit p + M for every taken slot p < M: the long walks' mirror.
+  [[gnu::noinline]] void Mirror() {
+    const uint32_t words = m_ / 64, bits = m_ % 64;  // p + M = p + 64 * words + bits
+    const size_t low = (m_ + 63) / 64;
+    for (size_t w = 0; w < low; ++w) {
+      uint64_t x = taken_[w];
+      if (w == low - 1 && bits != 0) x &= (uint64_t{1} << bits) - 1;  // slots < M only
+      taken_[w + words] |= x << bits;
+      if (bits != 0) taken_[w + words + 1] |= x >> (64 - bits);
+    }
+  }
+
   [[gnu::noinline]] void CollectFreeSlots() {
     free_.reserve(m_ - claims_);
-    for (size_t w = 0; w < taken_.size(); ++w) {
+    for (size_t w = 0; w < (m_ + 63) / 64; ++w) {
       uint64_t bits = ~taken_[w];
       while (bits != 0) {
         const uint32_t slot = static_cast<uint32_t>(w * 64 + std::countr_zero(bits));
@@ -334,7 +379,7 @@ class TableFiller {
   std::vector<Cursor> cursor_;
   std::vector<uint32_t> ids_;
   std::vector<uint32_t> table_;
-  std::vector<uint64_t> taken_;    // bit per slot: already claimed (walk phase)
+  std::vector<uint64_t> taken_;    // bit per slot: already claimed (walk phase); then a mirror
   std::vector<uint32_t> free_;     // free slots (tail phase)
   std::vector<uint32_t> inverse_;  // skip^-1 mod M per backend, 0 = not computed yet
   FastMod mod_;
