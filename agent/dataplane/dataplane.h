@@ -21,7 +21,7 @@
 // /sys/fs/bpf/ballast):
 //  - Each map of the program is pinned at <pin_dir>/<map name> (names are the
 //    ABI names: vips, vip_refs, vip_filter, backends, maglev_tables, flows, handshakes,
-//    settings, nexthops, backend_stats, vip_stats, verdicts). Open() reuses the pinned maps when
+//    settings, nexthops, backend_stats, vip_stats, verdicts, clock_cache). Open() reuses the pinned maps when
 //    they exist (their contents, including the flow table, survive) and pins
 //    the ones that do not. The program is pinned at <pin_dir>/prog_xdp_lb.
 //  - Restart with the same build: the pinned program is *adopted* (prog_fd()

@@ -13,9 +13,9 @@
  *
  * Time: every *_ns field is CLOCK_MONOTONIC nanoseconds, the clock that
  * bpf_ktime_get_ns() reads. User space uses clock_gettime(CLOCK_MONOTONIC).
- * The data plane stamps last_seen_ns and next-hop expiries with the coarse
- * reading of that clock (bpf_ktime_get_coarse_ns(), up to one tick behind);
- * deadlines are compared with the precise one (bpf/lib/clock.h).
+ * The data plane stamps last_seen_ns and next-hop expiries with a coarse
+ * reading of that clock (up to one tick behind); deadlines are compared with
+ * the precise one (bpf/lib/clock.h).
  */
 #ifndef BALLAST_ABI_H
 #define BALLAST_ABI_H

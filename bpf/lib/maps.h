@@ -122,6 +122,21 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } vip_stats SEC(".maps");
 
+/* The coarse clock's per-CPU cache (bpf/lib/clock.h): the jiffy it was
+ * read in and the precise time read then. */
+struct clock_cache {
+	__u64 jiffies;
+	__u64 ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct clock_cache);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} clock_cache SEC(".maps");
+
 /* enum ballast_verdict -> packets. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
