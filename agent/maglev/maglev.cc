@@ -142,6 +142,8 @@ struct Cursor {
 // Upper bound on the weighted schedule's calendar ring (see BuildTable), in
 // rounds: weights further apart than this fall back to sorting the claims.
 constexpr uint64_t kMaxRingRounds = 1 << 16;
+// Upper bound on the per-backend ring (see BuildTable), in 64-bit words.
+constexpr uint64_t kMaxRingWords = 1 << 15;
 
 // Owns the table being built and fills it: Claims(list, count) makes the next
 // `count` claims, list[k] being the backend of each. Claims must come in
@@ -627,6 +629,63 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
     }
   }
 
+  if (max_gap < kMaxRingRounds && classes.size() * 4 > n) {
+    // Most weights distinct (classes of one to four backends): the calendar
+    // would cost more per round than it saves, and with few backends there
+    // are many rounds. A ring of per-round bitsets over the backends: bit i
+    // of ring[r % ring_size] is set when backend i claims in round r.
+    const size_t words = (n + 63) / 64;
+    uint64_t gap = 1;
+    for (size_t i = 0; i < n; ++i) {
+      if (quota[i] > 0)
+        gap = std::max<uint64_t>(gap, (weight_max + active[i]->weight - 1) / active[i]->weight);
+    }
+    const uint64_t ring_size = std::bit_ceil(gap + 1);
+    if (ring_size * words <= kMaxRingWords) {
+      const uint64_t ring_mask = ring_size - 1;
+      std::vector<Pace> pace(n);
+      std::vector<uint32_t> left(quota);
+      std::vector<uint64_t> ring(ring_size * words, 0);
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t w = active[i]->weight;
+        pace[i] = Pace{.whole_step = weight_max / w,
+                       .part_step = weight_max % w,
+                       .whole = 0,
+                       .part = 0,
+                       .weight = w};
+        if (left[i] == 0) continue;
+        const uint64_t slot = pace[i].NextRound() & ring_mask;
+        ring[slot * words + i / 64] |= uint64_t{1} << (i % 64);
+      }
+      constexpr size_t kBatch = 256;
+      list.resize(n + kBatch);
+      size_t count = 0;
+      uint32_t claims_left = m;
+      for (uint64_t round = 1; claims_left > 0; ++round) {
+        uint64_t* const bits = &ring[(round & ring_mask) * words];
+        const size_t before = count;
+        for (size_t w = 0; w < words; ++w) {
+          uint64_t word = bits[w];
+          bits[w] = 0;
+          while (word != 0) {
+            const auto i = static_cast<uint32_t>(w * 64 + std::countr_zero(word));
+            word &= word - 1;
+            list[count++] = i;
+            if (--left[i] == 0) continue;
+            const uint64_t next = pace[i].NextRound() & ring_mask;
+            ring[next * words + i / 64] |= uint64_t{1} << (i % 64);
+          }
+        }
+        claims_left -= static_cast<uint32_t>(count - before);
+        if (count >= kBatch || claims_left == 0) {
+          filler.Claims(list.data(), count);
+          count = 0;
+        }
+      }
+      return filler.Finish();
+    }
+  }
+
   if (max_gap < kMaxRingRounds) {
     // Classes wait in a calendar: ring entry r % ring_size lists the classes
     // whose next claim is in round r (a linked list through `link`). Pending
@@ -643,6 +702,11 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
     }
     const size_t words = (n + 63) / 64;
     std::vector<uint64_t> bits(words, 0);
+    // Rounds are handed to the filler several at a time: with few backends
+    // and unequal weights there are thousands of rounds of a few claims.
+    constexpr size_t kBatch = 256;
+    list.resize(n + kBatch);
+    size_t count = 0;
     uint32_t claims_left = m;
     for (uint64_t round = 1; claims_left > 0; ++round) {
       const uint64_t slot = round & ring_mask;
@@ -663,7 +727,7 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
         }
         c = next_c;
       }
-      size_t count = 0;
+      const size_t before = count;
       for (size_t w = 0; w < words; ++w) {
         uint64_t word = bits[w];
         bits[w] = 0;
@@ -672,8 +736,11 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
           word &= word - 1;
         }
       }
-      claims_left -= static_cast<uint32_t>(count);
-      filler.Claims(list.data(), count);
+      claims_left -= static_cast<uint32_t>(count - before);
+      if (count >= kBatch || claims_left == 0) {
+        filler.Claims(list.data(), count);
+        count = 0;
+      }
     }
   } else {
     // Weights so far apart that the ring would be large: sort all claims by
