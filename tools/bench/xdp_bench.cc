@@ -265,6 +265,33 @@ std::string CheckEncap(const Bytes& out, const Bytes& in, bool varied) {
   return "";
 }
 
+// The flow of the (encapsulated) output's inner packet is in `flows`,
+// ESTABLISHED, on the backend the output went to.
+std::string CheckFlowInserted(const Dataplane& dp, const Bytes& out) {
+  auto v = pktgen::ParseFrame(out);
+  if (!v.ok() || !v->ip || !v->ip->inner || !v->ip->inner->l4) return "output has no inner TCP";
+  const pktgen::IpView& in = *v->ip->inner;
+  ballast_flow_key k;
+  std::memset(&k, 0, sizeof k);
+  std::memcpy(k.src, in.src.b.data(), in.src.size());
+  std::memcpy(k.dst, in.dst.b.data(), in.dst.size());
+  k.sport = htons(in.l4->sport);
+  k.dport = htons(in.l4->dport);
+  k.proto = in.proto;
+  k.family = in.family == 4 ? BALLAST_FAMILY_V4 : BALLAST_FAMILY_V6;
+  ballast_flow f;
+  if (bpf_map_lookup_elem(dp.map_fd("flows"), &k, &f) != 0)
+    return "the last packet's flow is not in the flow table";
+  if (f.state != BALLAST_FLOW_ESTABLISHED) return "the last packet's flow is not ESTABLISHED";
+  int backend = 0;
+  for (int i = 1; i <= kBackends; ++i)
+    if (v->ip->dst == Backend4(i) || v->ip->dst == Backend6(i)) backend = i;
+  if (f.backend_id != static_cast<uint32_t>(backend) &&
+      f.backend_id != static_cast<uint32_t>(100 + backend))
+    return absl::StrCat("the last packet's flow names backend ", f.backend_id);
+  return "";
+}
+
 struct Result {
   std::string name;
   double lb_ns = 0, ref_ns = 0, restore_ns = 0, gross_ratio = 0, ratio = 0, target = 0;
@@ -284,6 +311,7 @@ struct CaseSpec {
   std::function<std::unique_ptr<Dataplane>()> open;  // fresh data plane per round
   std::function<void(Dataplane&)> prepare;           // e.g. establish the flow
   bool new_flow_each = true;  // with `vary`: every packet counts one new flow (a SYN)
+  bool inserts_flow = false;  // the last packet's flow must be in `flows` afterwards
 };
 
 // Runs one case for f.rounds rounds on `shared`, or on a fresh data plane
@@ -348,6 +376,8 @@ Result RunCase(const Harness& h, const CaseSpec& c, const Flags& f, Dataplane* s
     } else if (wl.result.out != c.frame) {
       res.error = "passed frame was modified";
     }
+    if (c.inserts_flow)
+      if (auto e = CheckFlowInserted(*dp, wl.result.out); !e.empty()) res.error = e;
     if (const uint64_t want = c.vary && c.new_flow_each ? f.repeat : 0;
         new_flows_before() - nf0 != want)
       res.error = absl::StrCat("new flows +", new_flows_before() - nf0, ", want ", want);
@@ -486,7 +516,8 @@ int Main(int argc, char** argv) {
   // them: a fresh data plane per round with capacity > repeat.
   const uint32_t big = f.repeat + 65536;
   cases.push_back({"ipv4 tcp ack inserting a flow", est4, true, true, BALLAST_V_TX, XDP_TX, 0,
-                   [big] { return OpenLb(big); }, nullptr, /*new_flow_each=*/false});
+                   [big] { return OpenLb(big); }, nullptr, /*new_flow_each=*/false,
+                   /*inserts_flow=*/true});
   cases.push_back({"ipv6 tcp established", est6, false, true, BALLAST_V_TX, XDP_TX, 4.0, nullptr,
                    establish(est6)});
   // The default-size table, filled first; then every packet (an ACK with
@@ -499,7 +530,7 @@ int Main(int argc, char** argv) {
                                  {.ingress_ifindex = 1, .repeat = BALLAST_DEFAULT_FLOWS + 4096});
          if (!r.ok() || r->action != XDP_TX) Die("filling the flow table failed");
        },
-       /*new_flow_each=*/false});
+       /*new_flow_each=*/false, /*inserts_flow=*/true});
   cases.push_back({"ipv4 non-vip pass", pass4, false, false, BALLAST_V_PASS_NOT_VIP, XDP_PASS, 1.7,
                    nullptr, nullptr});
   // Owned VIP (active/standby): the same established flow with an owner
