@@ -1112,6 +1112,31 @@ absl::StatusOr<std::vector<std::pair<ballast_flow_key, ballast_flow>>> Dataplane
   return out;
 }
 
+absl::StatusOr<Dataplane::HandshakeSlots> Dataplane::Handshakes() const {
+  auto settings = GetSettings();
+  if (!settings.ok()) return settings.status();
+  const uint32_t idle =
+      static_cast<uint32_t>(settings->syn_idle_ns >> BALLAST_HANDSHAKE_TIME_SHIFT);
+  const auto now = static_cast<uint32_t>(MonotonicNowNs() >> BALLAST_HANDSHAKE_TIME_SHIFT);
+  const int fd = map_fd("handshakes");
+  HandshakeSlots out;
+  for (uint32_t i = 0; i < BALLAST_HANDSHAKE_SETS; ++i) {
+    ballast_handshake_set set;
+    if (bpf_map_lookup_elem(fd, &i, &set) != 0) {
+      return ErrnoStatus(errno, Cat("reading handshakes[", i, "]"));
+    }
+    uint32_t live = 0;
+    for (const ballast_handshake& h : set.way) {
+      // syn_time wraps: the age is taken modulo 2^32, as the program does.
+      if (h.backend_id == BALLAST_INVALID_ID || now - h.syn_time > idle) continue;
+      out.live.push_back(h);
+      ++live;
+    }
+    if (live == BALLAST_HANDSHAKE_WAYS) ++out.full_sets;
+  }
+  return out;
+}
+
 uint64_t Dataplane::MonotonicNowNs() {
   timespec ts = {};
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -21,9 +21,9 @@
 // /sys/fs/bpf/ballast):
 //  - Each map of the program is pinned at <pin_dir>/<map name> (names are the
 //    ABI names: vips, vip_refs, vip_filter, backends, maglev_tables, flows, handshakes,
-//    settings, nexthops, backend_stats, vip_stats, verdicts, clock_cache). Open() reuses the pinned maps when
-//    they exist (their contents, including the flow table, survive) and pins
-//    the ones that do not. The program is pinned at <pin_dir>/prog_xdp_lb.
+//    settings, nexthops, backend_stats, vip_stats, verdicts, clock_cache). Open() reuses the pinned
+//    maps when they exist (their contents, including the flow table, survive) and pins the ones
+//    that do not. The program is pinned at <pin_dir>/prog_xdp_lb.
 //  - Restart with the same build: the pinned program is *adopted* (prog_fd()
 //    is the running program) and Attach() on a device that already runs it
 //    is a no-op. Nothing is detached or re-attached; no packet is lost.
@@ -252,6 +252,14 @@ class Dataplane {
   // Up to `max` entries of the connection table, in map order. Entries that
   // expire during the walk are skipped.
   absl::StatusOr<std::vector<std::pair<ballast_flow_key, ballast_flow>>> Flows(size_t max) const;
+  // The TCP handshakes under way (`handshakes` slots whose latest SYN is at
+  // most the settings' syn_idle old), and how many sets have all their
+  // slots in use (a new handshake there displaces the oldest).
+  struct HandshakeSlots {
+    std::vector<ballast_handshake> live;
+    uint64_t full_sets = 0;
+  };
+  absl::StatusOr<HandshakeSlots> Handshakes() const;
 
   static uint64_t MonotonicNowNs();  // CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns
 

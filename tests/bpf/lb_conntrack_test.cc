@@ -73,6 +73,13 @@ TEST_CASE("An unfinished handshake follows the table: the retransmitted SYN is r
   REQUIRE(fx.Handshake(kKey));
   CHECK(fx.Handshake(kKey)->backend_id == 1);
   CHECK(fx.BackendStats(1).new_flows == 1);
+  {
+    auto hs = fx.dp().Handshakes();  // what `lbdp handshakes` reads
+    REQUIRE(hs.ok());
+    REQUIRE(hs->live.size() == 1);
+    CHECK(hs->live[0].backend_id == 1);
+    CHECK(hs->full_sets == 0);
+  }
 
   fx.SetUniformTable(kVipTcp4, 2);  // backend 1 never answered; the agent moved on
   const Outcome o = fx.Run(Segment(tcp::kSyn, 100, 0));
@@ -98,6 +105,7 @@ TEST_CASE("An unfinished handshake follows the table: the retransmitted SYN is r
   CHECK(f->state == BALLAST_FLOW_ESTABLISHED);
   CHECK(f->backend_id == 2);
   CHECK_FALSE(fx.Handshake(kKey));
+  CHECK(fx.dp().Handshakes()->live.empty());
   CHECK(fx.BackendStats(2).handshake_count == 1);
   CHECK(fx.BackendStats(3).new_flows == 0);
   // From here on the flow is pinned.
@@ -190,6 +198,10 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
     CHECK(set.way[1].backend_id == 1);
     CHECK(set.way[2].hash == others[2].hash);
     CHECK(set.way[3].hash == others[3].hash);
+    auto hs = fx.dp().Handshakes();
+    REQUIRE(hs.ok());
+    CHECK(hs->live.size() == 4);
+    CHECK(hs->full_sets == 1);
   }
   SECTION("an expired slot is taken before the oldest live one") {
     const ballast_handshake others[4] = {{hash ^ 1u, 3, ports, at(now - 3000)},

@@ -487,6 +487,20 @@ int CmdStats(const Global& g, bool json) {
   return kOk;
 }
 
+int CmdHandshakes(const Global& g) {
+  auto dp = OpenPinned(g);
+  if (!dp.ok()) return Fail(dp.status());
+  auto hs = (*dp)->Handshakes();
+  if (!hs.ok()) return Fail(hs.status());
+  std::map<uint32_t, uint64_t> per_backend;
+  for (const ballast_handshake& h : hs->live) ++per_backend[h.backend_id];
+  for (const auto& [id, n] : per_backend) printf("backend %u: %" PRIu64 " under way\n", id, n);
+  printf("%zu handshakes under way in %u slots; %" PRIu64
+         " sets full (a new handshake there displaces the oldest)\n",
+         hs->live.size(), BALLAST_HANDSHAKE_SETS * BALLAST_HANDSHAKE_WAYS, hs->full_sets);
+  return kOk;
+}
+
 int CmdFlows(const Global& g, size_t max) {
   auto dp = OpenPinned(g);
   if (!dp.ok()) return Fail(dp.status());
@@ -650,6 +664,8 @@ int main(int argc, char** argv) {
   auto* c_stats = app.add_subcommand("stats", "verdict, VIP and backend counters, flow count");
   c_stats->add_flag("--json", json, "JSON output");
   size_t max_flows = 100;
+  auto* c_handshakes = app.add_subcommand(
+      "handshakes", "TCP handshakes under way (SYN seen, completing ACK not yet), per backend");
   auto* c_flows = app.add_subcommand("flows", "connection table entries");
   c_flows->add_option("--max", max_flows, "at most this many")->capture_default_str();
 
@@ -695,6 +711,7 @@ int main(int argc, char** argv) {
   if (*c_table_show) return CmdTableShow(g, vip_id);
   if (*c_stats) return CmdStats(g, json);
   if (*c_flows) return CmdFlows(g, max_flows);
+  if (*c_handshakes) return CmdHandshakes(g);
   if (*c_decap_attach) return CmdDecapAttach(g, dev, decap_addrs, decap_mode);
   if (*c_decap_detach) return CmdDecapDetach(g, dev);
   if (*c_decap_stats) return CmdDecapStats(g, dev);
