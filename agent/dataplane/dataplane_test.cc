@@ -654,6 +654,9 @@ TEST_CASE("attach and detach on a veth in native and generic mode", "[dataplane]
   REQUIRE(st.ok());
   CHECK(st->mode == AttachMode::kNative);  // the dispatcher fallback attached the program itself
   CHECK_FALSE(st->dispatcher);
+  // libxdp made its directory for a dispatcher it did not pin; the attach
+  // removed it again, so nothing is left in bpffs.
+  CHECK_FALSE(PathExists(std::string(getenv("LIBXDP_BPFFS")) + "/xdp"));
   auto mode = dp->AttachedMode("dpt0");
   REQUIRE(mode.ok());
   CHECK(*mode == AttachMode::kNative);

@@ -4,10 +4,12 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 #include <net/if.h>
+#include <unistd.h>
 #include <xdp/libxdp.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -24,8 +26,28 @@ std::string LogTail(const std::string& log) {
   return Cat("\nlibbpf/libxdp log:\n", tail);
 }
 
+// libxdp keeps its dispatcher's pins under <bpffs>/xdp (bpffs: LIBXDP_BPFFS,
+// default /sys/fs/bpf) and creates that directory on every attach, even when
+// it falls back to attaching the program alone (the dispatcher does not load
+// on every kernel), which pins nothing there.
+std::string LibxdpDir() {
+  const char* bpffs = getenv("LIBXDP_BPFFS");
+  return Cat(bpffs != nullptr && *bpffs != '\0' ? bpffs : "/sys/fs/bpf", "/xdp");
+}
+
 absl::Status LibxdpAttach(int prog_fd, int ifindex, std::string_view ifname, AttachMode mode,
                           std::string* log) {
+  // An empty libxdp directory that this attach created is removed again
+  // (rmdir leaves a directory with pins in it alone).
+  const std::string libxdp_dir = LibxdpDir();
+  const bool libxdp_dir_existed = access(libxdp_dir.c_str(), F_OK) == 0;
+  struct RemoveIfCreated {
+    const std::string& dir;
+    bool existed;
+    ~RemoveIfCreated() {
+      if (!existed) rmdir(dir.c_str());
+    }
+  } remove_if_created{libxdp_dir, libxdp_dir_existed};
   CaptureLibLogs capture(log);
   xdp_program* prog = xdp_program__from_fd(prog_fd);  // dups prog_fd
   if (const long err = libxdp_get_error(prog); err != 0) {
