@@ -179,25 +179,24 @@ std::optional<ballast_flow> LbFixture::Flow(const ballast_flow_key& key) const {
   return f;
 }
 
-std::optional<ballast_handshake> LbFixture::Handshake(const ballast_flow_key& key) const {
-  const uint32_t hash = ballast_flow_hash(&key);
-  const uint32_t idx = hash & (BALLAST_HANDSHAKE_SETS - 1);
-  uint32_t ports;
-  std::memcpy(&ports, &key.sport, sizeof ports);
+ballast_handshake_set LbFixture::HandshakeSet(const ballast_flow_key& key) const {
+  const uint32_t idx = ballast_flow_hash(&key) & (BALLAST_HANDSHAKE_SETS - 1);
   ballast_handshake_set set;
   REQUIRE(bpf_map_lookup_elem(dp_->map_fd("handshakes"), &idx, &set) == 0);
-  for (const ballast_handshake& h : set.way)
+  return set;
+}
+
+std::optional<ballast_handshake> LbFixture::Handshake(const ballast_flow_key& key) const {
+  const uint32_t hash = ballast_flow_hash(&key);
+  uint32_t ports;
+  std::memcpy(&ports, &key.sport, sizeof ports);
+  for (const ballast_handshake& h : HandshakeSet(key).way)
     if (h.backend_id != BALLAST_INVALID_ID && h.hash == hash && h.ports == ports) return h;
   return std::nullopt;
 }
 
-void LbFixture::SetHandshakeSlot(const ballast_flow_key& key, uint32_t way,
-                                 const ballast_handshake& h) {
+void LbFixture::SetHandshakeSet(const ballast_flow_key& key, const ballast_handshake_set& set) {
   const uint32_t idx = ballast_flow_hash(&key) & (BALLAST_HANDSHAKE_SETS - 1);
-  ballast_handshake_set set;
-  REQUIRE(way < BALLAST_HANDSHAKE_WAYS);
-  REQUIRE(bpf_map_lookup_elem(dp_->map_fd("handshakes"), &idx, &set) == 0);
-  set.way[way] = h;
   REQUIRE(bpf_map_update_elem(dp_->map_fd("handshakes"), &idx, &set, BPF_ANY) == 0);
 }
 

@@ -106,12 +106,12 @@ class LbFixture {
   // Backend id whose address is `outer_dst` (0 if none).
   uint32_t BackendAt(const Addr& outer_dst) const;
   std::optional<ballast_flow> Flow(const ballast_flow_key& key) const;
-  // The `handshakes` slot that holds `key` (hash and ports match, whatever
-  // its age), if any.
+  // The `handshakes` set `key` hashes to, and the slot of it that holds
+  // `key` (hash and ports match, whatever its age), if any.
+  ballast_handshake_set HandshakeSet(const ballast_flow_key& key) const;
   std::optional<ballast_handshake> Handshake(const ballast_flow_key& key) const;
-  // Writes slot `way` of the set `key` hashes to (tests of ageing and of
-  // full sets).
-  void SetHandshakeSlot(const ballast_flow_key& key, uint32_t way, const ballast_handshake& h);
+  // Overwrites the set `key` hashes to (tests of ageing and of full sets).
+  void SetHandshakeSet(const ballast_flow_key& key, const ballast_handshake_set& set);
   ballast_backend_stats BackendStats(uint32_t id) const;
   ballast_vip_stats VipStats(uint32_t vip_id) const;
   std::array<uint64_t, BALLAST_V_MAX> Verdicts() const;

@@ -24,6 +24,16 @@ Bytes Reply4(uint16_t client_port, size_t payload) {
       .PayloadSize(payload)
       .BuildIp();
 }
+// ICMP "fragmentation needed" (MTU 1280) from a router on the path to the
+// VIP, quoting `quote_len` bytes of `original`.
+Bytes FragNeeded4(const Bytes& original, size_t quote_len) {
+  return PacketBuilder()
+      .Eth(Lab::TorMac(), Lab::RouterMac())
+      .Ip4(kPathRouter4, Lab::Vip4())
+      .Icmp(3, 4, 1280)
+      .Quote(original, quote_len)
+      .Build();
+}
 Bytes Reply6(uint16_t client_port, size_t payload) {
   return PacketBuilder()
       .Ip6(Lab::Vip6(), Lab::Client6())
@@ -41,12 +51,7 @@ TEST_CASE("ICMP frag-needed about a VIP flow goes to the backend that owns the f
   fx.Run(FromClient4().Tcp(42000, 80, tcp::kAck, 101, 5001).Build());
   fx.SetUniformTable(kVipTcp4, 3);  // the flow stays on 2; so must its ICMP
 
-  const Bytes in = PacketBuilder()
-                       .Eth(Lab::TorMac(), Lab::RouterMac())
-                       .Ip4(kPathRouter4, Lab::Vip4())
-                       .Icmp(3, 4, 1280)
-                       .Quote(Reply4(42000, 1400), 28)
-                       .Build();
+  const Bytes in = FragNeeded4(Reply4(42000, 1400), 28);
   const Outcome o = fx.Run(in);
   REQUIRE(o.action == XDP_TX);
   REQUIRE(o.verdict == BALLAST_V_ICMP_FWD_TX);
@@ -58,12 +63,7 @@ TEST_CASE("ICMP frag-needed about a VIP flow goes to the backend that owns the f
   CHECK(outer.inner->l4->icmp_type == 3);
 
   SECTION("a quote of a longer original (full IPv4 + TCP header) works too") {
-    const Bytes in2 = PacketBuilder()
-                          .Eth(Lab::TorMac(), Lab::RouterMac())
-                          .Ip4(kPathRouter4, Lab::Vip4())
-                          .Icmp(3, 4, 1280)
-                          .Quote(Reply4(42000, 1400), 576 - 28)
-                          .Build();
+    const Bytes in2 = FragNeeded4(Reply4(42000, 1400), 576 - 28);
     const Outcome o2 = fx.Run(in2);
     CHECK(o2.verdict == BALLAST_V_ICMP_FWD_TX);
     CheckEncapsulated(o2.out, {.outer_family = 4,
@@ -104,12 +104,7 @@ TEST_CASE("ICMP frag-needed about a handshake under way goes to its SYN's backen
   REQUIRE(fx.Run(FromClient4().Tcp(42000, 80, tcp::kSyn).Build()).verdict == BALLAST_V_TX);
   fx.SetUniformTable(kVipTcp4, 3);  // the SYN's slot still names 2
 
-  const Bytes in = PacketBuilder()
-                       .Eth(Lab::TorMac(), Lab::RouterMac())
-                       .Ip4(kPathRouter4, Lab::Vip4())
-                       .Icmp(3, 4, 1280)
-                       .Quote(Reply4(42000, 1400), 28)
-                       .Build();
+  const Bytes in = FragNeeded4(Reply4(42000, 1400), 28);
   const Outcome o = fx.Run(in);
   REQUIRE(o.verdict == BALLAST_V_ICMP_FWD_TX);
   CheckEncapsulated(o.out, {.outer_family = 4,
@@ -117,13 +112,11 @@ TEST_CASE("ICMP frag-needed about a handshake under way goes to its SYN's backen
                             .outer_dst = Lab::Backend4(2),
                             .inner_ip = pktgen::IpPacketOf(in)});
   // The error changed nothing: the handshake completes on 2.
-  const Outcome a = fx.Run(FromClient4().Tcp(42000, 80, tcp::kAck, 101, 5001).Build());
-  CheckEncapsulated(
-      a.out,
-      {.outer_family = 4,
-       .outer_src = Lab::Src4(),
-       .outer_dst = Lab::Backend4(2),
-       .inner_ip = pktgen::IpPacketOf(FromClient4().Tcp(42000, 80, tcp::kAck, 101, 5001).Build())});
+  const Bytes ack = FromClient4().Tcp(42000, 80, tcp::kAck, 101, 5001).Build();
+  CheckEncapsulated(fx.Run(ack).out, {.outer_family = 4,
+                                      .outer_src = Lab::Src4(),
+                                      .outer_dst = Lab::Backend4(2),
+                                      .inner_ip = pktgen::IpPacketOf(ack)});
 }
 
 TEST_CASE("Other ICMP to a VIP address is the kernel's", "[lb][icmp]") {
@@ -135,34 +128,17 @@ TEST_CASE("Other ICMP to a VIP address is the kernel's", "[lb][icmp]") {
       {"ICMPv6 echo request", FromClient6().Icmp(128, 0, 0x00010001).PayloadSize(56).Build(),
        BALLAST_V_PASS_ICMP_NOT_ERR},
       {"error quoting a packet from another source",
-       PacketBuilder()
-           .Eth(Lab::TorMac(), Lab::RouterMac())
-           .Ip4(kPathRouter4, Lab::Vip4())
-           .Icmp(3, 4, 1280)
-           .Quote(PacketBuilder()
-                      .Ip4(Addr::Parse("198.18.5.5"), Lab::Client4())
-                      .Tcp(80, 1, tcp::kAck)
-                      .BuildIp(),
-                  28)
-           .Build(),
+       FragNeeded4(PacketBuilder()
+                       .Ip4(Addr::Parse("198.18.5.5"), Lab::Client4())
+                       .Tcp(80, 1, tcp::kAck)
+                       .BuildIp(),
+                   28),
        BALLAST_V_PASS_ICMP_UNMATCHED},
       {"error quoting a VIP packet to a port without VIP",
-       PacketBuilder()
-           .Eth(Lab::TorMac(), Lab::RouterMac())
-           .Ip4(kPathRouter4, Lab::Vip4())
-           .Icmp(3, 4, 1280)
-           .Quote(
-               PacketBuilder().Ip4(Lab::Vip4(), Lab::Client4()).Tcp(8080, 1, tcp::kAck).BuildIp(),
-               28)
-           .Build(),
+       FragNeeded4(
+           PacketBuilder().Ip4(Lab::Vip4(), Lab::Client4()).Tcp(8080, 1, tcp::kAck).BuildIp(), 28),
        BALLAST_V_PASS_ICMP_UNMATCHED},
-      {"error with a quote cut inside the IP header",
-       PacketBuilder()
-           .Eth(Lab::TorMac(), Lab::RouterMac())
-           .Ip4(kPathRouter4, Lab::Vip4())
-           .Icmp(3, 4, 1280)
-           .Quote(Reply4(42000, 100), 12)
-           .Build(),
+      {"error with a quote cut inside the IP header", FragNeeded4(Reply4(42000, 100), 12),
        BALLAST_V_PASS_ICMP_UNMATCHED},
   };
   ExpectVerdicts(fx, cases, XDP_PASS);
