@@ -45,6 +45,8 @@ expect() {
 expect 3 "no ballast data plane is pinned" stats
 expect 0 "runs on dev lt0 in native mode" attach --dev lt0 --mode native --src4 198.18.0.1 --src6 2001:db8::1
 expect 0 "adopted" attach --dev lt0 --src4 198.18.0.1 --src6 2001:db8::1
+# libxdp's directory for a dispatcher it did not pin is not left behind.
+[[ ! -e $FS/xdp ]] || { echo "FAIL: $FS/xdp left behind by attach"; failures=$((failures + 1)); }
 expect 0 "vip 198.18.0.10:80/tcp id 1" vip add 198.18.0.10:80/tcp --id 1
 expect 0 "id 2" vip add "[2001:db8::10]:0/udp" --id 2
 expect 2 "already used" vip add 198.18.0.11:80/tcp --id 1
@@ -81,6 +83,7 @@ expect 0 '"fenced":0' stats --json
 expect 0 "pass_not_ip|verdicts:" stats
 expect 0 '"verdicts":\{"tx":0' stats --json
 expect 0 "0 flows shown" flows
+expect 0 "^0 handshakes under way in [0-9]+ slots; 0 sets full" handshakes
 
 # Real packets on the veth (XDP native on lt0, SYNs sent from lt1): the VIP
 # is forwarded before its owner deadline, stopped from the deadline on with
@@ -117,6 +120,9 @@ expect_moved() {
   fi
 }
 expect_moved "not owned: forwarded" tx
+# That SYN (unanswered) is a handshake under way on backend 1, not a flow.
+expect 0 "^backend 1: 1 under way" handshakes
+expect 0 "0 flows shown" flows
 expect 0 "owned, deadline in" vip owner-deadline 198.18.0.10:80/tcp --in 1500ms
 expect_moved "owned, before the deadline: forwarded" tx
 sleep 1.6
