@@ -144,6 +144,8 @@ struct Cursor {
 constexpr uint64_t kMaxRingRounds = 1 << 16;
 // Upper bound on the per-backend ring (see BuildTable), in 64-bit words.
 constexpr uint64_t kMaxRingWords = 1 << 15;
+// Upper bound on the weighted schedule's per-class member bitsets, in 64-bit words.
+constexpr uint64_t kMaxMaskWords = 1 << 13;
 
 // Owns the table being built and fills it: Claims(list, count) makes the next
 // `count` claims, list[k] being the backend of each. Claims must come in
@@ -702,6 +704,19 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
     }
     const size_t words = (n + 63) / 64;
     std::vector<uint64_t> bits(words, 0);
+    // Each class's members as a bitset over the backends, when these are
+    // small: a claim of all members is then `words` ORs instead of a
+    // read-modify-write of a bitset word per member (which wait on each other
+    // when they hit the same word).
+    std::vector<uint64_t> masks;
+    if (classes.size() * words <= kMaxMaskWords) {
+      masks.assign(classes.size() * words, 0);
+      for (size_t c = 0; c < classes.size(); ++c) {
+        for (uint32_t t = classes[c].first; t < classes[c].end; ++t) {
+          masks[c * words + members[t] / 64] |= uint64_t{1} << (members[t] % 64);
+        }
+      }
+    }
     // Rounds are handed to the filler several at a time: with few backends
     // and unequal weights there are thousands of rounds of a few claims.
     constexpr size_t kBatch = 256;
@@ -716,8 +731,14 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
       while (c != kNone) {
         const uint32_t next_c = link[c];
         Class& cl = classes[c];
-        for (uint32_t t = cl.claims < cl.quota ? cl.first : cl.extra; t < cl.end; ++t) {
-          bits[members[t] >> 6] |= uint64_t{1} << (members[t] & 63);
+        if (cl.claims < cl.quota && !masks.empty()) {
+          const uint64_t* __restrict const mask = &masks[c * words];
+          uint64_t* __restrict const to = bits.data();
+          for (size_t w = 0; w < words; ++w) to[w] |= mask[w];
+        } else {
+          for (uint32_t t = cl.claims < cl.quota ? cl.first : cl.extra; t < cl.end; ++t) {
+            bits[members[t] >> 6] |= uint64_t{1} << (members[t] & 63);
+          }
         }
         ++cl.claims;
         if (cl.claims < cl.quota || (cl.claims == cl.quota && cl.extra < cl.end)) {
