@@ -274,7 +274,10 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
   if (err != 0) {
     absl::Status s = ErrnoStatus(err, "loading the xdp_lb program (map creation/verifier)");
     std::string hint;
-    if (s.code() == absl::StatusCode::kPermissionDenied) {
+    if (err == -EACCES || err == EACCES) {
+      // EACCES is the verifier's answer; missing privileges give EPERM.
+      hint = "; the verifier rejected the program (its log is below)";
+    } else if (s.code() == absl::StatusCode::kPermissionDenied) {
       hint = "; loading BPF programs needs root (CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON)";
     }
     return absl::Status(s.code(), Cat(s.message(), hint, LogSuffix(log)));

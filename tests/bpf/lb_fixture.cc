@@ -40,7 +40,7 @@ LbFixture::LbFixture(uint32_t flow_capacity) {
   o.pin_dir = "";
   o.flow_capacity = flow_capacity;
   auto dp = dataplane::Dataplane::Open(o);
-  INFO("loading the lb program (needs root / CAP_BPF): " << dp.status().ToString());
+  INFO("loading the lb program: " << dp.status().ToString());
   REQUIRE(dp.ok());
   dp_ = *std::move(dp);
   SetPolicy(BALLAST_POLICY_ICMP_TOO_BIG);
