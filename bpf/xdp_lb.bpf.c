@@ -206,8 +206,8 @@ int xdp_lb(struct xdp_md *ctx)
 	syn = !l4_bad && p.key.proto == IPPROTO_TCP && is_pure_syn(&p);
 
 	/* A known flow names its VIP (vip_of_flow); only other packets pay
-	 * for the `vips` hash lookup. A pure SYN follows the table whatever
-	 * flow the tuple has, so it does not look one up (handshake_syn). */
+	 * for the `vips` hash lookup. A pure SYN starts a new connection
+	 * whatever flow the tuple had: handshake_syn() deletes that flow. */
 	if (!syn) {
 		f = bpf_map_lookup_elem(&flows, &p.key);
 		if (f)

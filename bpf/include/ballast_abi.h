@@ -155,9 +155,7 @@ enum ballast_flow_state {
 	 * an older program adopted from the pins finish their handshake. */
 	BALLAST_FLOW_SYN_SENT = 1,
 	BALLAST_FLOW_ESTABLISHED = 2, /* handshake complete (or adopted mid-stream): pinned */
-	/* FIN or RST seen: pinned until the linger expires, or until a new
-	 * connection on the tuple completes its handshake (its slot) */
-	BALLAST_FLOW_CLOSING = 3,
+	BALLAST_FLOW_CLOSING = 3,     /* FIN or RST seen: pinned until the linger expires */
 	BALLAST_FLOW_UDP = 4,         /* UDP: pinned until idle timeout */
 };
 

@@ -212,13 +212,11 @@ static __always_inline void handshake_write(struct ballast_handshake *h, const s
 	*(__u64 *)&h->hash = p->hash | (__u64)id << 32;
 }
 
-/* A pure SYN: a new connection, or a retransmission of one whose slot
- * still holds it. Follows the current table either way and neither reads
- * nor writes `flows`: a flow of the same tuple (an earlier connection, or
- * this one's if the SYN is a late duplicate) is left as it is. A new
- * connection on a tuple whose flow is closing or expired completes through
- * its slot (conntrack_select). `now` is the precise clock. Returns the pick,
- * or BALLAST_INVALID_ID when the table has none. */
+/* A pure SYN: a new connection (the `flows` entry of its tuple, if any, is
+ * deleted), or a retransmission of one whose slot still holds it. Follows
+ * the current table either way and writes no `flows` entry. `now` is the
+ * precise clock. Returns the pick, or BALLAST_INVALID_ID when the table has
+ * none. */
 static __always_inline __u32 handshake_syn(const struct ballast_vip_meta *vip, struct pkt *p,
 					   const struct ballast_settings *s, __u64 now)
 {
@@ -244,77 +242,77 @@ static __always_inline __u32 handshake_syn(const struct ballast_vip_meta *vip, s
 		h = handshake_victim(set, s, now);
 	if (h)
 		handshake_write(h, p, id, now); /* times from this, the latest SYN */
+	/* A new connection on a known tuple (or an older program's SYN_SENT
+	 * flow): from now on it lives in the slots. */
+	if (bpf_map_lookup_elem(&flows, &p->key))
+		bpf_map_delete_elem(&flows, &p->key);
 	return id;
 }
 
-/* A TCP packet other than a SYN, with no flow it can stay on (none, or one
- * that ended), or of a flow that is closing or an older program's
- * SYN_SENT. If its slot holds its handshake, it completes it: on the SYN's
- * backend when that is still usable (the handshake sample is taken for an
- * ACK, a client RST is counted), else on the table's pick; the slot is
- * freed and the packet's `flows` entry created (or replaced). With no slot
- * and `adopt`, it is adopted from the table (a `flows` entry, not counted as
- * a new flow: its connection was counted at its SYN). Returns 1 with *id the
- * backend (BALLAST_INVALID_ID: the table has none), or 0 when it has no slot
- * and not `adopt`. `now` is the precise clock.
- *
- * conntrack_select reaches this (and udp_start) from one place only: inlined
- * at each of its callers, they made the program half again as long; out of
- * line (BPF-to-BPF calls), the packet's struct pkt had to live in memory and
- * established flows paid for it. */
-static __always_inline int tcp_takeover(const struct ballast_vip_meta *vip, struct pkt *p,
-					const struct ballast_settings *s, __u64 now, int adopt,
-					__u32 *id)
+/* A TCP packet other than a SYN with no flow. If its slot holds its
+ * handshake, it completes it on the SYN's backend (when that is still
+ * usable): the handshake sample is taken (an ACK), a client RST counted, the
+ * slot freed. Otherwise it is adopted from the table. Either way it becomes
+ * a `flows` entry. `now` is the precise clock. */
+static __always_inline __u32 handshake_complete(const struct ballast_vip_meta *vip, struct pkt *p,
+						const struct ballast_settings *s, __u64 now)
 {
 	struct ballast_handshake_set *set = handshake_set_of(p);
 	struct ballast_handshake *h = set ? handshake_find(set, p, s, now) : 0;
 	struct ballast_backend_stats *bs;
 	struct ballast_backend *be;
-	int first_payload = 0;
-	__u32 b, age;
+	__u32 id, age;
 
 	if (h) {
-		b = h->backend_id;
+		id = h->backend_id;
 		age = handshake_time(now) - h->syn_time;
 		*(__u64 *)&h->hash = 0; /* free the slot */
-		be = bpf_map_lookup_elem(&backends, &b);
+		be = bpf_map_lookup_elem(&backends, &id);
 		if (backend_usable(be)) {
-			bs = backend_stats_of(b);
+			bs = backend_stats_of(id);
 			if (bs && (p->tcp_flags & TCP_RST)) {
 				bs->client_rsts += 1;
 			} else if (bs && (p->tcp_flags & TCP_ACK)) {
 				bs->handshake_ns_sum += (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT;
 				bs->handshake_count += 1;
 			}
-			first_payload = 1;
-			goto insert;
+			flow_insert(vip, p, id, now, 1);
+			return id;
 		}
-	} else if (!adopt) {
-		return 0;
 	}
-	b = maglev_pick(vip->vip_id, p);
-	if (b == BALLAST_INVALID_ID) {
-		*id = b;
-		return 1;
-	}
-insert:
-	flow_insert(vip, p, b, now, first_payload);
-	*id = b;
-	return 1;
+	id = maglev_pick(vip->vip_id, p);
+	if (id != BALLAST_INVALID_ID)
+		flow_insert(vip, p, id, now, 0);
+	return id;
 }
 
-/* A UDP flow started from the table: the first packet of its tuple, or the
- * first after its flow ended (expired, or its backend became unusable). It
- * counts as a new flow. */
-static __always_inline __u32 udp_start(const struct ballast_vip_meta *vip, struct pkt *p, __u64 now)
+/* A flow (re)started from the table: a UDP flow's first packet, or a
+ * known flow's packet after it expired or its backend became unusable. A
+ * UDP flow counts as a new flow; a TCP one is adopted (its connection was
+ * counted at its SYN). */
+static __always_inline __u32 flow_restart(const struct ballast_vip_meta *vip, struct pkt *p,
+					  __u64 now)
 {
 	__u32 id = maglev_pick(vip->vip_id, p);
 
 	if (id == BALLAST_INVALID_ID)
 		return id;
 	flow_insert(vip, p, id, now, 0);
-	count_new_flow(id);
+	if (p->key.proto == IPPROTO_UDP)
+		count_new_flow(id);
 	return id;
+}
+
+/* A packet with no flow: UDP starts a flow; TCP goes through the
+ * handshake slots. `now` is the precise clock. */
+static __always_inline __u32 flow_start(const struct ballast_vip_meta *vip, struct pkt *p,
+					const struct ballast_settings *s, __u64 now)
+{
+	if (p->key.proto == IPPROTO_UDP)
+		return flow_restart(vip, p, now);
+	if (is_pure_syn(p))
+		return handshake_syn(vip, p, s, now);
+	return handshake_complete(vip, p, s, now);
 }
 
 /* TCP state transitions and passive signals for a packet of an existing
@@ -386,16 +384,10 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 {
 	struct ballast_backend_stats *bs;
 	struct ballast_backend *be;
-	__u32 old, id;
-	int adopt = 1;
+	__u32 old;
 
-	if (!f) {
-		if (p->key.proto == IPPROTO_UDP)
-			goto udp;
-		if (is_pure_syn(p)) /* every pure SYN (see xdp_lb) */
-			return handshake_syn(vip, p, s, now);
-		goto takeover;
-	}
+	if (!f)
+		return flow_start(vip, p, s, now); /* also every pure SYN (see xdp_lb) */
 
 	old = f->backend_id;
 	be = bpf_map_lookup_elem(&backends, &old);
@@ -403,22 +395,13 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 		bs = backend_stats_of(old);
 		if (bs)
 			bs->resteered_away += 1;
-		goto ended;
+		return flow_restart(vip, p, now);
 	}
 	if (flow_expired(f, s, now))
-		goto ended;
+		return flow_restart(vip, p, now);
 
-	if (p->key.proto == IPPROTO_TCP) {
-		/* Closing (FIN or RST seen), or an older program's SYN_SENT:
-		 * this may be the completing ACK of a new connection on the
-		 * tuple, which then replaces the flow. */
-		if (unlikely(f->state != BALLAST_FLOW_ESTABLISHED)) {
-			adopt = 0;
-			goto takeover;
-		}
-	keep:
+	if (p->key.proto == IPPROTO_TCP)
 		flow_tcp_update(f, p, now);
-	}
 	if (unlikely(vip_looked_up))
 		flow_note_vip(f, vip->vip_id);
 	/* no underflow should last_seen_ns be ahead of `now` */
@@ -426,26 +409,12 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 		f->last_seen_ns = now;
 	*bep = be;
 	return old;
-
-ended:
-	/* The flow starts over like a packet with no flow (never a SYN: SYNs
-	 * do not look flows up). */
-	if (p->key.proto == IPPROTO_UDP)
-		goto udp;
-takeover:
-	/* `now` is the precise clock only for a packet with no flow */
-	if (tcp_takeover(vip, p, s, f ? clock_precise() : now, adopt, &id) || !f)
-		return id;
-	goto keep; /* a closing flow's own packet: no new handshake */
-udp:
-	return udp_start(vip, p, now);
 }
 
-/* Backend for an ICMP error about `key`: the backend of its handshake
- * under way if the tuple has no established flow (none, closing, or an
- * older program's SYN_SENT), else the flow's backend, else the table's pick
- * (which is what the flow would get on its next packet); backends that are
- * not usable are skipped. Changes neither the flows nor the slots. */
+/* Backend for an ICMP error about `key`: the flow's backend if the flow is
+ * known and its backend usable, else the backend of its handshake under
+ * way, else the table's pick (which is what the flow would get on its next
+ * packet). Changes neither the flows nor the slots. */
 static __always_inline __u32 conntrack_peek(const struct ballast_vip_meta *vip, struct pkt *p,
 					    const struct ballast_settings *s)
 {
@@ -456,7 +425,12 @@ static __always_inline __u32 conntrack_peek(const struct ballast_vip_meta *vip, 
 	__u32 id;
 
 	f = bpf_map_lookup_elem(&flows, &p->key);
-	if (!f || f->state == BALLAST_FLOW_CLOSING || f->state == BALLAST_FLOW_SYN_SENT) {
+	if (f) {
+		id = f->backend_id;
+		be = bpf_map_lookup_elem(&backends, &id);
+		if (backend_usable(be))
+			return id;
+	} else {
 		set = handshake_set_of(p);
 		h = set ? handshake_find(set, p, s, clock_precise()) : 0;
 		if (h) {
@@ -465,12 +439,6 @@ static __always_inline __u32 conntrack_peek(const struct ballast_vip_meta *vip, 
 			if (backend_usable(be))
 				return id;
 		}
-	}
-	if (f) {
-		id = f->backend_id;
-		be = bpf_map_lookup_elem(&backends, &id);
-		if (backend_usable(be))
-			return id;
 	}
 	return maglev_pick(vip->vip_id, p);
 }

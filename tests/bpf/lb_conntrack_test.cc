@@ -111,86 +111,20 @@ TEST_CASE("An unfinished handshake follows the table: the retransmitted SYN is r
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, 101, 7001, 10))) == 2);
 }
 
-TEST_CASE("A SYN never touches the tuple's flow; a new connection replaces a flow that ended",
+TEST_CASE("A SYN on a tuple with a flow is a new connection: the flow is replaced",
           "[lb][conntrack][handshake]") {
   LbFixture fx;
   Establish(fx);
   fx.SetUniformTable(kVipTcp4, 2);
-
-  SECTION("closing (FIN seen): the completing ACK goes to the SYN's backend, replaces the flow") {
-    REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kFin | tcp::kAck, 101, 5001))) == 1);
-    REQUIRE(fx.Flow(kKey)->state == BALLAST_FLOW_CLOSING);
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0))) == 2);
-    CHECK(fx.Flow(kKey)->backend_id == 1);  // untouched by the SYN
-    CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_CLOSING);
-    REQUIRE(fx.Handshake(kKey));
-    CHECK(fx.Handshake(kKey)->backend_id == 2);
-    CHECK(fx.BackendStats(1).syn_retransmits == 0);
-    CHECK(fx.BackendStats(2).new_flows == 1);
-    fx.SetUniformTable(kVipTcp4, 3);
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 7001, 100))) == 2);
-    auto f = fx.Flow(kKey);
-    REQUIRE(f);
-    CHECK(f->backend_id == 2);
-    CHECK(f->state == BALLAST_FLOW_ESTABLISHED);
-    CHECK_FALSE(fx.Handshake(kKey));
-    CHECK(fx.BackendStats(2).handshake_count == 1);
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, 7001, 100, 10))) == 2);
-  }
-  SECTION("closing, no new handshake: the old connection's last packets stay on its backend") {
-    REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kFin | tcp::kAck, 101, 5001))) == 1);
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 102, 5002))) == 1);
-    CHECK(fx.Flow(kKey)->backend_id == 1);
-    CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_CLOSING);
-  }
-  SECTION("expired: the completing ACK goes to the SYN's backend") {
-    REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kRst, 101, 0))) == 1);
-    dataplane::Settings st;
-    st.src4 = ToIpAddress(Lab::Src4());
-    st.src6 = ToIpAddress(Lab::Src6());
-    st.linger_ns = 1;  // the closing flow has expired by the next packet
-    fx.SetSettings(st);
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0))) == 2);
-    fx.SetUniformTable(kVipTcp4, 3);
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 7001, 100))) == 2);
-    CHECK(fx.Flow(kKey)->backend_id == 2);
-    CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_ESTABLISHED);
-    CHECK(fx.BackendStats(2).handshake_count == 1);
-    CHECK_FALSE(fx.Handshake(kKey));
-  }
-  SECTION("established: a late duplicate SYN goes by the table; the connection stays") {
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 2);
-    auto f = fx.Flow(kKey);
-    REQUIRE(f);
-    CHECK(f->backend_id == 1);
-    CHECK(f->state == BALLAST_FLOW_ESTABLISHED);
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, 101, 5001, 10))) == 1);
-    CHECK(fx.Flow(kKey)->backend_id == 1);
-    CHECK(fx.BackendStats(2).handshake_count == 0);
-    CHECK(fx.Handshake(kKey));  // left to expire
-  }
-  SECTION("an older program's SYN_SENT flow: a new SYN's ACK completes on the new SYN's backend") {
-    ballast_flow legacy = *fx.Flow(kKey);
-    legacy.state = BALLAST_FLOW_SYN_SENT;
-    legacy.start_ns = dataplane::Dataplane::MonotonicNowNs();
-    fx.SetFlow(kKey, legacy);
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0))) == 2);
-    fx.SetUniformTable(kVipTcp4, 3);
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 7001, 100))) == 2);
-    CHECK(fx.Flow(kKey)->backend_id == 2);
-    CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_ESTABLISHED);
-    CHECK(fx.BackendStats(1).handshake_count == 1);  // the first handshake (Establish)
-    CHECK(fx.BackendStats(2).handshake_count == 1);
-  }
-  SECTION("an older program's SYN_SENT flow without a new SYN completes on its backend") {
-    ballast_flow legacy = *fx.Flow(kKey);
-    legacy.state = BALLAST_FLOW_SYN_SENT;
-    legacy.start_ns = dataplane::Dataplane::MonotonicNowNs();
-    fx.SetFlow(kKey, legacy);
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001))) == 1);
-    CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_ESTABLISHED);
-    CHECK(fx.BackendStats(1).handshake_count == 2);
-  }
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0))) == 2);
+  CHECK_FALSE(fx.Flow(kKey));
+  REQUIRE(fx.Handshake(kKey));
+  CHECK(fx.Handshake(kKey)->backend_id == 2);
+  CHECK(fx.BackendStats(1).syn_retransmits == 0);
+  CHECK(fx.BackendStats(2).new_flows == 1);
+  fx.SetUniformTable(kVipTcp4, 3);
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 7001, 100))) == 2);
+  CHECK(fx.Flow(kKey)->backend_id == 2);
 }
 
 TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
@@ -433,7 +367,7 @@ TEST_CASE("FIN and RST: the flow lingers on its backend; client RSTs are counted
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kRst, 101, 0))) == 1);
     fx.SetUniformTable(kVipTcp4, 3);
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 900, 0))) == 3);
-    CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_CLOSING);
+    CHECK_FALSE(fx.Flow(kKey));
     CHECK(fx.Handshake(kKey)->backend_id == 3);
     CHECK(fx.BackendStats(1).syn_retransmits == 0);
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 901, 100))) == 3);

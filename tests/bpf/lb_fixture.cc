@@ -179,10 +179,6 @@ std::optional<ballast_flow> LbFixture::Flow(const ballast_flow_key& key) const {
   return f;
 }
 
-void LbFixture::SetFlow(const ballast_flow_key& key, const ballast_flow& flow) {
-  REQUIRE(bpf_map_update_elem(dp_->map_fd("flows"), &key, &flow, BPF_ANY) == 0);
-}
-
 ballast_handshake_set LbFixture::HandshakeSet(const ballast_flow_key& key) const {
   const uint32_t idx = ballast_flow_hash(&key) & (BALLAST_HANDSHAKE_SETS - 1);
   ballast_handshake_set set;

@@ -106,8 +106,6 @@ class LbFixture {
   // Backend id whose address is `outer_dst` (0 if none).
   uint32_t BackendAt(const Addr& outer_dst) const;
   std::optional<ballast_flow> Flow(const ballast_flow_key& key) const;
-  // Writes a `flows` entry (states an earlier build wrote, aged flows).
-  void SetFlow(const ballast_flow_key& key, const ballast_flow& flow);
   // The `handshakes` set `key` hashes to, and the slot of it that holds
   // `key` (hash and ports match, whatever its age), if any.
   ballast_handshake_set HandshakeSet(const ballast_flow_key& key) const;

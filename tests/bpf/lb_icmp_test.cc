@@ -100,15 +100,6 @@ TEST_CASE("ICMP frag-needed about a handshake under way goes to its SYN's backen
           "[lb][icmp][handshake]") {
   LbFixture fx;
   SetUpLab(fx);
-  SECTION("the tuple has no flow") {}
-  SECTION("the tuple's earlier connection is closing on another backend") {
-    fx.SetUniformTable(kVipTcp4, 1);
-    fx.Run(FromClient4().Tcp(42000, 80, tcp::kSyn).Build());
-    fx.Run(FromClient4().Tcp(42000, 80, tcp::kAck, 101, 5001).Build());
-    fx.Run(FromClient4().Tcp(42000, 80, tcp::kFin | tcp::kAck, 101, 5001).Build());
-    REQUIRE(fx.Flow(FlowKey(Lab::Client4(), Lab::Vip4(), 42000, 80, IPPROTO_TCP))->state ==
-            BALLAST_FLOW_CLOSING);
-  }
   fx.SetUniformTable(kVipTcp4, 2);
   REQUIRE(fx.Run(FromClient4().Tcp(42000, 80, tcp::kSyn).Build()).verdict == BALLAST_V_TX);
   fx.SetUniformTable(kVipTcp4, 3);  // the SYN's slot still names 2
