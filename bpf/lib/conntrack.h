@@ -243,7 +243,12 @@ static __always_inline __u32 handshake_syn(const struct ballast_vip_meta *vip, s
 	if (h)
 		handshake_write(h, p, id, now); /* times from this, the latest SYN */
 	/* A new connection on a known tuple (or an older program's SYN_SENT
-	 * flow): from now on it lives in the slots. */
+	 * flow): from now on it lives in the slots. This lookup is about two
+	 * fifths of a SYN, and it is needed: a connection a backend reset (or
+	 * lost) ends without the client's RST or FIN ever crossing the router,
+	 * so its flow stays ESTABLISHED, and busy clients reuse ports well
+	 * within tcp_idle; left in place, it would take the new connection's
+	 * ACK to the old backend (README, "Tried and dropped"). */
 	if (bpf_map_lookup_elem(&flows, &p->key))
 		bpf_map_delete_elem(&flows, &p->key);
 	return id;
