@@ -111,6 +111,11 @@ TEST_CASE("An unfinished handshake follows the table: the retransmitted SYN is r
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, 101, 7001, 10))) == 2);
 }
 
+// The common case behind this rule: a backend reset the connection (or died)
+// and its RST went straight to the client, so the flow here is still
+// ESTABLISHED when the client reuses the port. Leaving the flow in place
+// sends the new connection's ACK to the old backend (the health e2e tests
+// fail: failed connections after a kill, SYNs that never complete).
 TEST_CASE("A SYN on a tuple with a flow is a new connection: the flow is replaced",
           "[lb][conntrack][handshake]") {
   LbFixture fx;
