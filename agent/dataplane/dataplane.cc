@@ -274,7 +274,7 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
   if (err != 0) {
     absl::Status s = ErrnoStatus(err, "loading the xdp_lb program (map creation/verifier)");
     std::string hint;
-    if (err == -EACCES || err == EACCES) {
+    if (err == -EACCES) {  // libbpf returns -errno
       // EACCES is the verifier's answer; missing privileges give EPERM.
       hint = "; the verifier rejected the program (its log is below)";
     } else if (s.code() == absl::StatusCode::kPermissionDenied) {

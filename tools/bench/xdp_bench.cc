@@ -118,6 +118,17 @@ IpAddress ToIp(const Addr& a) {
 
 Addr Backend4(int i) { return Addr::Parse("198.18.1." + std::to_string(i)); }
 Addr Backend6(int i) { return Addr::Parse("2001:db8:1::" + std::to_string(i)); }
+// Data-plane backend ids of Backend4(i) and Backend6(i).
+uint32_t Id4(int i) { return static_cast<uint32_t>(i); }
+uint32_t Id6(int i) { return static_cast<uint32_t>(100 + i); }
+// The backend id whose address is `a`, or 0 (BALLAST_INVALID_ID) for none.
+uint32_t BackendIdAt(const Addr& a) {
+  for (int i = 1; i <= kBackends; ++i) {
+    if (a == Backend4(i)) return Id4(i);
+    if (a == Backend6(i)) return Id6(i);
+  }
+  return BALLAST_INVALID_ID;
+}
 
 // A data plane loaded for benchmarking: nothing pinned, two VIPs with
 // Maglev tables (M = 65537) over kBackends backends each, and next hops
@@ -136,7 +147,7 @@ std::unique_ptr<Dataplane> OpenLb(uint32_t flow_capacity) {
   const int ncpu = libbpf_num_possible_cpus();
   std::vector<maglev::Backend> b4, b6;
   for (int i = 1; i <= kBackends; ++i) {
-    const uint32_t id4 = static_cast<uint32_t>(i), id6 = static_cast<uint32_t>(100 + i);
+    const uint32_t id4 = Id4(i), id6 = Id6(i);
     Check((*dp)->SetBackend(id4, ToIp(Backend4(i)), BALLAST_BACKEND_ACTIVE), "backend");
     Check((*dp)->SetBackend(id6, ToIp(Backend6(i)), BALLAST_BACKEND_ACTIVE), "backend");
     b4.push_back({id4, Backend4(i).ToString(), 100});
@@ -253,10 +264,8 @@ std::string CheckEncap(const Bytes& out, const Bytes& in, bool varied) {
   if (!v->ip || !v->ip->inner) return "output is not encapsulated";
   if (auto s = pktgen::CheckChecksums(*v->ip); !s.ok()) return s.ToString();
   const pktgen::IpView& outer = *v->ip;
-  bool known = false;
-  for (int i = 1; i <= kBackends; ++i)
-    known |= outer.dst == Backend4(i) || outer.dst == Backend6(i);
-  if (!known) return "outer destination " + outer.dst.ToString() + " is not a backend";
+  if (BackendIdAt(outer.dst) == BALLAST_INVALID_ID)
+    return "outer destination " + outer.dst.ToString() + " is not a backend";
   const Bytes inner(outer.bytes.begin() + static_cast<long>(outer.header_len), outer.bytes.end());
   const Bytes orig = pktgen::IpPacketOf(in);
   if (!varied && inner != orig) return "inner packet changed";
@@ -283,12 +292,9 @@ std::string CheckFlowInserted(const Dataplane& dp, const Bytes& out) {
   if (bpf_map_lookup_elem(dp.map_fd("flows"), &k, &f) != 0)
     return "the last packet's flow is not in the flow table";
   if (f.state != BALLAST_FLOW_ESTABLISHED) return "the last packet's flow is not ESTABLISHED";
-  int backend = 0;
-  for (int i = 1; i <= kBackends; ++i)
-    if (v->ip->dst == Backend4(i) || v->ip->dst == Backend6(i)) backend = i;
-  if (f.backend_id != static_cast<uint32_t>(backend) &&
-      f.backend_id != static_cast<uint32_t>(100 + backend))
-    return absl::StrCat("the last packet's flow names backend ", f.backend_id);
+  if (const uint32_t want = BackendIdAt(v->ip->dst); f.backend_id != want)
+    return absl::StrCat("the last packet's flow names backend ", f.backend_id,
+                        ", its output went to ", want);
   return "";
 }
 
@@ -352,8 +358,8 @@ Result RunCase(const Harness& h, const CaseSpec& c, const Flags& f, Dataplane* s
     const auto new_flows_before = [&] {
       uint64_t n = 0;
       for (int i = 1; i <= kBackends; ++i) {
-        n += dp->BackendStats(static_cast<uint32_t>(i))->new_flows;
-        n += dp->BackendStats(static_cast<uint32_t>(100 + i))->new_flows;
+        n += dp->BackendStats(Id4(i))->new_flows;
+        n += dp->BackendStats(Id6(i))->new_flows;
       }
       return n;
     };
