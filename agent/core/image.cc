@@ -93,6 +93,9 @@ dataplane::Settings SettingsOf(const v1::Global& g) {
   s.udp_idle_ns = t.udp_idle_s * kNsPerS;
   s.linger_ns = t.linger_s * kNsPerS;
   s.syn_idle_ns = t.syn_idle_s * kNsPerS;
+  const IcmpTooBigLimit icmp = IcmpTooBigLimitOf(g);
+  s.icmp_too_big_per_s = icmp.per_s;
+  s.icmp_too_big_burst = icmp.burst;
   return s;
 }
 
@@ -251,7 +254,9 @@ std::string DescribeImage(const Image& img) {
   absl::StrAppend(&out, "settings src4=", s.src4.ToString(), " src6=", s.src6.ToString(),
                   " policy=", s.policy, " tcp_idle_ns=", s.tcp_idle_ns,
                   " udp_idle_ns=", s.udp_idle_ns, " linger_ns=", s.linger_ns,
-                  " syn_idle_ns=", s.syn_idle_ns, " fib_ttl_ns=", s.fib_ttl_ns, "\n");
+                  " syn_idle_ns=", s.syn_idle_ns, " fib_ttl_ns=", s.fib_ttl_ns,
+                  " icmp_too_big_per_s=", s.icmp_too_big_per_s,
+                  " icmp_too_big_burst=", s.icmp_too_big_burst, "\n");
   for (const auto& [k, v] : img.vips) {
     absl::StrAppend(&out, "vip ", k, " id=", v.vip_id, " table_size=", v.table_size, " slots=");
     for (const auto& [id, n] : v.slots) absl::StrAppend(&out, id, ":", n, ",");

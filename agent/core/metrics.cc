@@ -254,6 +254,10 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
     for (const auto& [name, n] : verdicts) {
       w.Sample("ballast_verdict_packets_total", Label("verdict", name), n);
     }
+    w.Family("ballast_icmp_too_big_limited_total", "counter",
+             "Oversize packets not answered with ICMP too-big because the CPU's budget "
+             "(global.icmp_too_big_per_s) was spent; also in verdict drop_too_big.");
+    w.Sample("ballast_icmp_too_big_limited_total", "", status->icmp_too_big_limited());
 
     std::vector<std::pair<std::string, const v1::VipStatus*>> vips;
     std::vector<BackendRow> rows;

@@ -40,7 +40,8 @@ bool SettingsEqual(const dataplane::Settings& a, const dataplane::Settings& b) {
   return a.src4 == b.src4 && a.src6 == b.src6 && a.policy == b.policy &&
          a.tcp_idle_ns == b.tcp_idle_ns && a.udp_idle_ns == b.udp_idle_ns &&
          a.linger_ns == b.linger_ns && a.syn_idle_ns == b.syn_idle_ns &&
-         a.fib_ttl_ns == b.fib_ttl_ns;
+         a.fib_ttl_ns == b.fib_ttl_ns && a.icmp_too_big_per_s == b.icmp_too_big_per_s &&
+         a.icmp_too_big_burst == b.icmp_too_big_burst;
 }
 
 // Map contents read back carry deadlines converted through two clocks, so
@@ -937,6 +938,9 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
     (*out.mutable_verdicts())[std::string(
         dataplane::VerdictName(static_cast<ballast_verdict>(v)))] = (*verdicts)[v];
   }
+  auto limited = dp_->IcmpTooBigLimited();
+  if (!limited.ok()) return limited.status();
+  out.set_icmp_too_big_limited(*limited);
 
   // Live flows per backend id (entries not yet expired by their state's
   // timeout), from a bounded walk of the connection table.

@@ -13,6 +13,7 @@
 #include "absl/types/span.h"
 #include "agent/core/health_settings.h"
 #include "agent/core/names.h"
+#include "agent/dataplane/dataplane.h"
 #include "agent/dataplane/ip_address.h"
 #include "agent/maglev/maglev.h"
 #include "agent/probes/spec.h"
@@ -104,6 +105,12 @@ EffectiveTimeouts TimeoutsOf(const v1::Global& g) {
 
 uint32_t DrainTimeoutOf(const v1::Global& g) {
   return g.drain_timeout_s() ? g.drain_timeout_s() : 300;
+}
+
+IcmpTooBigLimit IcmpTooBigLimitOf(const v1::Global& g) {
+  const uint32_t per_s = g.icmp_too_big_per_s() ? g.icmp_too_big_per_s() : 1000;
+  return IcmpTooBigLimit{
+      per_s, g.icmp_too_big_burst() ? g.icmp_too_big_burst() : std::min<uint32_t>(50, per_s)};
 }
 
 uint32_t ProbeIntervalOf(const v1::ProbeSpec& p) {
@@ -364,6 +371,16 @@ absl::Status ValidateGlobal(const v1::Global& g, const FieldPath& at) {
   if (auto s = CheckOptionalRange(g.drain_timeout_s(), 1, 86400, 300, at.Child("drain_timeout_s"));
       !s.ok()) {
     return s;
+  }
+  if (auto s = CheckOptionalRange(g.icmp_too_big_per_s(), 1, dataplane::kMaxIcmpTooBigPerS, 1000,
+                                  at.Child("icmp_too_big_per_s"));
+      !s.ok()) {
+    return s;
+  }
+  if (const IcmpTooBigLimit l = IcmpTooBigLimitOf(g); l.burst > l.per_s) {
+    return at.Child("icmp_too_big_burst")
+        .Invalid(absl::StrCat(l.burst, " is out of range 1..", l.per_s,
+                              " (at most icmp_too_big_per_s; 0 = default 50)"));
   }
   if (g.has_health()) return ValidateHealthSettings(g.health(), at.Child("health"));
   return absl::OkStatus();

@@ -41,9 +41,13 @@ struct EffectiveTimeouts {
   uint32_t tcp_idle_s, udp_idle_s, linger_s, syn_idle_s;
 };
 EffectiveTimeouts TimeoutsOf(const v1::Global& global);
-uint32_t DrainTimeoutOf(const v1::Global& global);     // seconds, default 300
-uint32_t ProbeIntervalOf(const v1::ProbeSpec& probe);  // ms, default 1000
-uint32_t ProbeTimeoutOf(const v1::ProbeSpec& probe);   // ms, default 500
+uint32_t DrainTimeoutOf(const v1::Global& global);  // seconds, default 300
+struct IcmpTooBigLimit {
+  uint32_t per_s, burst;
+};
+IcmpTooBigLimit IcmpTooBigLimitOf(const v1::Global& global);  // default 1000/s, burst 50
+uint32_t ProbeIntervalOf(const v1::ProbeSpec& probe);         // ms, default 1000
+uint32_t ProbeTimeoutOf(const v1::ProbeSpec& probe);          // ms, default 500
 
 // Where a problem is. Cheap value type.
 class FieldPath {

@@ -547,6 +547,20 @@ absl::Status Dataplane::SetSettings(const Settings& s) {
   for (const auto& [name, ns] : timeouts) {
     if (ns == 0) return absl::InvalidArgumentError(Cat(name, " must be > 0"));
   }
+  if (s.icmp_too_big_per_s > kMaxIcmpTooBigPerS) {
+    return absl::InvalidArgumentError(
+        Cat("ICMP too-big rate ", s.icmp_too_big_per_s, "/s is above ", kMaxIcmpTooBigPerS, "/s"));
+  }
+  if (s.icmp_too_big_per_s != 0 &&
+      (s.icmp_too_big_burst == 0 || s.icmp_too_big_burst > s.icmp_too_big_per_s)) {
+    return absl::InvalidArgumentError(Cat("ICMP too-big burst ", s.icmp_too_big_burst,
+                                          " is out of range 1..", s.icmp_too_big_per_s,
+                                          " (the rate per second)"));
+  }
+  // The budget first: a failure leaves the settings map as it was.
+  if (absl::Status st = SetIcmpBudget(s.icmp_too_big_per_s, s.icmp_too_big_burst); !st.ok()) {
+    return st;
+  }
   ballast_settings v = {};
   std::memcpy(v.src4, s.src4.bytes().data(), sizeof(v.src4));
   std::memcpy(v.src6, s.src6.bytes().data(), sizeof(v.src6));
@@ -578,7 +592,40 @@ absl::StatusOr<Settings> Dataplane::GetSettings() const {
   s.linger_ns = v.linger_ns;
   s.syn_idle_ns = v.syn_idle_ns;
   s.fib_ttl_ns = v.fib_ttl_ns;
+  // Every CPU holds the same configuration; CPU 0's is read back.
+  auto budget = ReadPerCpu<ballast_icmp_budget>(map_fd("icmp_budget"), 0, "icmp_budget");
+  if (!budget.ok()) return budget.status();
+  s.icmp_too_big_per_s = (*budget)[0].per_s;
+  s.icmp_too_big_burst = (*budget)[0].burst;
   return s;
+}
+
+// Writes the rate and burst on every CPU, keeping each CPU's bucket time and
+// its count of refused answers.
+absl::Status Dataplane::SetIcmpBudget(uint32_t per_s, uint32_t burst) {
+  const int fd = map_fd("icmp_budget");
+  auto v = ReadPerCpu<ballast_icmp_budget>(fd, 0, "icmp_budget");
+  if (!v.ok()) return v.status();
+  const uint64_t interval_ns = per_s == 0 ? 0 : 1'000'000'000ull / per_s;
+  for (ballast_icmp_budget& b : *v) {
+    b.per_s = per_s;
+    b.burst = per_s == 0 ? 0 : burst;
+    b.interval_ns = interval_ns;
+    b.burst_ns = interval_ns * b.burst;
+  }
+  const uint32_t key = 0;
+  if (bpf_map_update_elem(fd, &key, v->data(), BPF_ANY) != 0) {
+    return ErrnoStatus(errno, "writing the icmp_budget map");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Dataplane::IcmpTooBigLimited() const {
+  auto v = ReadPerCpu<ballast_icmp_budget>(map_fd("icmp_budget"), 0, "icmp_budget");
+  if (!v.ok()) return v.status();
+  uint64_t n = 0;
+  for (const ballast_icmp_budget& b : *v) n += b.limited;
+  return n;
 }
 
 absl::StatusOr<std::vector<VipEntry>> Dataplane::Vips() const {

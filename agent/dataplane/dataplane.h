@@ -21,9 +21,9 @@
 // /sys/fs/bpf/ballast):
 //  - Each map of the program is pinned at <pin_dir>/<map name> (names are the
 //    ABI names: vips, vip_refs, vip_filter, backends, maglev_tables, flows, handshakes,
-//    settings, nexthops, backend_stats, vip_stats, verdicts, clock_cache). Open() reuses the pinned
-//    maps when they exist (their contents, including the flow table, survive) and pins the ones
-//    that do not. The program is pinned at <pin_dir>/prog_xdp_lb.
+//    settings, icmp_budget, nexthops, backend_stats, vip_stats, verdicts, clock_cache). Open()
+//    reuses the pinned maps when they exist (their contents, including the flow table, survive) and
+//    pins the ones that do not. The program is pinned at <pin_dir>/prog_xdp_lb.
 //  - Restart with the same build: the pinned program is *adopted* (prog_fd()
 //    is the running program) and Attach() on a device that already runs it
 //    is a no-op. Nothing is detached or re-attached; no packet is lost.
@@ -75,6 +75,9 @@ struct Options {
   uint32_t flow_capacity = BALLAST_DEFAULT_FLOWS;  // max_entries of `flows`, > 0
 };
 
+// Highest Settings::icmp_too_big_per_s (one answer per microsecond per CPU).
+inline constexpr uint32_t kMaxIcmpTooBigPerS = 1'000'000;
+
 // Contents of the `settings` map. Defaults are what Settings{} holds.
 struct Settings {
   IpAddress src4;                       // outer IPv4 source; 0.0.0.0 = none (IPv4 backends drop)
@@ -85,6 +88,10 @@ struct Settings {
   uint64_t linger_ns = 10'000'000'000ull;         // after FIN/RST: 10 s
   uint64_t syn_idle_ns = 5'000'000'000ull;        // unfinished handshake forgotten after 5 s
   uint64_t fib_ttl_ns = 1'000'000'000ull;         // cached next hop trusted for 1 s
+  // ICMP too-big answers per second on each CPU (0 = no limit), and how many
+  // may go out back to back (1..per_s). Kept in the `icmp_budget` map.
+  uint32_t icmp_too_big_per_s = 1000;
+  uint32_t icmp_too_big_burst = 50;
 };
 
 struct VipKey {
@@ -249,6 +256,10 @@ class Dataplane {
   absl::StatusOr<ballast_backend_stats> BackendStats(uint32_t id) const;  // summed over CPUs
   absl::StatusOr<ballast_vip_stats> VipStats(uint32_t vip_id) const;      // summed over CPUs
   absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Verdicts() const;   // summed over CPUs
+  // Oversize packets not answered with ICMP too-big because their CPU's
+  // budget was spent (Settings::icmp_too_big_per_s), summed over CPUs. They
+  // are also in the drop_too_big verdict.
+  absl::StatusOr<uint64_t> IcmpTooBigLimited() const;
   // Up to `max` entries of the connection table, in map order. Entries that
   // expire during the walk are skipped.
   absl::StatusOr<std::vector<std::pair<ballast_flow_key, ballast_flow>>> Flows(size_t max) const;
@@ -271,6 +282,7 @@ class Dataplane {
   // map (plus `addr` itself when include_addr).
   absl::Status SetVipFilterWord(const IpAddress& addr, bool include_addr);
   absl::Status ZeroPerCpu(int map_fd, uint32_t key, size_t value_size, std::string_view what);
+  absl::Status SetIcmpBudget(uint32_t per_s, uint32_t burst);
   template <typename T>
   absl::StatusOr<std::vector<T>> ReadPerCpu(int map_fd, uint32_t key, std::string_view what) const;
 

@@ -184,9 +184,10 @@ uint32_t AttachedId(const char* dev) {
   return st->prog_id;
 }
 
-const char* const kMaps[] = {"vips",      "vip_refs",   "vip_filter", "backends", "maglev_tables",
-                             "flows",     "handshakes", "settings",   "nexthops", "backend_stats",
-                             "vip_stats", "verdicts",   "clock_cache"};
+const char* const kMaps[] = {"vips",          "vip_refs",   "vip_filter",    "backends",
+                             "maglev_tables", "flows",      "handshakes",    "settings",
+                             "icmp_budget",   "nexthops",   "backend_stats", "vip_stats",
+                             "verdicts",      "clock_cache"};
 
 std::unique_ptr<Dataplane> OpenUnpinned() {
   Options o;

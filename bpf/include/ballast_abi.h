@@ -227,6 +227,23 @@ struct ballast_settings {
 	__u64 fib_ttl_ns;  /* how long a cached next hop is trusted */
 };
 
+/* ---- ICMP too-big rate limit ------------------------------------------- */
+
+/* Value of the per-CPU `icmp_budget` array (key 0): how many ICMP too-big
+ * answers each CPU may send, as a token bucket kept in the GCRA form (one
+ * timestamp). The agent writes per_s, burst, interval_ns and burst_ns on
+ * every CPU (keeping tat_ns and limited); the program keeps tat_ns and
+ * limited. A separate map, not fields of `settings`, so a `settings` map
+ * pinned by an older build keeps its layout. */
+struct ballast_icmp_budget {
+	__u64 interval_ns; /* one answer per interval_ns on each CPU; 0 = no limit */
+	__u64 burst_ns;    /* burst * interval_ns: how far ahead answers may be sent */
+	__u64 tat_ns;      /* the bucket is full again at this CLOCK_MONOTONIC time */
+	__u64 limited;     /* oversize packets not answered, budget spent (drop_too_big) */
+	__u32 per_s;       /* as configured (interval_ns = 1e9 / per_s) */
+	__u32 burst;       /* as configured */
+};
+
 /* ---- next-hop cache ---------------------------------------------------- */
 
 /* Value of the per-CPU `nexthops` array, indexed by backend_id. */
@@ -297,7 +314,7 @@ enum ballast_verdict {
 	BALLAST_V_DROP_NO_BACKEND,  /* VIP with no table, empty table, or unusable slot */
 	BALLAST_V_DROP_FENCED,      /* owned VIP past its owner deadline */
 	BALLAST_V_DROP_FAMILY,      /* IPv6 client to an IPv4 backend (unsupported) */
-	BALLAST_V_DROP_TOO_BIG,     /* oversize and ICMP too-big disabled or impossible */
+	BALLAST_V_DROP_TOO_BIG,     /* oversize; ICMP too-big disabled, rate-limited or impossible */
 	BALLAST_V_DROP_FIB,         /* no route to the backend */
 	BALLAST_V_DROP_ENCAP,       /* headroom adjustment failed */
 	BALLAST_V_DROP_NO_SETTINGS, /* agent has not written settings (no source address) */

@@ -10,13 +10,18 @@
  * Outbound: a client packet that would exceed the next hop's MTU once
  * encapsulated is answered with ICMP "fragmentation needed" or ICMPv6
  * "packet too big", sent from the VIP, quoting the first
- * ICMP_QUOTE_LEN bytes of the client's IP packet.
+ * ICMP_QUOTE_LEN bytes of the client's IP packet. Each CPU answers at
+ * most its `icmp_budget` (a rate and a burst, like the kernel's own
+ * icmp_msgs_per_sec); past it, oversize packets are dropped and counted, so
+ * a flood of them cannot turn the router into an ICMP source at line rate.
  */
 #ifndef BALLAST_ICMP_H
 #define BALLAST_ICMP_H
 
 #include "common.h"
+#include "clock.h"
 #include "csum.h"
+#include "maps.h"
 #include "parse.h"
 
 #define ICMP_QUOTE_LEN 128 /* covers a 60-byte IPv4 header + 8, and IPv6 + TCP */
@@ -101,6 +106,30 @@ static __always_inline int icmp_error_flow(struct xdp_md *ctx, const struct pkt 
 	if (!addr_equal(key->dst, p->key.dst))
 		return -1;
 	return 0;
+}
+
+/* Takes one answer from this CPU's ICMP too-big budget. Returns 1 when an
+ * answer may be sent; otherwise counts the packet in `limited` and returns
+ * 0. GCRA: tat_ns is when the bucket is full again; an answer moves it
+ * interval_ns on, and is refused if that would put it more than burst_ns
+ * ahead of now. Reads the precise clock: only oversize packets come here. */
+static __always_inline int icmp_budget_take(void)
+{
+	struct ballast_icmp_budget *b;
+	__u32 zero = 0;
+	__u64 now, tat;
+
+	b = bpf_map_lookup_elem(&icmp_budget, &zero);
+	if (!b || !b->interval_ns)
+		return 1;
+	now = clock_precise();
+	tat = b->tat_ns > now ? b->tat_ns : now;
+	if (tat + b->interval_ns - now > b->burst_ns) {
+		b->limited += 1;
+		return 0;
+	}
+	b->tat_ns = tat + b->interval_ns;
+	return 1;
 }
 
 /* Turns the frame into an ICMP too-big answer to the client, in place.

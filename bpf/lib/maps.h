@@ -122,6 +122,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } vip_stats SEC(".maps");
 
+/* ICMP too-big answers each CPU may still send (struct ballast_icmp_budget). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ballast_icmp_budget);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} icmp_budget SEC(".maps");
+
 /* The coarse clock's per-CPU cache (bpf/lib/clock.h): the jiffy it was
  * read in and the precise time read then. */
 struct clock_cache {

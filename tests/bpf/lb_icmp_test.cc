@@ -2,8 +2,11 @@
 // get ICMP too-big back (or a counted drop); other ICMP is the kernel's.
 #include <linux/bpf.h>
 #include <netinet/in.h>
+#include <sched.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
 
 #include "tests/bpf/lb_fixture.h"
 
@@ -229,6 +232,108 @@ TEST_CASE("Oversize once encapsulated: ICMP too-big back to the client, or a cou
     o = fx.Run(big6);
     CHECK(o.action == XDP_DROP);
     CHECK(o.verdict == BALLAST_V_DROP_TOO_BIG);
+  }
+}
+
+// Runs this thread on one CPU (the one it is on) until destroyed: the ICMP
+// budget is per CPU, and BPF_PROG_TEST_RUN runs on the caller's CPU.
+class PinnedToOneCpu {
+ public:
+  PinnedToOneCpu() {
+    REQUIRE(sched_getaffinity(0, sizeof(saved_), &saved_) == 0);
+    const int cpu = sched_getcpu();
+    REQUIRE(cpu >= 0);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
+  }
+  ~PinnedToOneCpu() { sched_setaffinity(0, sizeof(saved_), &saved_); }
+  PinnedToOneCpu(const PinnedToOneCpu&) = delete;
+  PinnedToOneCpu& operator=(const PinnedToOneCpu&) = delete;
+
+ private:
+  cpu_set_t saved_;
+};
+
+TEST_CASE("ICMP too-big answers are rate limited per CPU; the rest are dropped and counted",
+          "[lb][icmp]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  for (uint32_t id : {1u, 2u, 3u}) fx.SetNexthop(id, 1000);
+  const Bytes big4 = FromClient4().Tcp(43000, 80, tcp::kAck, 1, 1).PayloadSize(1200).Build();
+  PinnedToOneCpu pin;
+  auto settings = [](uint32_t per_s, uint32_t burst) {
+    dataplane::Settings s;
+    s.src4 = ToIpAddress(Lab::Src4());
+    s.src6 = ToIpAddress(Lab::Src6());
+    s.icmp_too_big_per_s = per_s;
+    s.icmp_too_big_burst = burst;
+    return s;
+  };
+  auto limited = [&] {
+    auto n = fx.dp().IcmpTooBigLimited();
+    REQUIRE(n.ok());
+    return *n;
+  };
+
+  SECTION("the defaults: 1000/s, burst 50") {
+    auto got = fx.dp().GetSettings();
+    REQUIRE(got.ok());
+    CHECK(got->icmp_too_big_per_s == 1000);
+    CHECK(got->icmp_too_big_burst == 50);
+  }
+  SECTION("a burst, then drops until the budget refills") {
+    // One answer per 50 ms, at most 2 back to back.
+    fx.SetSettings(settings(20, 2));
+    auto got = fx.dp().GetSettings();
+    REQUIRE(got.ok());
+    CHECK(got->icmp_too_big_per_s == 20);
+    CHECK(got->icmp_too_big_burst == 2);
+    for (int i = 0; i < 2; ++i) {
+      Outcome o = fx.Run(big4);
+      CHECK(o.action == XDP_TX);
+      CHECK(o.verdict == BALLAST_V_ICMP_TOO_BIG_SENT);
+    }
+    for (int i = 0; i < 5; ++i) {
+      Outcome o = fx.Run(big4);
+      CHECK(o.action == XDP_DROP);
+      CHECK(o.verdict == BALLAST_V_DROP_TOO_BIG);
+    }
+    CHECK(limited() == 5);
+    CHECK(fx.VipStats(kVipTcp4).dropped == 7);  // answered or not, none reached a backend
+    // Past one interval there is room for at least one more answer, and the
+    // burst still bounds how many go out back to back.
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));
+    int answered = 0;
+    for (int i = 0; i < 3; ++i) {
+      answered += fx.Run(big4).verdict == BALLAST_V_ICMP_TOO_BIG_SENT;
+    }
+    CHECK(answered >= 1);
+    CHECK(answered <= 2);
+    CHECK(limited() == 5 + static_cast<uint64_t>(3 - answered));
+  }
+  SECTION("rate 0: no limit") {
+    fx.SetSettings(settings(0, 0));
+    for (int i = 0; i < 200; ++i) REQUIRE(fx.Run(big4).verdict == BALLAST_V_ICMP_TOO_BIG_SENT);
+    CHECK(limited() == 0);
+  }
+  SECTION("a bad rate or burst is refused and changes nothing") {
+    fx.SetSettings(settings(20, 2));
+    for (auto [per_s, burst] :
+         {std::pair<uint32_t, uint32_t>{20, 0}, {20, 21}, {dataplane::kMaxIcmpTooBigPerS + 1, 1}}) {
+      dataplane::Settings s = settings(per_s, burst);
+      s.tcp_idle_ns = 7'000'000'000ull;
+      const absl::Status st = fx.dp().SetSettings(s);
+      INFO(per_s << "/s burst " << burst << ": " << st.ToString());
+      CHECK(st.code() == absl::StatusCode::kInvalidArgument);
+      CHECK_THAT(std::string(st.message()), Catch::Contains("ICMP too-big"));
+      auto got = fx.dp().GetSettings();
+      REQUIRE(got.ok());
+      CHECK(got->icmp_too_big_per_s == 20);
+      CHECK(got->icmp_too_big_burst == 2);
+      CHECK(got->tcp_idle_ns == dataplane::Settings{}.tcp_idle_ns);
+    }
   }
 }
 

@@ -422,6 +422,10 @@ int CmdStats(const Global& g, bool json) {
   if (!backends.ok()) return Fail(backends.status());
   auto flows = (*dp)->Flows(std::numeric_limits<size_t>::max());
   if (!flows.ok()) return Fail(flows.status());
+  auto settings = (*dp)->GetSettings();
+  if (!settings.ok()) return Fail(settings.status());
+  auto limited = (*dp)->IcmpTooBigLimited();
+  if (!limited.ok()) return Fail(limited.status());
 
   std::string out = json ? "{\"verdicts\":{" : "verdicts:\n";
   for (int v = 0; v < BALLAST_V_MAX; ++v) {
@@ -432,7 +436,15 @@ int CmdStats(const Global& g, bool json) {
       out += Cat("  ", name, " ", (*verdicts)[v], "\n");
     }
   }
-  out += json ? "},\"vips\":[" : "vips:\n";
+  // Of drop_too_big: the ones refused for the rate limit.
+  if (json) {
+    out += Cat("},\"icmp_too_big\":{\"per_s\":", settings->icmp_too_big_per_s,
+               ",\"burst\":", settings->icmp_too_big_burst, ",\"limited\":", *limited, "}");
+  } else {
+    out += Cat("icmp too-big: ", settings->icmp_too_big_per_s, "/s per CPU (0 = no limit), burst ",
+               settings->icmp_too_big_burst, "; limited ", *limited, "\n");
+  }
+  out += json ? ",\"vips\":[" : "vips:\n";
   bool first = true;
   for (const VipEntry& v : *vips) {
     auto st = (*dp)->VipStats(v.meta.vip_id);

@@ -82,6 +82,9 @@ expect 3 "does not exist" vip owner-deadline 198.18.0.99:80/tcp --in 1s
 expect 0 '"fenced":0' stats --json
 expect 0 "pass_not_ip|verdicts:" stats
 expect 0 '"verdicts":\{"tx":0' stats --json
+# lbdp attach writes the default ICMP too-big budget: 1000/s per CPU, burst 50.
+expect 0 "icmp too-big: 1000/s per CPU \(0 = no limit\), burst 50; limited 0" stats
+expect 0 '"icmp_too_big":\{"per_s":1000,"burst":50,"limited":0\}' stats --json
 expect 0 "0 flows shown" flows
 expect 0 "^0 handshakes under way in [0-9]+ slots; 0 sets full" handshakes
 

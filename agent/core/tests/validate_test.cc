@@ -152,6 +152,20 @@ TEST_CASE("ValidateConfig names the field and the allowed range of every bad inp
       {"drain timeout out of range",
        [](v1::Config& c) { c.mutable_global()->set_drain_timeout_s(100000); },
        "global.drain_timeout_s: 100000 is out of range 1..86400 (0 = default 300)"},
+      {"ICMP too-big rate out of range",
+       [](v1::Config& c) { c.mutable_global()->set_icmp_too_big_per_s(2000000); },
+       "global.icmp_too_big_per_s: 2000000 is out of range 1..1000000 (0 = default 1000)"},
+      {"ICMP too-big burst above the rate",
+       [](v1::Config& c) {
+         c.mutable_global()->set_icmp_too_big_per_s(10);
+         c.mutable_global()->set_icmp_too_big_burst(11);
+       },
+       "global.icmp_too_big_burst: 11 is out of range 1..10 (at most icmp_too_big_per_s; 0 = "
+       "default 50)"},
+      {"ICMP too-big burst above the default rate",
+       [](v1::Config& c) { c.mutable_global()->set_icmp_too_big_burst(1001); },
+       "global.icmp_too_big_burst: 1001 is out of range 1..1000 (at most icmp_too_big_per_s; 0 "
+       "= default 50)"},
       {"probe interval too short",
        [](v1::Config& c) {
          c.mutable_vips(0)->mutable_backends(1)->mutable_probe()->set_interval_ms(10);
