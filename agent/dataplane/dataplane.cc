@@ -1170,19 +1170,37 @@ absl::StatusOr<Dataplane::HandshakeSlots> Dataplane::Handshakes() const {
   const auto now = static_cast<uint32_t>(MonotonicNowNs() >> BALLAST_HANDSHAKE_TIME_SHIFT);
   const int fd = map_fd("handshakes");
   HandshakeSlots out;
-  for (uint32_t i = 0; i < BALLAST_HANDSHAKE_SETS; ++i) {
-    ballast_handshake_set set;
-    if (bpf_map_lookup_elem(fd, &i, &set) != 0) {
-      return ErrnoStatus(errno, Cat("reading handshakes[", i, "]"));
+  // In batches (one syscall per 1024 sets instead of one per set: 16 instead
+  // of 16,384 for the whole map).
+  constexpr uint32_t kBatch = 1024;
+  std::vector<uint32_t> keys(kBatch);
+  std::vector<ballast_handshake_set> sets(kBatch);
+  uint32_t next = 0;
+  uint32_t done = 0;
+  while (done < BALLAST_HANDSHAKE_SETS) {
+    uint32_t count = std::min(kBatch, BALLAST_HANDSHAKE_SETS - done);
+    const int rc = bpf_map_lookup_batch(fd, done == 0 ? nullptr : &next, &next, keys.data(),
+                                        sets.data(), &count, nullptr);
+    // ENOENT: this batch reached the end of the map (count holds what it read).
+    if (rc != 0 && errno != ENOENT) {
+      return ErrnoStatus(errno, Cat("reading handshakes[", done, "...]"));
     }
-    uint32_t live = 0;
-    for (const ballast_handshake& h : set.way) {
-      // syn_time wraps: the age is taken modulo 2^32, as the program does.
-      if (h.backend_id == BALLAST_INVALID_ID || now - h.syn_time > idle) continue;
-      out.live.push_back(h);
-      ++live;
+    for (uint32_t i = 0; i < count; ++i) {
+      uint32_t live = 0;
+      for (const ballast_handshake& h : sets[i].way) {
+        // syn_time wraps: the age is taken modulo 2^32, as the program does.
+        if (h.backend_id == BALLAST_INVALID_ID || now - h.syn_time > idle) continue;
+        out.live.push_back(h);
+        ++live;
+      }
+      if (live == BALLAST_HANDSHAKE_WAYS) ++out.full_sets;
     }
-    if (live == BALLAST_HANDSHAKE_WAYS) ++out.full_sets;
+    done += count;
+    if (rc != 0 || count == 0) break;
+  }
+  if (done != BALLAST_HANDSHAKE_SETS) {
+    return absl::InternalError(
+        Cat("reading handshakes: the map gave ", done, " sets, not ", BALLAST_HANDSHAKE_SETS));
   }
   return out;
 }
