@@ -48,3 +48,15 @@ require_tools() { # require_tools HINT TOOL...: each on PATH
     command -v "$t" >/dev/null || die "$t is not installed ($hint)"
   done
 }
+
+# Under `set -e` (the *_lib.sh files set it before they source this file), a
+# command of the script itself that fails outside a check ends the test:
+# name it, so the test does not end without a word. (Not inherited by
+# functions and command substitutions: there set -e still ends the test, but
+# the failing step is the function call or the assignment.)
+# Quiet while a script has turned set -e off around a command it expects to
+# fail.
+if [[ $- == *e* ]]; then
+  trap 'errexit_rc=$?; if [[ $- == *e* ]]; then printf "%s: FAIL: line %s: \`%s\` exited %s; set -e ends the test here\n" \
+    "$T_NAME" "$LINENO" "$BASH_COMMAND" "$errexit_rc" >&2; fi' ERR
+fi
