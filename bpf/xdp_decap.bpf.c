@@ -11,11 +11,13 @@
  *
  *   encapsulated, for us, inner header present  -> strip, XDP_PASS  (decapped)
  *   encapsulated, for us, inner header missing   -> XDP_DROP         (bad_inner)
+ *   IPv4 outer for us, checksum or length wrong  -> XDP_DROP         (bad_outer)
  *   anything else                                 -> XDP_PASS as is   (pass)
  *
  * Not handled (passed untouched): outer IPv4 fragments, outer IPv6 extension
- * headers, QinQ. The outer IPv4 checksum is not verified: the Ethernet FCS
- * protects the link and the kernel verifies the inner header.
+ * headers, QinQ. The outer IPv4 header is checked as the kernel's ip_rcv
+ * would (header checksum, total length within the frame): its check is
+ * skipped for the packets this program strips. IPv6 has no header checksum.
  *
  * The maps are not pinned: they live as long as the program is attached.
  */
@@ -28,6 +30,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "ballast_abi.h"
+#include "csum.h"
 
 #define DECAP_MAX_ADDRS 256
 
@@ -94,6 +97,30 @@ static __always_inline int inner_ok(void *data, void *data_end, __u32 off, __u16
 	return ip6->version == 6;
 }
 
+/* Does the outer IPv4 header (ihl >= 5 already checked) sum to zero, and does
+ * its total length cover its header and fit in the frame? `l3_len` is what
+ * the frame holds from the IP header on. The header is at most 60 bytes: the
+ * loop is unrolled with a condition rather than a break (a loop bounded by
+ * ihl is turned into pointer arithmetic the verifier refuses). */
+static __always_inline int outer4_ok(const struct iphdr *ip, void *data_end, __u32 l3_len)
+{
+	const __u16 *w = (const __u16 *)ip;
+	__u32 words = ip->ihl * 2, tot = bpf_ntohs(ip->tot_len);
+	__u64 sum = 0;
+
+	if (tot < words * 2 || tot > l3_len)
+		return 0;
+#pragma unroll
+	for (__u32 i = 0; i < 30; i++) {
+		if (i < words) {
+			if ((void *)(w + i + 1) > data_end)
+				return 0;
+			sum += w[i];
+		}
+	}
+	return csum_fold(sum) == 0;
+}
+
 /* Removes `outer_len` bytes of outer IP header that follow the L2 header of
  * `l2_len` bytes (14, or 18 with a VLAN tag) and sets the ethertype of the
  * L2 header to `inner_proto`. */
@@ -157,6 +184,8 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
 	if (!is_local(&ip->daddr, 4, BALLAST_FAMILY_V4))
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	if (!outer4_ok(ip, data_end, (__u32)(data_end - (void *)ip)))
+		return count(BALLAST_DECAP_V_BAD_OUTER, XDP_DROP);
 	outer_len = ip->ihl * 4;
 	if (!inner_ok(data, data_end, l2_len + outer_len, ETH_P_IP))
 		return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);

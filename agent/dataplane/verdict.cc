@@ -71,6 +71,8 @@ std::string_view DecapVerdictName(ballast_decap_verdict v) {
       return "pass";
     case BALLAST_DECAP_V_BAD_INNER:
       return "bad_inner";
+    case BALLAST_DECAP_V_BAD_OUTER:
+      return "bad_outer";
     case BALLAST_DECAP_V_MAX:
       break;
   }

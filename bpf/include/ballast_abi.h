@@ -340,6 +340,8 @@ enum ballast_decap_verdict {
 	BALLAST_DECAP_V_DECAPPED = 0, /* outer header stripped, inner passed up */
 	BALLAST_DECAP_V_PASS,         /* not encapsulated, or not for us: untouched */
 	BALLAST_DECAP_V_BAD_INNER,    /* encapsulated but the inner header is truncated: dropped */
+	BALLAST_DECAP_V_BAD_OUTER,    /* for us, but the outer IPv4 checksum or length is wrong:
+					 dropped (the decap maps are not pinned: no layout to keep) */
 	BALLAST_DECAP_V_MAX
 };
 
