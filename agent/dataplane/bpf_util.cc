@@ -42,6 +42,24 @@ absl::Status ErrnoStatus(int err, std::string_view what) {
   }
 }
 
+std::string LogSuffix(const std::string& log) {
+  if (log.empty()) return "";
+  constexpr size_t kMax = 4000;
+  return Cat("\nlibbpf log:\n", log.size() > kMax ? "..." + log.substr(log.size() - kMax) : log);
+}
+
+absl::Status LoadFailure(int err, std::string_view what, const std::string& log) {
+  const absl::Status s = ErrnoStatus(err, what);
+  std::string hint;
+  if (err == -EACCES || err == EACCES) {
+    // EACCES is the verifier's answer; missing privileges give EPERM.
+    hint = "; the verifier rejected the program (its log is below)";
+  } else if (s.code() == absl::StatusCode::kPermissionDenied) {
+    hint = "; loading BPF programs needs root (CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON)";
+  }
+  return absl::Status(s.code(), Cat(s.message(), hint, LogSuffix(log)));
+}
+
 UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
   if (this != &o) {
     if (fd_ >= 0) close(fd_);
@@ -154,19 +172,25 @@ namespace {
 
 std::string* g_capture = nullptr;
 
-int CaptureBpf(enum libbpf_print_level, const char* fmt, va_list ap) {
-  char buf[1024];
-  const int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-  if (g_capture != nullptr && n > 0) g_capture->append(buf);
+// Appends one formatted message whole: a verifier log arrives as a single
+// message of many kilobytes, and its last lines are the ones that say why.
+int Capture(const char* fmt, va_list ap) {
+  va_list again;
+  va_copy(again, ap);
+  const int n = vsnprintf(nullptr, 0, fmt, ap);
+  if (g_capture != nullptr && n > 0) {
+    const size_t at = g_capture->size();
+    g_capture->resize(at + static_cast<size_t>(n) + 1);
+    vsnprintf(g_capture->data() + at, static_cast<size_t>(n) + 1, fmt, again);
+    g_capture->resize(at + static_cast<size_t>(n));  // drop the terminating NUL
+  }
+  va_end(again);
   return n;
 }
 
-int CaptureXdp(enum libxdp_print_level, const char* fmt, va_list ap) {
-  char buf[1024];
-  const int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-  if (g_capture != nullptr && n > 0) g_capture->append(buf);
-  return n;
-}
+int CaptureBpf(enum libbpf_print_level, const char* fmt, va_list ap) { return Capture(fmt, ap); }
+
+int CaptureXdp(enum libxdp_print_level, const char* fmt, va_list ap) { return Capture(fmt, ap); }
 
 }  // namespace
 

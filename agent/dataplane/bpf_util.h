@@ -27,6 +27,15 @@ namespace ballast::dataplane {
 // else Internal). The message is "<what>: <strerror>".
 absl::Status ErrnoStatus(int err, std::string_view what);
 
+// "\nlibbpf log:\n" and the last 4000 characters of `log` ("" if empty): a
+// verifier log says why at its end.
+std::string LogSuffix(const std::string& log);
+
+// A failed BPF object load (`err`: libbpf's negative errno): ErrnoStatus,
+// what EACCES and EPERM mean (the verifier refused the program / the caller
+// lacks the capabilities), and the end of libbpf's log.
+absl::Status LoadFailure(int err, std::string_view what, const std::string& log);
+
 // An owned file descriptor (closed on destruction). Move-only.
 class UniqueFd {
  public:

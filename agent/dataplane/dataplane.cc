@@ -42,12 +42,6 @@ std::string TagHex(const std::array<uint8_t, BPF_TAG_SIZE>& tag) {
   return s;
 }
 
-std::string LogSuffix(const std::string& log) {
-  if (log.empty()) return "";
-  constexpr size_t kMax = 4000;
-  return Cat("\nlibbpf log:\n", log.size() > kMax ? "..." + log.substr(log.size() - kMax) : log);
-}
-
 // Compares a pinned map with what this build wants, so that an incompatible
 // pin is reported with the actual difference rather than libbpf's EINVAL.
 absl::Status CheckPinnedCompatible(const bpf_map* m, const std::string& path) {
@@ -272,15 +266,7 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
     err = xdp_lb__load(dp->skel_);
   }
   if (err != 0) {
-    absl::Status s = ErrnoStatus(err, "loading the xdp_lb program (map creation/verifier)");
-    std::string hint;
-    if (err == -EACCES) {  // libbpf returns -errno
-      // EACCES is the verifier's answer; missing privileges give EPERM.
-      hint = "; the verifier rejected the program (its log is below)";
-    } else if (s.code() == absl::StatusCode::kPermissionDenied) {
-      hint = "; loading BPF programs needs root (CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON)";
-    }
-    return absl::Status(s.code(), Cat(s.message(), hint, LogSuffix(log)));
+    return LoadFailure(err, "loading the xdp_lb program (map creation/verifier)", log);
   }
   bpf_program* prog = bpf_object__next_program(dp->skel_->obj, nullptr);
   if (prog == nullptr) return absl::InternalError("the xdp_lb object has no program");

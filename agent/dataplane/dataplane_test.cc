@@ -8,6 +8,7 @@
 // unmounted (which drops every pin in them).
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <linux/if_ether.h>
 #include <netinet/in.h>
@@ -24,6 +25,7 @@
 #define CATCH_CONFIG_EXTERNAL_INTERFACES  // TestEventListenerBase
 #include <catch2/catch.hpp>
 #include <atomic>
+#include <cstdarg>
 #include <cstdio>
 #include <chrono>
 #include <cstring>
@@ -288,6 +290,44 @@ TEST_CASE("every verdict has a distinct snake_case name", "[dataplane]") {
   for (int v = 0; v < BALLAST_DECAP_V_MAX; ++v) {
     CHECK(DecapVerdictName(static_cast<ballast_decap_verdict>(v)) != "unknown");
   }
+}
+
+// Calls the print function libbpf has now, as libbpf would.
+int LibbpfPrint(const char* fmt, ...) {
+  const libbpf_print_fn_t fn = libbpf_set_print(nullptr);
+  libbpf_set_print(fn);
+  va_list ap;
+  va_start(ap, fmt);
+  const int n = fn != nullptr ? fn(LIBBPF_WARN, fmt, ap) : -1;
+  va_end(ap);
+  return n;
+}
+
+TEST_CASE("a failed load names the verifier or the privileges and keeps the log's end",
+          "[dataplane]") {
+  // A verifier log reaches the print callback as one message of many
+  // kilobytes; the reason is its last line.
+  const std::string body(6000, 'x');
+  std::string log;
+  {
+    CaptureLibLogs capture(&log);
+    REQUIRE(LibbpfPrint("-- BEGIN PROG LOAD LOG --\n%s\nR3 pointer arithmetic prohibited\n-- END "
+                        "PROG LOAD LOG --\n",
+                        body.c_str()) > 6000);
+  }
+  REQUIRE(log.size() > 6000);
+  CHECK_THAT(log, Catch::EndsWith("R3 pointer arithmetic prohibited\n-- END PROG LOAD LOG --\n"));
+
+  const absl::Status rejected = LoadFailure(-EACCES, "loading the x program", log);
+  CHECK(rejected.code() == absl::StatusCode::kPermissionDenied);
+  const std::string m(rejected.message());
+  CHECK_THAT(m, Catch::StartsWith("loading the x program: Permission denied; the verifier "
+                                  "rejected the program (its log is below)\nlibbpf log:\n..."));
+  CHECK_THAT(m, Catch::Contains("R3 pointer arithmetic prohibited"));
+  CHECK(m.size() < 4200);  // the end of the log, not all of it
+  CHECK_THAT(std::string(LoadFailure(-EPERM, "loading the x program", "").message()),
+             Catch::Equals("loading the x program: Operation not permitted; loading BPF programs "
+                           "needs root (CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON)"));
 }
 
 TEST_CASE("Open without pinning loads the program and its maps", "[dataplane][bpf]") {

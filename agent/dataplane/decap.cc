@@ -32,10 +32,7 @@ absl::StatusOr<std::unique_ptr<Decap>> Decap::Load() {
     CaptureLibLogs capture(&log);
     d->skel_ = xdp_decap__open_and_load();
   }
-  if (d->skel_ == nullptr) {
-    absl::Status s = ErrnoStatus(errno, "loading the xdp_decap program");
-    return absl::Status(s.code(), Cat(s.message(), "\nlibbpf log:\n", log));
-  }
+  if (d->skel_ == nullptr) return LoadFailure(-errno, "loading the xdp_decap program", log);
   d->prog_fd_ = bpf_program__fd(d->skel_->progs.xdp_decap);
   d->addrs_fd_ = bpf_map__fd(d->skel_->maps.decap_addrs);
   d->stats_fd_ = bpf_map__fd(d->skel_->maps.decap_stats);

@@ -20,6 +20,7 @@ namespace {
 
 using dataplane::Cat;
 using dataplane::ErrnoStatus;
+using dataplane::LoadFailure;
 
 // tc filter identity of the probe program on the device's egress hook.
 constexpr uint32_t kTcHandle = 0x6c62;
@@ -62,9 +63,11 @@ absl::StatusOr<std::unique_ptr<ProbeForwarder>> ProbeForwarder::Open(const Optio
       }
     }
     if (int err = tc_probe__load(f->skel_); err != 0) {
-      return ErrnoStatus(
-          err, Cat("loading tc_probe (pinned maps under ", dir.empty() ? std::string("-") : dir,
-                   " must match this build; remove them with Detach): ", log));
+      return LoadFailure(
+          err,
+          Cat("loading tc_probe (pinned maps under ", dir.empty() ? std::string("-") : dir,
+              " must match this build; remove them with Detach)"),
+          log);
     }
   }
 
