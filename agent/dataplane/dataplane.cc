@@ -587,7 +587,8 @@ absl::StatusOr<Settings> Dataplane::GetSettings() const {
 }
 
 // Writes the rate and burst on every CPU, keeping each CPU's bucket time and
-// its count of refused answers.
+// its count of refused answers (a read, then a write of every CPU's value:
+// refusals counted between the two are lost, at a configuration change).
 absl::Status Dataplane::SetIcmpBudget(uint32_t per_s, uint32_t burst) {
   const int fd = map_fd("icmp_budget");
   auto v = ReadPerCpu<ballast_icmp_budget>(fd, 0, "icmp_budget");

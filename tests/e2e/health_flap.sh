@@ -64,7 +64,10 @@ for r in json.load(sys.stdin).get("records", []):
         print("WARNING: %s inputs: cooldown_until_unix_ms %d is a monotonic time, not a Unix time" % (r["action"], cd), file=sys.stderr)
         cd += mono_to_unix_ms
     until = "%d" % cd if cd else "-"
-    cd = "%.1f" % ((cd - int(r["unixMs"])) / 1000.0) if cd else "-"
+    # The record is written some milliseconds (tens under load) after the
+    # evaluation the cooldown runs from: rounded to half seconds, which the
+    # cooldowns here (1, 2, 4 s) are.
+    cd = "%.1f" % (round((cd - int(r["unixMs"])) / 500.0) / 2.0) if cd else "-"
     print(r["action"], i.get("flaps_in_window", 0), cd, r["unixMs"], until)' "$B" "$t_begin_ms" >"$WORK/flaps.txt" 2>"$WORK/flaps.err"
 while read -r l; do log "$l"; done <"$WORK/flaps.err"
 while read -r l; do log "audit: $l (action, flaps in window, cooldown s, unix ms, cooldown until)"; done <"$WORK/flaps.txt"
