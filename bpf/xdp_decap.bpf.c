@@ -98,17 +98,17 @@ static __always_inline int inner_ok(void *data, void *data_end, __u32 off, __u16
 }
 
 /* Does the outer IPv4 header (ihl >= 5 already checked) sum to zero, and does
- * its total length cover its header and fit in the frame? `l3_len` is what
- * the frame holds from the IP header on. The header is at most 60 bytes: the
+ * its total length cover its header and fit in the frame? The header is at
+ * most 60 bytes: the
  * loop is unrolled with a condition rather than a break (a loop bounded by
  * ihl is turned into pointer arithmetic the verifier refuses). */
-static __always_inline int outer4_ok(const struct iphdr *ip, void *data_end, __u32 l3_len)
+static __always_inline int outer4_ok(const struct iphdr *ip, void *data_end)
 {
 	const __u16 *w = (const __u16 *)ip;
 	__u32 words = ip->ihl * 2, tot = bpf_ntohs(ip->tot_len);
 	__u64 sum = 0;
 
-	if (tot < words * 2 || tot > l3_len)
+	if (tot < words * 2 || tot > (__u32)(data_end - (void *)ip))
 		return 0;
 #pragma unroll
 	for (__u32 i = 0; i < 30; i++) {
@@ -184,7 +184,7 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
 	if (!is_local(&ip->daddr, 4, BALLAST_FAMILY_V4))
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
-	if (!outer4_ok(ip, data_end, (__u32)(data_end - (void *)ip)))
+	if (!outer4_ok(ip, data_end))
 		return count(BALLAST_DECAP_V_BAD_OUTER, XDP_DROP);
 	outer_len = ip->ihl * 4;
 	if (!inner_ok(data, data_end, l2_len + outer_len, ETH_P_IP))

@@ -108,9 +108,11 @@ uint32_t DrainTimeoutOf(const v1::Global& g) {
 }
 
 IcmpTooBigLimit IcmpTooBigLimitOf(const v1::Global& g) {
-  const uint32_t per_s = g.icmp_too_big_per_s() ? g.icmp_too_big_per_s() : 1000;
-  return IcmpTooBigLimit{
-      per_s, g.icmp_too_big_burst() ? g.icmp_too_big_burst() : std::min<uint32_t>(50, per_s)};
+  const uint32_t per_s =
+      g.icmp_too_big_per_s() ? g.icmp_too_big_per_s() : dataplane::kDefaultIcmpTooBigPerS;
+  return IcmpTooBigLimit{per_s, g.icmp_too_big_burst()
+                                    ? g.icmp_too_big_burst()
+                                    : std::min(dataplane::kDefaultIcmpTooBigBurst, per_s)};
 }
 
 uint32_t ProbeIntervalOf(const v1::ProbeSpec& p) {
@@ -372,15 +374,17 @@ absl::Status ValidateGlobal(const v1::Global& g, const FieldPath& at) {
       !s.ok()) {
     return s;
   }
-  if (auto s = CheckOptionalRange(g.icmp_too_big_per_s(), 1, dataplane::kMaxIcmpTooBigPerS, 1000,
-                                  at.Child("icmp_too_big_per_s"));
+  if (auto s =
+          CheckOptionalRange(g.icmp_too_big_per_s(), 1, dataplane::kMaxIcmpTooBigPerS,
+                             dataplane::kDefaultIcmpTooBigPerS, at.Child("icmp_too_big_per_s"));
       !s.ok()) {
     return s;
   }
   if (const IcmpTooBigLimit l = IcmpTooBigLimitOf(g); l.burst > l.per_s) {
     return at.Child("icmp_too_big_burst")
         .Invalid(absl::StrCat(l.burst, " is out of range 1..", l.per_s,
-                              " (at most icmp_too_big_per_s; 0 = default 50)"));
+                              " (at most icmp_too_big_per_s; 0 = default ",
+                              dataplane::kDefaultIcmpTooBigBurst, ")"));
   }
   if (g.has_health()) return ValidateHealthSettings(g.health(), at.Child("health"));
   return absl::OkStatus();

@@ -75,7 +75,10 @@ struct Options {
   uint32_t flow_capacity = BALLAST_DEFAULT_FLOWS;  // max_entries of `flows`, > 0
 };
 
-// Highest Settings::icmp_too_big_per_s (one answer per microsecond per CPU).
+// Settings::icmp_too_big_per_s and _burst: the defaults (also the config's),
+// and the highest rate (one answer per microsecond per CPU).
+inline constexpr uint32_t kDefaultIcmpTooBigPerS = 1000;
+inline constexpr uint32_t kDefaultIcmpTooBigBurst = 50;
 inline constexpr uint32_t kMaxIcmpTooBigPerS = 1'000'000;
 
 // Contents of the `settings` map. Defaults are what Settings{} holds.
@@ -90,8 +93,8 @@ struct Settings {
   uint64_t fib_ttl_ns = 1'000'000'000ull;         // cached next hop trusted for 1 s
   // ICMP too-big answers per second on each CPU (0 = no limit), and how many
   // may go out back to back (1..per_s). Kept in the `icmp_budget` map.
-  uint32_t icmp_too_big_per_s = 1000;
-  uint32_t icmp_too_big_burst = 50;
+  uint32_t icmp_too_big_per_s = kDefaultIcmpTooBigPerS;
+  uint32_t icmp_too_big_burst = kDefaultIcmpTooBigBurst;
 };
 
 struct VipKey {
