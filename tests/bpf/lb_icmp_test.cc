@@ -290,6 +290,7 @@ TEST_CASE("ICMP too-big answers are rate limited per CPU; the rest are dropped a
     REQUIRE(got.ok());
     CHECK(got->icmp_too_big_per_s == 20);
     CHECK(got->icmp_too_big_burst == 2);
+    const auto t_burst = std::chrono::steady_clock::now();
     for (int i = 0; i < 2; ++i) {
       Outcome o = fx.Run(big4);
       CHECK(o.action == XDP_TX);
@@ -302,16 +303,22 @@ TEST_CASE("ICMP too-big answers are rate limited per CPU; the rest are dropped a
     }
     CHECK(limited() == 5);
     CHECK(fx.VipStats(kVipTcp4).dropped == 7);  // answered or not, none reached a backend
-    // Past one interval there is room for at least one more answer, and the
-    // burst still bounds how many go out back to back.
-    std::this_thread::sleep_for(std::chrono::milliseconds(120));
-    int answered = 0;
-    for (int i = 0; i < 3; ++i) {
-      answered += fx.Run(big4).verdict == BALLAST_V_ICMP_TOO_BIG_SENT;
+    // The budget refills at the rate: the next answer goes out once one
+    // interval (50 ms) has passed since the burst began, not before. Polled
+    // every 2 ms, up to 2 s.
+    uint64_t refused = 0;
+    bool answered = false;
+    while (!answered && std::chrono::steady_clock::now() - t_burst < std::chrono::seconds(2)) {
+      answered = fx.Run(big4).verdict == BALLAST_V_ICMP_TOO_BIG_SENT;
+      if (!answered) {
+        ++refused;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
     }
-    CHECK(answered >= 1);
-    CHECK(answered <= 2);
-    CHECK(limited() == 5 + static_cast<uint64_t>(3 - answered));
+    const auto waited = std::chrono::steady_clock::now() - t_burst;
+    REQUIRE(answered);
+    CHECK(waited >= std::chrono::milliseconds(49));
+    CHECK(limited() == 5 + refused);
   }
   SECTION("rate 0: no limit") {
     fx.SetSettings(settings(0, 0));

@@ -77,7 +77,7 @@ check "both concurrent updates survive (c sees be3=25)" wait_for 5 weight_of_is 
 # grep -c exits 1 when neither log has the line (no conflict this time):
 # under `set -e -o pipefail` that would end the test without a word.
 conflicts=$({ grep -h -c 'another writer changed the replicated state first' \
-  "$WORK/a/lbagent.log" "$WORK/b/lbagent.log" || true; } | paste -sd+ | bc)
+  "$WORK/a/lbagent.log" "$WORK/b/lbagent.log" || true; } | awk '{ n += $1 } END { print n + 0 }')
 log "figure: concurrent writes retried after a conflict: $conflicts (of 10 writes)"
 check "hashes equal after concurrent writes" wait_for 5 hashes_equal
 
