@@ -1,6 +1,7 @@
 #include "agent/maglev/maglev.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <bit>
 #include <bitset>
@@ -69,16 +70,16 @@ struct SortEntry {
   uint64_t hi, lo;
   const Backend* backend;
 
-  explicit SortEntry(const Backend& b) : hi(0), lo(0), backend(&b) {
+  explicit SortEntry(const Backend& b) : backend(&b) {
+    // In locals: stores into the members would make each byte wait for the
+    // previous one's read-modify-write.
     const size_t n = std::min<size_t>(b.key.size(), 16);
-    for (size_t k = 0; k < n; ++k) {
-      const uint64_t byte = static_cast<unsigned char>(b.key[k]);
-      if (k < 8) {
-        hi |= byte << (56 - 8 * k);
-      } else {
-        lo |= byte << (56 - 8 * (k - 8));
-      }
-    }
+    const auto* key = reinterpret_cast<const unsigned char*>(b.key.data());
+    uint64_t h = 0, l = 0;
+    for (size_t k = 0; k < n && k < 8; ++k) h |= uint64_t{key[k]} << (56 - 8 * k);
+    for (size_t k = 8; k < n; ++k) l |= uint64_t{key[k]} << (56 - 8 * (k - 8));
+    hi = h;
+    lo = l;
   }
   bool operator<(const SortEntry& o) const {
     if (hi != o.hi) return hi < o.hi;
@@ -132,6 +133,46 @@ uint32_t TailThreshold(uint32_t table_size) {
 
 std::string BackendName(const Backend& b) {
   return b.key.empty() ? "backend id " + std::to_string(b.id) : "backend " + b.key;
+}
+
+// Two adjacent 64-bit words of a bitset, ORed as one vector.
+using Word2 = uint64_t __attribute__((vector_size(16)));
+
+// kBitsOfByte[b] lists the set bits of byte b in increasing order (the rest
+// of the entry is 0).
+constexpr std::array<std::array<uint32_t, 8>, 256> kBitsOfByte = [] {
+  std::array<std::array<uint32_t, 8>, 256> table{};
+  for (uint32_t b = 0; b < 256; ++b) {
+    uint32_t k = 0;
+    for (uint32_t bit = 0; bit < 8; ++bit) {
+      if ((b >> bit & 1) != 0) table[b][k++] = bit;
+    }
+  }
+  return table;
+}();
+
+// kPopByte[b]: the number of set bits of byte b (std::popcount is a library
+// call on x86-64 without -mpopcnt).
+constexpr std::array<uint8_t, 256> kPopByte = [] {
+  std::array<uint8_t, 256> t{};
+  for (uint32_t b = 0; b < 256; ++b) t[b] = static_cast<uint8_t>(std::popcount(b));
+  return t;
+}();
+
+// Writes base + p for every set bit p of `word`, in increasing order, from
+// `out` on, and returns the new end. A byte at a time and without a branch
+// per bit: the byte's whole kBitsOfByte row is written and `out` moves by its
+// number of set bits, so up to 8 entries past the new end are overwritten.
+[[gnu::always_inline]] inline uint32_t* AppendSetBits(uint32_t* out, uint64_t word, uint32_t base) {
+  if (word == 0) return out;
+  for (uint32_t byte = 0; byte < 8; ++byte) {
+    const auto b = static_cast<uint32_t>(word >> (8 * byte) & 0xff);
+    const std::array<uint32_t, 8>& at = kBitsOfByte[b];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) out[k] = base + 8 * byte + at[k];
+    out += kPopByte[b];
+  }
+  return out;
 }
 
 struct Cursor {
@@ -596,7 +637,18 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
     for (size_t i = 0; i < n; ++i) {
       if (quota[i] > 0) by_weight.push_back(uint64_t{active[i]->weight} << 24 | i);
     }
-    std::sort(by_weight.begin(), by_weight.end());
+    if (weight_max <= 4 * uint64_t{n} + 256) {
+      // A counting sort by weight; `by_weight` is in key order already, so
+      // each weight's entries stay in key order.
+      std::vector<uint32_t> start(weight_max + 2, 0);
+      for (uint64_t e : by_weight) ++start[(e >> 24) + 1];
+      for (size_t w = 1; w < start.size(); ++w) start[w] += start[w - 1];
+      std::vector<uint64_t> sorted_by_weight(by_weight.size());
+      for (uint64_t e : by_weight) sorted_by_weight[start[e >> 24]++] = e;
+      by_weight.swap(sorted_by_weight);
+    } else {
+      std::sort(by_weight.begin(), by_weight.end());
+    }
     members.reserve(by_weight.size());
     for (size_t k = 0; k < by_weight.size();) {
       const uint64_t w = by_weight[k] >> 24;
@@ -705,22 +757,32 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
     const size_t words = (n + 63) / 64;
     std::vector<uint64_t> bits(words, 0);
     // Each class's members as a bitset over the backends, when these are
-    // small: a claim of all members is then `words` ORs instead of a
-    // read-modify-write of a bitset word per member (which wait on each other
-    // when they hit the same word).
-    std::vector<uint64_t> masks;
-    if (classes.size() * words <= kMaxMaskWords) {
-      masks.assign(classes.size() * words, 0);
-      for (size_t c = 0; c < classes.size(); ++c) {
+    // small, stored by pairs of words and then by class: a round's claims are
+    // then, two words at a time, the OR of the words of the classes claiming
+    // with all their members (`due`), kept in a register. (Per-member
+    // read-modify-writes of a bitset word wait on each other when they hit
+    // the same word; so do per-class ORs into a bitset in memory.) `bits`
+    // holds the rest: last claims made by part of a class, or every claim
+    // when there are no masks.
+    const size_t nclasses = classes.size();
+    const size_t pairs = (words + 1) / 2;
+    std::vector<Word2> masks;  // [pair of words][class]
+    std::vector<uint32_t> due;
+    if (nclasses * pairs * 2 <= kMaxMaskWords) {
+      masks.assign(nclasses * pairs, Word2{0, 0});
+      due.reserve(nclasses);
+      for (size_t c = 0; c < nclasses; ++c) {
         for (uint32_t t = classes[c].first; t < classes[c].end; ++t) {
-          masks[c * words + members[t] / 64] |= uint64_t{1} << (members[t] % 64);
+          masks[members[t] / 128 * nclasses + c][members[t] / 64 % 2] |= uint64_t{1}
+                                                                         << (members[t] % 64);
         }
       }
     }
     // Rounds are handed to the filler several at a time: with few backends
     // and unequal weights there are thousands of rounds of a few claims.
+    // AppendSetBits may write 8 entries past a round's claims.
     constexpr size_t kBatch = 256;
-    list.resize(n + kBatch);
+    list.resize(n + kBatch + 8);
     size_t count = 0;
     uint32_t claims_left = m;
     for (uint64_t round = 1; claims_left > 0; ++round) {
@@ -732,9 +794,7 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
         const uint32_t next_c = link[c];
         Class& cl = classes[c];
         if (cl.claims < cl.quota && !masks.empty()) {
-          const uint64_t* __restrict const mask = &masks[c * words];
-          uint64_t* __restrict const to = bits.data();
-          for (size_t w = 0; w < words; ++w) to[w] |= mask[w];
+          due.push_back(c);
         } else {
           for (uint32_t t = cl.claims < cl.quota ? cl.first : cl.extra; t < cl.end; ++t) {
             bits[members[t] >> 6] |= uint64_t{1} << (members[t] & 63);
@@ -749,14 +809,23 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
         c = next_c;
       }
       const size_t before = count;
-      for (size_t w = 0; w < words; ++w) {
-        uint64_t word = bits[w];
-        bits[w] = 0;
-        while (word != 0) {
-          list[count++] = static_cast<uint32_t>(w * 64 + std::countr_zero(word));
-          word &= word - 1;
+      uint32_t* out = list.data() + count;
+      const uint32_t* const due_begin = due.data();
+      const uint32_t* const due_end = due_begin + due.size();
+      for (size_t pair = 0; pair < pairs; ++pair) {
+        Word2 acc = {0, 0};
+        if (!masks.empty()) {
+          const Word2* const row = masks.data() + pair * nclasses;
+          for (const uint32_t* d = due_begin; d < due_end; ++d) acc |= row[*d];
+        }
+        for (size_t half = 0; half < 2 && 2 * pair + half < words; ++half) {
+          const size_t w = 2 * pair + half;
+          out = AppendSetBits(out, acc[half] | bits[w], static_cast<uint32_t>(w * 64));
+          bits[w] = 0;
         }
       }
+      due.clear();
+      count = static_cast<size_t>(out - list.data());
       claims_left -= static_cast<uint32_t>(count - before);
       if (count >= kBatch || claims_left == 0) {
         filler.Claims(list.data(), count);

@@ -252,6 +252,13 @@ TEST_CASE("BuildTable equals a straightforward implementation of the documented 
   // claimed in round 100000, too far for the ring, so the builder sorts the
   // claims instead.
   cases.push_back({"extreme ratio", {100000, 1, 1, 1, 1}, kM});
+  // 1000 weights, four backends each: too many classes for per-class member
+  // bitsets (1000 classes x 63 words), so every claim sets its own bit.
+  {
+    std::vector<uint32_t> w(4000);
+    for (uint32_t i = 0; i < w.size(); ++i) w[i] = 1 + (i * 7919) % 1000;
+    cases.push_back({"no class bitsets", w, kM});
+  }
   for (int r = 0; r < 6; ++r) {
     std::vector<uint32_t> w(1 + rng() % 300);
     for (auto& x : w) x = rng() % 4 == 0 ? 0 : 1 + rng() % 100;
