@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -943,13 +944,11 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
   out.set_icmp_too_big_limited(*limited);
 
   // Live flows per backend id (entries not yet expired by their state's
-  // timeout), from a bounded walk of the connection table.
-  std::map<uint32_t, uint64_t> flows;
-  auto entries = dp_->Flows(options_.flow_scan_limit);
-  if (!entries.ok()) return entries.status();
+  // timeout), from a read of the connection table.
+  std::vector<uint64_t> flows(BALLAST_MAX_BACKENDS, 0);  // by backend id
   const uint64_t now_ns = clock_->NowMonotonicNs();
   const dataplane::Settings& set = image_.settings;
-  for (const auto& [k, f] : *entries) {
+  auto count_flow = [&](const ballast_flow_key&, const ballast_flow& f) {
     uint64_t ttl = set.tcp_idle_ns;
     switch (f.state) {
       case BALLAST_FLOW_SYN_SENT:
@@ -964,9 +963,12 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
       default:
         break;
     }
-    if (f.last_seen_ns + ttl + BALLAST_TOUCH_NS < now_ns) continue;
+    if (f.last_seen_ns + ttl + BALLAST_TOUCH_NS < now_ns || f.backend_id >= flows.size()) return;
     ++flows[f.backend_id];
-  }
+  };
+  const size_t scan_limit =
+      options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
+  if (auto seen = dp_->ForEachFlow(scan_limit, count_flow); !seen.ok()) return seen.status();
 
   std::map<std::string, const v1::BackendOverride*> overrides;
   for (const v1::BackendOverride& o : state_->overrides()) {
@@ -1027,7 +1029,7 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
       if (vi != nullptr) {
         if (auto it = vi->slots.find(id); it != vi->slots.end()) bs->set_table_slots(it->second);
       }
-      if (auto it = flows.find(id); it != flows.end()) bs->set_flows(it->second);
+      if (id < flows.size()) bs->set_flows(flows[id]);
       auto st = dp_->BackendStats(id);
       if (!st.ok()) return st.status();
       v1::BackendCounters* c = bs->mutable_counters();

@@ -65,9 +65,10 @@ struct EngineOptions {
   std::string state_file = "/var/lib/ballast/state.pb";
   std::string audit_log = "/var/lib/ballast/audit.jsonl";
   dataplane::AttachMode attach_mode = dataplane::AttachMode::kAuto;
-  // Status counts flows per backend by walking at most this many entries of
-  // the connection table (the walk holds the engine's lock).
-  size_t flow_scan_limit = 65536;
+  // Status counts flows per backend by reading at most this many entries of
+  // the connection table (the read holds the engine's lock; about 0.5 us an
+  // entry, 0.12 s for 240,000 entries). 0: the whole table.
+  size_t flow_scan_limit = 0;
   std::string agent_version = "0.1.0";
   // Where the state lives (agent/coord/store.h). Null: the local state file
   // (coord::FileStore over state_file), the standalone default.

@@ -1122,31 +1122,42 @@ absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Dataplane::Verdicts() const 
 
 absl::StatusOr<std::vector<std::pair<ballast_flow_key, ballast_flow>>> Dataplane::Flows(
     size_t max) const {
-  const int fd = map_fd("flows");
   std::vector<std::pair<ballast_flow_key, ballast_flow>> out;
-  ballast_flow_key key = {};
-  ballast_flow_key next = {};
-  const void* prev = nullptr;
-  // An LRU walk can restart when entries vanish under it; bound the steps.
-  size_t steps = 0;
-  auto info = GetMapInfo(fd);
-  if (!info.ok()) return info.status();
-  const size_t max_steps = 2 * static_cast<size_t>(info->max_entries) + 16;
-  while (out.size() < max && steps++ < max_steps) {
-    if (bpf_map_get_next_key(fd, prev, &next) != 0) {
-      if (errno == ENOENT) break;
-      return ErrnoStatus(errno, "walking the flows map");
-    }
-    key = next;
-    prev = &key;
-    ballast_flow v = {};
-    if (bpf_map_lookup_elem(fd, &key, &v) != 0) {
-      if (errno == ENOENT) continue;
-      return ErrnoStatus(errno, "reading the flows map");
-    }
-    out.emplace_back(key, v);
-  }
+  auto seen = ForEachFlow(
+      max, [&out](const ballast_flow_key& k, const ballast_flow& f) { out.emplace_back(k, f); });
+  if (!seen.ok()) return seen.status();
   return out;
+}
+
+absl::StatusOr<size_t> Dataplane::ForEachFlow(
+    size_t max, const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn) const {
+  const int fd = map_fd("flows");
+  size_t seen = 0;
+  // Batches end at bucket boundaries: a batch needs room for a whole bucket
+  // (ENOSPC with nothing read otherwise; the batch then grows).
+  size_t chunk = 4096;
+  std::vector<ballast_flow_key> keys(chunk);
+  std::vector<ballast_flow> values(chunk);
+  uint32_t token = 0;  // where the next batch starts (a bucket index, for hash maps)
+  bool first = true;
+  while (seen < max) {
+    auto count = static_cast<uint32_t>(chunk);
+    const int rc = bpf_map_lookup_batch(fd, first ? nullptr : &token, &token, keys.data(),
+                                        values.data(), &count, nullptr);
+    const int err = rc != 0 ? errno : 0;
+    if (rc != 0 && err == ENOSPC && count == 0 && chunk < (size_t{1} << 20)) {
+      chunk *= 2;
+      keys.resize(chunk);
+      values.resize(chunk);
+      continue;
+    }
+    // ENOENT: this batch reached the end of the map (count holds what it read).
+    if (rc != 0 && err != ENOENT) return ErrnoStatus(err, "reading the flows map");
+    for (uint32_t i = 0; i < count && seen < max; ++i, ++seen) fn(keys[i], values[i]);
+    if (rc != 0) break;
+    first = false;
+  }
+  return seen;
 }
 
 absl::StatusOr<Dataplane::HandshakeSlots> Dataplane::Handshakes() const {

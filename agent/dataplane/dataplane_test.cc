@@ -24,12 +24,14 @@
 
 #define CATCH_CONFIG_EXTERNAL_INTERFACES  // TestEventListenerBase
 #include <catch2/catch.hpp>
+#include <array>
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -536,6 +538,65 @@ TEST_CASE("owner deadline renewals from another thread are never undone by VIP u
   auto [meta, ref] = VipMetas(*dp, *key, (*vips)[0].meta.vip_id);
   CHECK(meta.owner_deadline_ns == kRenewals);
   CHECK(ref.owner_deadline_ns == kRenewals);
+}
+
+TEST_CASE("ForEachFlow and Flows read every entry of the connection table once, up to a limit",
+          "[dataplane][bpf]") {
+  RequireRoot();
+  Options o;
+  o.pin_dir = "";
+  o.flow_capacity = 65536;
+  auto opened = Dataplane::Open(o);
+  INFO(opened.status().ToString());
+  REQUIRE(opened.ok());
+  Dataplane& dp = **opened;
+  // 20,000 flows, several batches: client 198.18.x.y, port p, to one VIP.
+  constexpr uint32_t kFlows = 20000;
+  const int fd = dp.map_fd("flows");
+  for (uint32_t i = 0; i < kFlows; ++i) {
+    ballast_flow_key k = {};
+    const uint32_t client = htonl(0xc6120000u | (i / 16));  // 198.18.0.0/16
+    std::memcpy(k.src, &client, 4);
+    const uint32_t vip = htonl(0xc613000au);  // 198.19.0.10
+    std::memcpy(k.dst, &vip, 4);
+    k.sport = htons(static_cast<uint16_t>(10000 + i % 16));
+    k.dport = htons(80);
+    k.proto = IPPROTO_TCP;
+    k.family = BALLAST_FAMILY_V4;
+    ballast_flow f = {};
+    f.backend_id = 1 + i % 7;
+    f.state = BALLAST_FLOW_ESTABLISHED;
+    REQUIRE(bpf_map_update_elem(fd, &k, &f, BPF_NOEXIST) == 0);
+  }
+  std::set<std::pair<uint32_t, uint16_t>> seen_tuples;
+  std::array<uint32_t, 8> per_backend = {};
+  auto seen = dp.ForEachFlow(std::numeric_limits<size_t>::max(),
+                             [&](const ballast_flow_key& k, const ballast_flow& f) {
+                               uint32_t client = 0;
+                               std::memcpy(&client, k.src, 4);
+                               seen_tuples.emplace(ntohl(client), ntohs(k.sport));
+                               if (f.backend_id < per_backend.size()) ++per_backend[f.backend_id];
+                             });
+  REQUIRE(seen.ok());
+  CHECK(*seen == kFlows);
+  CHECK(seen_tuples.size() == kFlows);  // each once
+  for (uint32_t b = 1; b <= 7; ++b) {
+    INFO("backend " << b);
+    CHECK(per_backend[b] == kFlows / 7 + (b - 1 < kFlows % 7 ? 1 : 0));
+  }
+
+  // A limit stops the read there, mid-batch included.
+  size_t calls = 0;
+  seen = dp.ForEachFlow(1234, [&](const ballast_flow_key&, const ballast_flow&) { ++calls; });
+  REQUIRE(seen.ok());
+  CHECK(*seen == 1234);
+  CHECK(calls == 1234);
+  auto flows = dp.Flows(5000);
+  REQUIRE(flows.ok());
+  CHECK(flows->size() == 5000);
+  flows = dp.Flows(std::numeric_limits<size_t>::max());
+  REQUIRE(flows.ok());
+  CHECK(flows->size() == kFlows);
 }
 
 TEST_CASE("SetTable swaps a whole table and GetTable reads it back", "[dataplane][bpf]") {
