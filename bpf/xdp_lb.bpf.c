@@ -57,7 +57,7 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 	if (nh && p->ip_len + overhead > nh->mtu) {
 		vip_account(vip->vip_id, 0, 1);
 		if ((s->policy & BALLAST_POLICY_ICMP_TOO_BIG) && p->df && fwd_tx == BALLAST_V_TX &&
-		    nh->mtu > overhead && icmp_budget_take() &&
+		    nh->mtu > overhead && icmp_can_answer(p) && icmp_budget_take() &&
 		    icmp_send_too_big(ctx, p, nh->mtu - overhead) == 0)
 			return verdict(BALLAST_V_ICMP_TOO_BIG_SENT, XDP_TX);
 		return verdict(BALLAST_V_DROP_TOO_BIG, XDP_DROP);

@@ -113,6 +113,14 @@ static __always_inline int icmp_error_flow(struct xdp_md *ctx, const struct pkt 
  * 0. GCRA: tat_ns is when the bucket is full again; an answer moves it
  * interval_ns on, and is refused if that would put it more than burst_ns
  * ahead of now. Reads the precise clock: only oversize packets come here. */
+/* Whether icmp_send_too_big() can answer `p`: the answer quotes
+ * ICMP_QUOTE_LEN bytes of it. Checked before a token is taken, so that a
+ * packet that cannot be answered does not spend the budget. */
+static __always_inline int icmp_can_answer(const struct pkt *p)
+{
+	return p->ip_len >= ICMP_QUOTE_LEN;
+}
+
 static __always_inline int icmp_budget_take(void)
 {
 	struct ballast_icmp_budget *b;
@@ -148,7 +156,7 @@ static __always_inline int icmp_send_too_big(struct xdp_md *ctx, const struct pk
 	int grow, trim;
 	__u64 sum;
 
-	if (p->ip_len < ICMP_QUOTE_LEN)
+	if (!icmp_can_answer(p))
 		return -1;
 	if ((void *)(eth + 1) > data_end)
 		return -1;

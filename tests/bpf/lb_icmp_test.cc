@@ -320,6 +320,25 @@ TEST_CASE("ICMP too-big answers are rate limited per CPU; the rest are dropped a
     CHECK(waited >= std::chrono::milliseconds(49));
     CHECK(limited() == 5 + refused);
   }
+  SECTION("a packet too short to quote is dropped without spending the budget") {
+    // Backend MTU 100: a 100-byte packet is oversize once encapsulated (+20)
+    // but shorter than the 128-byte quote, so it cannot be answered.
+    for (uint32_t id : {1u, 2u, 3u}) fx.SetNexthop(id, 100);
+    const Bytes short4 = FromClient4().Tcp(43000, 80, tcp::kAck, 1, 1).PayloadSize(60).Build();
+    fx.SetSettings(settings(20, 1));
+    for (int i = 0; i < 3; ++i) {
+      Outcome o = fx.Run(short4);
+      CHECK(o.action == XDP_DROP);
+      CHECK(o.verdict == BALLAST_V_DROP_TOO_BIG);
+    }
+    CHECK(limited() == 0);
+    // The one token of the burst is still there for a packet it can answer.
+    Outcome o = fx.Run(big4);
+    CHECK(o.verdict == BALLAST_V_ICMP_TOO_BIG_SENT);
+    CheckTooBig(o.out, big4, 80);
+    CHECK(fx.Run(big4).verdict == BALLAST_V_DROP_TOO_BIG);
+    CHECK(limited() == 1);
+  }
   SECTION("rate 0: no limit") {
     fx.SetSettings(settings(0, 0));
     for (int i = 0; i < 200; ++i) REQUIRE(fx.Run(big4).verdict == BALLAST_V_ICMP_TOO_BIG_SENT);
