@@ -588,18 +588,25 @@ absl::StatusOr<Settings> Dataplane::GetSettings() const {
 
 // Writes the rate and burst on every CPU, keeping each CPU's bucket time and
 // its count of refused answers (a read, then a write of every CPU's value:
-// refusals counted between the two are lost, at a configuration change).
+// refusals counted between the two are lost). Nothing is written when every
+// CPU already has this rate and burst, so only a change of the ICMP budget
+// itself opens that window, not every settings change.
 absl::Status Dataplane::SetIcmpBudget(uint32_t per_s, uint32_t burst) {
   const int fd = map_fd("icmp_budget");
   auto v = ReadPerCpu<ballast_icmp_budget>(fd, 0, "icmp_budget");
   if (!v.ok()) return v.status();
   const uint64_t interval_ns = per_s == 0 ? 0 : 1'000'000'000ull / per_s;
+  const uint32_t burst_set = per_s == 0 ? 0 : burst;
+  bool same = true;
   for (ballast_icmp_budget& b : *v) {
+    same = same && b.per_s == per_s && b.burst == burst_set && b.interval_ns == interval_ns &&
+           b.burst_ns == interval_ns * burst_set;
     b.per_s = per_s;
-    b.burst = per_s == 0 ? 0 : burst;
+    b.burst = burst_set;
     b.interval_ns = interval_ns;
-    b.burst_ns = interval_ns * b.burst;
+    b.burst_ns = interval_ns * burst_set;
   }
+  if (same) return absl::OkStatus();
   const uint32_t key = 0;
   if (bpf_map_update_elem(fd, &key, v->data(), BPF_ANY) != 0) {
     return ErrnoStatus(errno, "writing the icmp_budget map");

@@ -319,6 +319,16 @@ TEST_CASE("ICMP too-big answers are rate limited per CPU; the rest are dropped a
     REQUIRE(answered);
     CHECK(waited >= std::chrono::milliseconds(49));
     CHECK(limited() == 5 + refused);
+    // Another setting changes; the budget and its count stay as they are
+    // (the budget is not even rewritten).
+    dataplane::Settings other = settings(20, 2);
+    other.tcp_idle_ns *= 2;
+    fx.SetSettings(other);
+    CHECK(limited() == 5 + refused);
+    auto kept = fx.dp().GetSettings();
+    REQUIRE(kept.ok());
+    CHECK(kept->icmp_too_big_per_s == 20);
+    CHECK(kept->icmp_too_big_burst == 2);
   }
   SECTION("a packet too short to quote is dropped without spending the budget") {
     // Backend MTU 100: a 100-byte packet is oversize once encapsulated (+20)
