@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -215,6 +216,12 @@ absl::StatusOr<VipKey> ParseVipKey(std::string_view text) {
   return k;
 }
 
+uint32_t HandshakeSetsFor(uint32_t flow_capacity) {
+  const uint64_t sets =
+      std::bit_ceil((uint64_t{flow_capacity} + kFlowsPerHandshakeSet - 1) / kFlowsPerHandshakeSet);
+  return static_cast<uint32_t>(std::max<uint64_t>(BALLAST_HANDSHAKE_SETS, sets));
+}
+
 absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& options) {
   if (options.flow_capacity == 0) {
     return absl::InvalidArgumentError("flow capacity 0: the connection table needs entries");
@@ -244,6 +251,14 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
   if (int err = bpf_map__set_max_entries(dp->skel_->maps.flows, options.flow_capacity); err != 0) {
     return ErrnoStatus(err, "setting the flow table capacity");
   }
+  // The handshake slots grow with the flow table; the program indexes them
+  // with the mask it is loaded with (a constant to the verifier).
+  dp->handshake_sets_ = HandshakeSetsFor(options.flow_capacity);
+  if (int err = bpf_map__set_max_entries(dp->skel_->maps.handshakes, dp->handshake_sets_);
+      err != 0) {
+    return ErrnoStatus(err, "setting the handshake table's size");
+  }
+  dp->skel_->rodata->handshake_set_mask = dp->handshake_sets_ - 1;
   bpf_map* m = nullptr;
   bpf_object__for_each_map(m, dp->skel_->obj) {
     if (!pinning || bpf_map__is_internal(m)) {
@@ -370,9 +385,14 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::OpenPinned(std::string_vie
       status = ErrnoStatus(errno, Cat("opening pinned map ", path));
       break;
     }
-    // The flow table's size is chosen at load time; take what is pinned.
+    // The sizes of the flow table and of the handshake slots are chosen at
+    // load time; take what is pinned.
     auto info = GetMapInfo(fd.get());
     if (info.ok() && m == spec->maps.flows) bpf_map__set_max_entries(m, info->max_entries);
+    if (info.ok() && m == spec->maps.handshakes) {
+      bpf_map__set_max_entries(m, info->max_entries);
+      dp->handshake_sets_ = info->max_entries;
+    }
     if (status = CheckPinnedCompatible(m, path); !status.ok()) break;
     dp->maps_[bpf_map__name(m)] = fd.release();
   }
@@ -1176,14 +1196,15 @@ absl::StatusOr<Dataplane::HandshakeSlots> Dataplane::Handshakes() const {
   const int fd = map_fd("handshakes");
   HandshakeSlots out;
   // In batches (one syscall per 1024 sets instead of one per set: 16 instead
-  // of 16,384 for the whole map).
+  // of 16,384 for the default map).
   constexpr uint32_t kBatch = 1024;
+  const uint32_t total = handshake_sets_;
   std::vector<uint32_t> keys(kBatch);
   std::vector<ballast_handshake_set> sets(kBatch);
   uint32_t next = 0;
   uint32_t done = 0;
-  while (done < BALLAST_HANDSHAKE_SETS) {
-    uint32_t count = std::min(kBatch, BALLAST_HANDSHAKE_SETS - done);
+  while (done < total) {
+    uint32_t count = std::min(kBatch, total - done);
     const int rc = bpf_map_lookup_batch(fd, done == 0 ? nullptr : &next, &next, keys.data(),
                                         sets.data(), &count, nullptr);
     // ENOENT: this batch reached the end of the map (count holds what it read).
@@ -1203,9 +1224,9 @@ absl::StatusOr<Dataplane::HandshakeSlots> Dataplane::Handshakes() const {
     done += count;
     if (rc != 0 || count == 0) break;
   }
-  if (done != BALLAST_HANDSHAKE_SETS) {
+  if (done != total) {
     return absl::InternalError(
-        Cat("reading handshakes: the map gave ", done, " sets, not ", BALLAST_HANDSHAKE_SETS));
+        Cat("reading handshakes: the map gave ", done, " sets, not ", total));
   }
   return out;
 }

@@ -73,8 +73,17 @@ namespace ballast::dataplane {
 struct Options {
   std::string pin_dir = BALLAST_PIN_DIR;           // "" = do not pin anything (tests, bench)
   std::string bpf_object_dir;                      // unused: the skeleton embeds the object
-  uint32_t flow_capacity = BALLAST_DEFAULT_FLOWS;  // max_entries of `flows`, > 0
+  uint32_t flow_capacity = BALLAST_DEFAULT_FLOWS;  // max_entries of `flows`, > 0; also sizes
+                                                   // `handshakes` (HandshakeSetsFor)
 };
+
+// The `handshakes` array has a set of BALLAST_HANDSHAKE_WAYS slots (64 bytes)
+// per this many entries of the flow table, rounded up to a power of two, and
+// at least BALLAST_HANDSHAKE_SETS sets: 16,384 sets (1 MiB, 65,536 handshakes
+// under way) up to the default 262,144 flows, 262,144 sets (16 MiB) for
+// 4,194,304 flows.
+inline constexpr uint32_t kFlowsPerHandshakeSet = 16;
+uint32_t HandshakeSetsFor(uint32_t flow_capacity);
 
 // Settings::icmp_too_big_per_s and _burst: the defaults (also the config's),
 // and the highest rate (one answer per microsecond per CPU).
@@ -283,6 +292,7 @@ class Dataplane {
     uint64_t full_sets = 0;
   };
   absl::StatusOr<HandshakeSlots> Handshakes() const;
+  uint32_t handshake_sets() const { return handshake_sets_; }  // entries of `handshakes`
 
   static uint64_t MonotonicNowNs();  // CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns
 
@@ -299,8 +309,9 @@ class Dataplane {
   absl::StatusOr<std::vector<T>> ReadPerCpu(int map_fd, uint32_t key, std::string_view what) const;
 
   xdp_lb* skel_ = nullptr;  // null after OpenPinned(): then maps_ fds are owned
-  std::map<std::string, int, std::less<>> maps_;  // ABI map name -> fd
-  uint32_t inner_flags_ = BPF_F_INNER_MAP;        // map_flags of the Maglev inner template
+  std::map<std::string, int, std::less<>> maps_;      // ABI map name -> fd
+  uint32_t inner_flags_ = BPF_F_INNER_MAP;            // map_flags of the Maglev inner template
+  uint32_t handshake_sets_ = BALLAST_HANDSHAKE_SETS;  // entries of `handshakes`
   std::string pin_dir_;
   int prog_fd_ = -1;
   int adopted_fd_ = -1;  // owned: pinned program of the same build, adopted

@@ -731,6 +731,46 @@ TEST_CASE("pinned maps are reused by a second Open and removed by Teardown", "[d
   CHECK_FALSE(PathExists(o.pin_dir));
 }
 
+TEST_CASE("a larger flow table gets more handshake slots, also when reopened from the pins",
+          "[dataplane][bpf]") {
+  RequireRoot();
+  TempBpffs fs;
+  Options o;
+  o.pin_dir = fs.dir() + "/ballast";
+  o.flow_capacity = 1u << 19;  // 32,768 sets
+  auto a = Dataplane::Open(o);
+  INFO(a.status().ToString());
+  REQUIRE(a.ok());
+  CHECK((*a)->handshake_sets() == 32768);
+  CHECK(GetMapInfo((*a)->map_fd("handshakes"))->max_entries == 32768);
+  REQUIRE((*a)->SetSettings(Settings{}).ok());  // syn_idle 5 s: the slot below is live
+  // The last set holds a handshake under way (as the program would write it).
+  ballast_handshake_set set = {};
+  set.way[0] = ballast_handshake{.hash = 32767,
+                                 .backend_id = 3,
+                                 .ports = 80u << 16 | 40000,
+                                 .syn_time = static_cast<uint32_t>(Dataplane::MonotonicNowNs() >>
+                                                                   BALLAST_HANDSHAKE_TIME_SHIFT)};
+  const uint32_t last = 32767;
+  REQUIRE(bpf_map_update_elem((*a)->map_fd("handshakes"), &last, &set, BPF_ANY) == 0);
+
+  // Reopened by the next agent (same capacity) and by a tool.
+  auto b = Dataplane::Open(o);
+  INFO(b.status().ToString());
+  REQUIRE(b.ok());
+  CHECK((*b)->handshake_sets() == 32768);
+  auto tool = Dataplane::OpenPinned(o.pin_dir);
+  INFO(tool.status().ToString());
+  REQUIRE(tool.ok());
+  CHECK((*tool)->handshake_sets() == 32768);
+  auto hs = (*tool)->Handshakes();
+  INFO(hs.status().ToString());
+  REQUIRE(hs.ok());
+  REQUIRE(hs->live.size() == 1);
+  CHECK(hs->live[0].backend_id == 3);
+  REQUIRE((*b)->Teardown().ok());
+}
+
 TEST_CASE("a pin dir outside bpffs is refused with the mount command", "[dataplane][bpf]") {
   RequireRoot();
   char tmpl[] = "/tmp/ballast-dpt-notbpf-XXXXXX";

@@ -28,7 +28,8 @@
 #define BALLAST_MAX_BACKENDS 16384u /* backend_id is 1..BALLAST_MAX_BACKENDS-1 */
 #define BALLAST_DEFAULT_FLOWS 262144u
 #define BALLAST_HANDSHAKE_WAYS 4u     /* slots per `handshakes` set (one 64-byte line) */
-#define BALLAST_HANDSHAKE_SETS 16384u /* `handshakes` array entries, a power of two */
+#define BALLAST_HANDSHAKE_SETS 16384u /* `handshakes` entries at least (a power of two; more
+                                         with a larger flow table: Options) */
 #define BALLAST_DEFAULT_TABLE_SIZE 65537u /* Maglev M, prime */
 #define BALLAST_MAX_TABLE_SIZE 1048573u   /* largest accepted M, prime */
 #define BALLAST_INVALID_ID 0u
@@ -178,7 +179,7 @@ struct ballast_flow {
 
 /* Value of the `handshakes` array: a TCP connection whose handshake is
  * under way (the client's SYN seen, its completing ACK not yet), in one of
- * the BALLAST_HANDSHAKE_WAYS slots of set hash & (BALLAST_HANDSHAKE_SETS - 1)
+ * the BALLAST_HANDSHAKE_WAYS slots of set hash & (number of sets - 1)
  * of its flow hash (a free or expired slot, else the set's oldest). The
  * `flows` table gets an entry only when the handshake completes, so a SYN
  * flood cannot push established connections out of it; a flood only

@@ -152,7 +152,7 @@ static __always_inline __u32 handshake_time(__u64 now)
 /* The packet's set of `handshakes` slots (one cache line). */
 static __always_inline struct ballast_handshake_set *handshake_set_of(struct pkt *p)
 {
-	__u32 idx = flow_hash_of(p) & (BALLAST_HANDSHAKE_SETS - 1);
+	__u32 idx = flow_hash_of(p) & handshake_set_mask;
 
 	return bpf_map_lookup_elem(&handshakes, &idx);
 }

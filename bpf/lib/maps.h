@@ -76,7 +76,11 @@ struct {
 
 /* Handshakes under way, by flow hash (struct ballast_handshake_set). Shared
  * by all CPUs: a client's retransmitted SYN may arrive on another one.
- * Mmapable only for its page-aligned layout: each set is one cache line. */
+ * Mmapable only for its page-aligned layout: each set is one cache line.
+ * The loader sizes it with the flow table (a power of two, at least
+ * BALLAST_HANDSHAKE_SETS) and sets handshake_set_mask to match. */
+const volatile __u32 handshake_set_mask = BALLAST_HANDSHAKE_SETS - 1;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, BALLAST_HANDSHAKE_SETS);

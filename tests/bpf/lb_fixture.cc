@@ -180,7 +180,7 @@ std::optional<ballast_flow> LbFixture::Flow(const ballast_flow_key& key) const {
 }
 
 ballast_handshake_set LbFixture::HandshakeSet(const ballast_flow_key& key) const {
-  const uint32_t idx = ballast_flow_hash(&key) & (BALLAST_HANDSHAKE_SETS - 1);
+  const uint32_t idx = ballast_flow_hash(&key) & (dp_->handshake_sets() - 1);
   ballast_handshake_set set;
   REQUIRE(bpf_map_lookup_elem(dp_->map_fd("handshakes"), &idx, &set) == 0);
   return set;
@@ -196,7 +196,7 @@ std::optional<ballast_handshake> LbFixture::Handshake(const ballast_flow_key& ke
 }
 
 void LbFixture::SetHandshakeSet(const ballast_flow_key& key, const ballast_handshake_set& set) {
-  const uint32_t idx = ballast_flow_hash(&key) & (BALLAST_HANDSHAKE_SETS - 1);
+  const uint32_t idx = ballast_flow_hash(&key) & (dp_->handshake_sets() - 1);
   REQUIRE(bpf_map_update_elem(dp_->map_fd("handshakes"), &idx, &set, BPF_ANY) == 0);
 }
 

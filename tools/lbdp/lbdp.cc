@@ -509,7 +509,7 @@ int CmdHandshakes(const Global& g) {
   for (const auto& [id, n] : per_backend) printf("backend %u: %" PRIu64 " under way\n", id, n);
   printf("%zu handshakes under way in %u slots; %" PRIu64
          " sets full (a new handshake there displaces the oldest)\n",
-         hs->live.size(), BALLAST_HANDSHAKE_SETS * BALLAST_HANDSHAKE_WAYS, hs->full_sets);
+         hs->live.size(), (*dp)->handshake_sets() * BALLAST_HANDSHAKE_WAYS, hs->full_sets);
   return kOk;
 }
 
