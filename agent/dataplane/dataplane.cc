@@ -226,6 +226,12 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
   if (options.flow_capacity == 0) {
     return absl::InvalidArgumentError("flow capacity 0: the connection table needs entries");
   }
+  if (options.handshake_sets != 0 &&
+      (!std::has_single_bit(options.handshake_sets) || options.handshake_sets < 1024 ||
+       options.handshake_sets > (1u << 24))) {
+    return absl::InvalidArgumentError(Cat("handshake sets ", options.handshake_sets,
+                                          ": must be a power of two in 1024..16777216"));
+  }
   std::unique_ptr<Dataplane> dp(new Dataplane());
   dp->pin_dir_ = options.pin_dir;
   while (dp->pin_dir_.size() > 1 && dp->pin_dir_.back() == '/') dp->pin_dir_.pop_back();
@@ -253,7 +259,8 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
   }
   // The handshake slots grow with the flow table; the program indexes them
   // with the mask it is loaded with (a constant to the verifier).
-  dp->handshake_sets_ = HandshakeSetsFor(options.flow_capacity);
+  dp->handshake_sets_ = options.handshake_sets != 0 ? options.handshake_sets
+                                                    : HandshakeSetsFor(options.flow_capacity);
   if (int err = bpf_map__set_max_entries(dp->skel_->maps.handshakes, dp->handshake_sets_);
       err != 0) {
     return ErrnoStatus(err, "setting the handshake table's size");

@@ -73,16 +73,19 @@ namespace ballast::dataplane {
 struct Options {
   std::string pin_dir = BALLAST_PIN_DIR;           // "" = do not pin anything (tests, bench)
   std::string bpf_object_dir;                      // unused: the skeleton embeds the object
-  uint32_t flow_capacity = BALLAST_DEFAULT_FLOWS;  // max_entries of `flows`, > 0; also sizes
-                                                   // `handshakes` (HandshakeSetsFor)
+  uint32_t flow_capacity = BALLAST_DEFAULT_FLOWS;  // max_entries of `flows`, > 0
+  // Sets of `handshakes`: 0 = HandshakeSetsFor(flow_capacity); else a power
+  // of two in 1024..2^24.
+  uint32_t handshake_sets = 0;
 };
 
-// The `handshakes` array has a set of BALLAST_HANDSHAKE_WAYS slots (64 bytes)
-// per this many entries of the flow table, rounded up to a power of two, and
-// at least BALLAST_HANDSHAKE_SETS sets: 16,384 sets (1 MiB, 65,536 handshakes
-// under way) up to the default 262,144 flows, 262,144 sets (16 MiB) for
-// 4,194,304 flows.
-inline constexpr uint32_t kFlowsPerHandshakeSet = 16;
+// By default the `handshakes` array has a set of BALLAST_HANDSHAKE_WAYS slots
+// (64 bytes) per this many entries of the flow table (a slot per 32 flows),
+// rounded up to a power of two, and at least BALLAST_HANDSHAKE_SETS sets:
+// 16,384 sets (1 MiB, 65,536 handshakes under way) up to 2,097,152 flows,
+// 32,768 sets (2 MiB) for 4,194,304 flows, 524,288 (32 MiB) for the largest
+// table (2^26 flows).
+inline constexpr uint32_t kFlowsPerHandshakeSet = 128;
 uint32_t HandshakeSetsFor(uint32_t flow_capacity);
 
 // Settings::icmp_too_big_per_s and _burst: the defaults (also the config's),

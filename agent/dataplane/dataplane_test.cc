@@ -731,13 +731,13 @@ TEST_CASE("pinned maps are reused by a second Open and removed by Teardown", "[d
   CHECK_FALSE(PathExists(o.pin_dir));
 }
 
-TEST_CASE("a larger flow table gets more handshake slots, also when reopened from the pins",
+TEST_CASE("more handshake slots, also when reopened from the pins; bad sizes refused",
           "[dataplane][bpf]") {
   RequireRoot();
   TempBpffs fs;
   Options o;
   o.pin_dir = fs.dir() + "/ballast";
-  o.flow_capacity = 1u << 19;  // 32,768 sets
+  o.handshake_sets = 32768;
   auto a = Dataplane::Open(o);
   INFO(a.status().ToString());
   REQUIRE(a.ok());
@@ -769,6 +769,17 @@ TEST_CASE("a larger flow table gets more handshake slots, also when reopened fro
   REQUIRE(hs->live.size() == 1);
   CHECK(hs->live[0].backend_id == 3);
   REQUIRE((*b)->Teardown().ok());
+
+  for (uint32_t bad : {512u, 3000u, 1u << 25}) {
+    Options wrong;
+    wrong.pin_dir = "";
+    wrong.handshake_sets = bad;
+    auto d = Dataplane::Open(wrong);
+    INFO(bad);
+    CHECK(d.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(std::string(d.status().message()).find("power of two in 1024..16777216") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("a pin dir outside bpffs is refused with the mount command", "[dataplane][bpf]") {

@@ -35,10 +35,11 @@ IpAddress ToIpAddress(const Addr& a) {
   return a.family == 4 ? IpAddress::V4(a.b.data()) : IpAddress::V6(a.b.data());
 }
 
-LbFixture::LbFixture(uint32_t flow_capacity) {
+LbFixture::LbFixture(uint32_t flow_capacity, uint32_t handshake_sets) {
   dataplane::Options o;
   o.pin_dir = "";
   o.flow_capacity = flow_capacity;
+  o.handshake_sets = handshake_sets;
   auto dp = dataplane::Dataplane::Open(o);
   INFO("loading the lb program: " << dp.status().ToString());
   REQUIRE(dp.ok());

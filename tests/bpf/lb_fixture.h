@@ -67,7 +67,7 @@ class LbFixture {
  public:
   // Loads the program with a connection table of `flow_capacity` entries and
   // writes default settings (src4/src6 above, ICMP too-big policy).
-  explicit LbFixture(uint32_t flow_capacity = 4096);
+  explicit LbFixture(uint32_t flow_capacity = 4096, uint32_t handshake_sets = 0);
   ~LbFixture();
 
   dataplane::Dataplane& dp() { return *dp_; }
