@@ -108,11 +108,6 @@ static __always_inline int icmp_error_flow(struct xdp_md *ctx, const struct pkt 
 	return 0;
 }
 
-/* Takes one answer from this CPU's ICMP too-big budget. Returns 1 when an
- * answer may be sent; otherwise counts the packet in `limited` and returns
- * 0. GCRA: tat_ns is when the bucket is full again; an answer moves it
- * interval_ns on, and is refused if that would put it more than burst_ns
- * ahead of now. Reads the precise clock: only oversize packets come here. */
 /* Whether icmp_send_too_big() can answer `p`: the answer quotes
  * ICMP_QUOTE_LEN bytes of it. Checked before a token is taken, so that a
  * packet that cannot be answered does not spend the budget. */
@@ -121,6 +116,11 @@ static __always_inline int icmp_can_answer(const struct pkt *p)
 	return p->ip_len >= ICMP_QUOTE_LEN;
 }
 
+/* Takes one answer from this CPU's ICMP too-big budget. Returns 1 when an
+ * answer may be sent; otherwise counts the packet in `limited` and returns
+ * 0. GCRA: tat_ns is when the bucket is full again; an answer moves it
+ * interval_ns on, and is refused if that would put it more than burst_ns
+ * ahead of now. Reads the precise clock: only oversize packets come here. */
 static __always_inline int icmp_budget_take(void)
 {
 	struct ballast_icmp_budget *b;
