@@ -968,7 +968,10 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
   };
   const size_t scan_limit =
       options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
-  if (auto seen = dp_->ForEachFlow(scan_limit, count_flow); !seen.ok()) return seen.status();
+  auto seen = dp_->ForEachFlow(scan_limit, count_flow);
+  if (!seen.ok()) return seen.status();
+  out.set_flows_read(*seen);
+  out.set_flows_partial(*seen >= scan_limit);
 
   std::map<std::string, const v1::BackendOverride*> overrides;
   for (const v1::BackendOverride& o : state_->overrides()) {

@@ -66,9 +66,10 @@ struct EngineOptions {
   std::string audit_log = "/var/lib/ballast/audit.jsonl";
   dataplane::AttachMode attach_mode = dataplane::AttachMode::kAuto;
   // Status counts flows per backend by reading at most this many entries of
-  // the connection table (the read holds the engine's lock; about 0.5 us an
-  // entry, 0.12 s for 240,000 entries). 0: the whole table.
-  size_t flow_scan_limit = 0;
+  // the connection table. The read holds the engine's lock: about 0.5 us an
+  // entry, so the default bounds a status call's wait at about 0.5 s on a
+  // huge table (status then says its counts are lower bounds). 0: no limit.
+  size_t flow_scan_limit = size_t{1} << 20;
   std::string agent_version = "0.1.0";
   // Where the state lives (agent/coord/store.h). Null: the local state file
   // (coord::FileStore over state_file), the standalone default.

@@ -81,6 +81,13 @@ TEST_CASE("FormatStatus: header, VIP line, one row per backend", "[lbctl][format
   CHECK_THAT(FormatStatus(st, now),
              Catch::Contains("\n  FROZEN by the fleet guard (fleet-wide degradation): weights held "
                              "since 5s ago\n"));
+
+  // Flow counts from a read that stopped at the agent's limit are flagged.
+  st.set_flows_read(1048576);
+  st.set_flows_partial(true);
+  CHECK_THAT(FormatStatus(st, now),
+             Catch::Contains("verdicts tx=1234\nFLOWS: lower bounds, counted from the first 1.0M "
+                             "entries of the connection table"));
 }
 
 TEST_CASE("FormatDigest: actions by kind, backends acted on most, alerts", "[lbctl][format]") {

@@ -4,9 +4,13 @@
 // data plane holds after each change.
 #include "agent/core/standalone_engine.h"
 
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <functional>
 #include <set>
 
@@ -638,6 +642,77 @@ TEST_CASE("Restart adopts the pinned maps: same ids, no table rewritten; strays 
     CHECK_THAT(text, !Catch::Contains("198.18.9.9"));
     REQUIRE(*e->ReadTable(kVip4) == t4);
   }
+}
+
+TEST_CASE("Status counts each backend's live flows; a read stopped at the limit says so") {
+  testing::RequireRoot();
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  const std::string pin = "/sys/fs/bpf/ballast-core-flows-" + std::to_string(getpid());
+  struct Unpin {
+    std::string dir;
+    ~Unpin() {
+      if (auto dp = dataplane::Dataplane::OpenPinned(dir); dp.ok()) (void)(*dp)->Teardown();
+    }
+  } unpin{pin};
+  dataplane::Options o;
+  o.pin_dir = pin;
+  o.flow_capacity = 4096;
+  auto dp = dataplane::Dataplane::Open(o);
+  REQUIRE(dp.ok());
+  EngineOptions eo;
+  eo.state_file = dir.File("state.pb");
+  eo.audit_log = dir.File("audit.jsonl");
+  eo.flow_scan_limit = 10;
+  auto e = StandaloneEngine::Start(std::move(*dp), eo, &clock, SmallConfig());
+  REQUIRE(e.ok());
+  auto st = (*e)->GetStatus();
+  REQUIRE(st.ok());
+  REQUIRE(st->vips(0).backends_size() >= 2);
+  const uint32_t b0 = st->vips(0).backends(0).backend_id();
+  const uint32_t b1 = st->vips(0).backends(1).backend_id();
+  CHECK(st->flows_read() == 0);
+  CHECK_FALSE(st->flows_partial());
+
+  // Flows written as the program would: live ones (seen at the engine's
+  // monotonic now) and expired ones (last seen at 0, beyond tcp_idle).
+  auto tool = dataplane::Dataplane::OpenPinned(pin);
+  REQUIRE(tool.ok());
+  uint16_t port = 30000;
+  auto add = [&](uint32_t backend, uint64_t last_seen_ns) {
+    ballast_flow_key k = {};
+    const uint32_t client = htonl(0xc6120101u);  // 198.18.1.1
+    std::memcpy(k.src, &client, 4);
+    const uint32_t vip = htonl(0xc612000au);  // 198.18.0.10
+    std::memcpy(k.dst, &vip, 4);
+    k.sport = htons(port++);
+    k.dport = htons(80);
+    k.proto = IPPROTO_TCP;
+    k.family = BALLAST_FAMILY_V4;
+    ballast_flow f = {};
+    f.backend_id = backend;
+    f.state = BALLAST_FLOW_ESTABLISHED;
+    f.last_seen_ns = last_seen_ns;
+    REQUIRE(bpf_map_update_elem((*tool)->map_fd("flows"), &k, &f, BPF_NOEXIST) == 0);
+  };
+  const uint64_t now_ns = clock.NowMonotonicNs();
+  for (int i = 0; i < 5; ++i) add(b0, now_ns);
+  for (int i = 0; i < 2; ++i) add(b1, now_ns);
+  add(b1, 0);  // expired
+  st = (*e)->GetStatus();
+  REQUIRE(st.ok());
+  CHECK(st->vips(0).backends(0).flows() == 5);
+  CHECK(st->vips(0).backends(1).flows() == 2);
+  CHECK(st->flows_read() == 8);
+  CHECK_FALSE(st->flows_partial());
+
+  // Past the limit (10 here): the counts are lower bounds, and say so.
+  for (int i = 0; i < 4; ++i) add(b0, now_ns);
+  st = (*e)->GetStatus();
+  REQUIRE(st.ok());
+  CHECK(st->flows_read() == 10);
+  CHECK(st->flows_partial());
+  CHECK(st->vips(0).backends(0).flows() + st->vips(0).backends(1).flows() <= 10);
 }
 
 TEST_CASE("A corrupt state file stops the start; nothing is reset") {
