@@ -88,8 +88,15 @@ if [[ -n $back ]]; then
 else
   fail "restore: backend-1 not back at weight 100 10 s after the restore (weight $(field "$VIP4_KEY" "$BE1_ADDR4" effectiveWeight), score $(field "$VIP4_KEY" "$BE1_ADDR4" score))"
 fi
-check "restore: backend-1 healthy ($(field "$VIP4_KEY" "$BE1_ADDR4" health))" \
-  test "$(field "$VIP4_KEY" "$BE1_ADDR4" health)" = healthy
+# Polled (one status read per try) for up to 5 s. It used to be one check
+# that read status twice, for its label and for its condition: in one CI run
+# the label's read said healthy and the condition's did not, so the failure
+# could not say what the agent reported.
+if wait_state "$VIP4_KEY" "$BE1_ADDR4" healthy 5; then
+  log "ok: restore: backend-1 healthy ($(since "$t_fix") s after the restore)"
+else
+  fail "restore: backend-1 not healthy 5 s after its weight came back (now: $(field "$VIP4_KEY" "$BE1_ADDR4" health), score $(field "$VIP4_KEY" "$BE1_ADDR4" score))"
+fi
 load_wait brown
 log "load: $LOAD_SUMMARY"
 # Evidence: the inputs of backend-1's first weight change in the brownout.
