@@ -99,9 +99,9 @@ static __always_inline int inner_ok(void *data, void *data_end, __u32 off, __u16
 
 /* Does the outer IPv4 header (ihl >= 5 already checked) sum to zero, and does
  * its total length cover its header and fit in the frame? The header is at
- * most 60 bytes: the
- * loop is unrolled with a condition rather than a break (a loop bounded by
- * ihl is turned into pointer arithmetic the verifier refuses). */
+ * most 60 bytes: the loop is unrolled with a condition rather than a break
+ * (a loop bounded by ihl is turned into pointer arithmetic the verifier
+ * refuses). */
 static __always_inline int outer4_ok(const struct iphdr *ip, void *data_end)
 {
 	const __u16 *w = (const __u16 *)ip;

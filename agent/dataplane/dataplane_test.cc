@@ -193,10 +193,10 @@ const char* const kMaps[] = {"vips",          "vip_refs",   "vip_filter",    "ba
                              "icmp_budget",   "nexthops",   "backend_stats", "vip_stats",
                              "verdicts",      "clock_cache"};
 
-std::unique_ptr<Dataplane> OpenUnpinned() {
+std::unique_ptr<Dataplane> OpenUnpinned(uint32_t flow_capacity = 4096) {
   Options o;
   o.pin_dir = "";
-  o.flow_capacity = 4096;
+  o.flow_capacity = flow_capacity;
   auto dp = Dataplane::Open(o);
   INFO(dp.status().ToString());
   REQUIRE(dp.ok());
@@ -543,13 +543,8 @@ TEST_CASE("owner deadline renewals from another thread are never undone by VIP u
 TEST_CASE("ForEachFlow and Flows read every entry of the connection table once, up to a limit",
           "[dataplane][bpf]") {
   RequireRoot();
-  Options o;
-  o.pin_dir = "";
-  o.flow_capacity = 65536;
-  auto opened = Dataplane::Open(o);
-  INFO(opened.status().ToString());
-  REQUIRE(opened.ok());
-  Dataplane& dp = **opened;
+  auto opened = OpenUnpinned(65536);
+  Dataplane& dp = *opened;
   // 20,000 flows, several batches: client 198.18.x.y, port p, to one VIP.
   constexpr uint32_t kFlows = 20000;
   const int fd = dp.map_fd("flows");

@@ -319,8 +319,9 @@ TEST_CASE("ICMP too-big answers are rate limited per CPU; the rest are dropped a
     REQUIRE(answered);
     CHECK(waited >= std::chrono::milliseconds(49));
     CHECK(limited() == 5 + refused);
-    // Another setting changes; the budget and its count stay as they are
-    // (the budget is not even rewritten).
+    // Another setting changes; the budget and its count stay as they are.
+    // (That the budget is then not rewritten at all, which is what keeps a
+    // refusal counted during the change, cannot be observed here.)
     dataplane::Settings other = settings(20, 2);
     other.tcp_idle_ns *= 2;
     fx.SetSettings(other);

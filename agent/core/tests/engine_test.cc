@@ -12,7 +12,10 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <set>
+#include <string>
+#include <string_view>
 
 #include "agent/core/diff.h"
 #include "agent/core/ids.h"
@@ -35,6 +38,29 @@ using testing::TempDir;
 const Actor kOp{"operator:test"};
 const v1::VipKey kVip4 = Key("198.18.0.10", 80);
 const v1::VipKey kVip6 = Key("2001:db8:10::10", 443);
+
+// A pin directory under /sys/fs/bpf for one test, torn down at its end,
+// pass or fail. Open() opens (or creates) a data plane pinned there.
+struct TestPins {
+  std::string dir;
+  explicit TestPins(std::string_view name)
+      : dir("/sys/fs/bpf/ballast-core-" + std::string(name) + "-" + std::to_string(getpid())) {}
+  ~TestPins() {
+    if (auto dp = dataplane::Dataplane::Open(Options()); dp.ok()) (void)(*dp)->Teardown();
+  }
+  dataplane::Options Options() const {
+    dataplane::Options o;
+    o.pin_dir = dir;
+    o.flow_capacity = 4096;
+    return o;
+  }
+  std::unique_ptr<dataplane::Dataplane> Open() const {
+    auto dp = dataplane::Dataplane::Open(Options());
+    INFO(dp.status().ToString());
+    REQUIRE(dp.ok());
+    return std::move(*dp);
+  }
+};
 
 std::string DataplaneText(const StandaloneEngine& e) {
   auto img = e.ReadDataplane();
@@ -587,16 +613,8 @@ TEST_CASE("Restart adopts the pinned maps: same ids, no table rewritten; strays 
   testing::RequireRoot();
   TempDir dir;
   FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
-  const std::string pin = "/sys/fs/bpf/ballast-core-test-" + std::to_string(getpid());
-  struct Unpin {
-    std::string dir;
-    ~Unpin() {
-      dataplane::Options o;
-      o.pin_dir = dir;
-      o.flow_capacity = 4096;
-      if (auto dp = dataplane::Dataplane::Open(o); dp.ok()) (void)(*dp)->Teardown();
-    }
-  } unpin{pin};
+  const TestPins pins("test");
+  const std::string& pin = pins.dir;
 
   v1::State first;
   std::vector<uint32_t> t4;
@@ -620,15 +638,11 @@ TEST_CASE("Restart adopts the pinned maps: same ids, no table rewritten; strays 
   // Something else wrote a VIP and a backend into the pinned maps while the
   // agent was down: the next start removes them and keeps the rest.
   {
-    dataplane::Options o;
-    o.pin_dir = pin;
-    o.flow_capacity = 4096;
-    auto dp = dataplane::Dataplane::Open(o);
-    REQUIRE(dp.ok());
+    auto dp = pins.Open();
     auto stray = dataplane::ParseVipKey("198.18.0.77:53/udp");
     REQUIRE(stray.ok());
-    REQUIRE((*dp)->UpsertVip(*stray, 900).ok());
-    REQUIRE((*dp)->SetBackend(16000, *IpAddress::Parse("198.18.9.9"), BALLAST_BACKEND_ACTIVE).ok());
+    REQUIRE(dp->UpsertVip(*stray, 900).ok());
+    REQUIRE(dp->SetBackend(16000, *IpAddress::Parse("198.18.9.9"), BALLAST_BACKEND_ACTIVE).ok());
   }
   {
     auto e = StartEngine(dir, &clock, v1::Config(), pin);
@@ -648,23 +662,12 @@ TEST_CASE("Status counts each backend's live flows; a read stopped at the limit 
   testing::RequireRoot();
   TempDir dir;
   FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
-  const std::string pin = "/sys/fs/bpf/ballast-core-flows-" + std::to_string(getpid());
-  struct Unpin {
-    std::string dir;
-    ~Unpin() {
-      if (auto dp = dataplane::Dataplane::OpenPinned(dir); dp.ok()) (void)(*dp)->Teardown();
-    }
-  } unpin{pin};
-  dataplane::Options o;
-  o.pin_dir = pin;
-  o.flow_capacity = 4096;
-  auto dp = dataplane::Dataplane::Open(o);
-  REQUIRE(dp.ok());
+  const TestPins pins("flows");
   EngineOptions eo;
   eo.state_file = dir.File("state.pb");
   eo.audit_log = dir.File("audit.jsonl");
   eo.flow_scan_limit = 10;
-  auto e = StandaloneEngine::Start(std::move(*dp), eo, &clock, SmallConfig());
+  auto e = StandaloneEngine::Start(pins.Open(), eo, &clock, SmallConfig());
   REQUIRE(e.ok());
   auto st = (*e)->GetStatus();
   REQUIRE(st.ok());
@@ -676,7 +679,7 @@ TEST_CASE("Status counts each backend's live flows; a read stopped at the limit 
 
   // Flows written as the program would: live ones (seen at the engine's
   // monotonic now) and expired ones (last seen at 0, beyond tcp_idle).
-  auto tool = dataplane::Dataplane::OpenPinned(pin);
+  auto tool = dataplane::Dataplane::OpenPinned(pins.dir);
   REQUIRE(tool.ok());
   uint16_t port = 30000;
   auto add = [&](uint32_t backend, uint64_t last_seen_ns) {
@@ -744,7 +747,8 @@ TEST_CASE("Teardown detaches and unpins; afterwards changes are refused") {
   testing::RequireRoot();
   TempDir dir;
   FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
-  const std::string pin = "/sys/fs/bpf/ballast-core-test-td-" + std::to_string(getpid());
+  const TestPins pins("test-td");  // removed by the teardown below unless it fails
+  const std::string& pin = pins.dir;
   auto e = StartEngine(dir, &clock, SmallConfig(), pin);
   REQUIRE(access((pin + "/vips").c_str(), F_OK) == 0);
   REQUIRE(!e->ShutdownRequested());
