@@ -5,6 +5,8 @@
 #include <cmath>
 #include <bit>
 #include <bitset>
+#include <cstring>
+#include <limits>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -104,31 +106,99 @@ uint32_t InverseMod(uint32_t a, uint32_t m) {
   return static_cast<uint32_t>(inv);
 }
 
-// x % m for x < 2^62 via a precomputed reciprocal (Barrett reduction); m is
-// the table size, so two multiplications replace a 64-bit division. With
-// recip = floor((2^64 - 1) / m) the quotient estimate is short by at most one
-// (x * recip / 2^64 >= x / m - x / 2^63 > x / m - 1), so one conditional
-// subtraction finishes the job, without a branch.
-class FastMod {
- public:
-  explicit FastMod(uint32_t m) : m_(m), recip_(~uint64_t{0} / m) {}
-  uint32_t operator()(uint64_t x) const {
-    const uint64_t q = static_cast<uint64_t>((static_cast<unsigned __int128>(x) * recip_) >> 64);
-    const uint64_t r = x - q * m_;
-    return static_cast<uint32_t>(r >= m_ ? r - m_ : r);
-  }
+// The tail's search (see TableFiller::Solve): over free slots e (held as
+// doubles), the smallest key = steps(e) * kKeyScale + index of e, where
+// steps(e) = (e + shift) * inv mod M is how many steps of a backend's
+// permutation lead from its cursor to e. Every value here is an integer below
+// 2^42, so double arithmetic is exact: x < 2M * M; q = x / M rounded to the
+// nearest integer (adding 1.5 * 2^52 and taking it away again rounds), one
+// above floor(x / M) at most, so x - q * M >= -M and one correction suffices.
+// Padding entries are NaN: a NaN key is never less than the best so far.
+// Two vectors per iteration, for two independent chains of minimums.
+constexpr double kKeyScale = 2097152.0;  // 2^21 > any free-list index (M < 2^21)
 
- private:
-  uint64_t m_;
-  uint64_t recip_;
-};
+template <typename V, typename VMask>
+[[gnu::always_inline]] inline double MinStepKey(const double* free, size_t count, double shift,
+                                                double inv, double m) {
+  constexpr size_t kLanes = sizeof(V) / sizeof(double);
+  const V vshift = V{} + shift, vinv = V{} + inv, vm = V{} + m, inv_m = V{} + 1.0 / m;
+  const V round = V{} + 6755399441055744.0;  // 1.5 * 2^52
+  V idx[2], best[2];
+  for (size_t k = 0; k < kLanes; ++k) {
+    idx[0][k] = static_cast<double>(k);
+    idx[1][k] = static_cast<double>(k + kLanes);
+  }
+  best[0] = best[1] = V{} + std::numeric_limits<double>::max();
+  for (size_t f = 0; f < count; f += 2 * kLanes) {
+#pragma GCC unroll 2
+    for (size_t u = 0; u < 2; ++u) {
+      V e;
+      std::memcpy(&e, free + f + u * kLanes, sizeof e);
+      const V x = (e + vshift) * vinv;
+      const V q = (x * inv_m + round) - round;
+      V r = x - q * vm;                      // in [-M, M)
+      r += (V)((VMask)(r < 0) & (VMask)vm);  // in [0, M): the steps
+      const V key = r * kKeyScale + idx[u];
+      best[u] = key < best[u] ? key : best[u];
+      idx[u] += static_cast<double>(2 * kLanes);
+    }
+  }
+  double low = std::numeric_limits<double>::max();
+  for (size_t k = 0; k < kLanes; ++k) low = std::min({low, best[0][k], best[1][k]});
+  return low;
+}
+
+// Free-list padding MinStepKey may read past `count`, and must hold NaN.
+constexpr size_t kFreePadding = 8;
+
+}  // namespace
+
+namespace internal {
+
+double MinStepKeyGeneric(const double* free, size_t count, double shift, double inv, double m) {
+  using V = double __attribute__((vector_size(16)));
+  using VMask = int64_t __attribute__((vector_size(16)));
+  return MinStepKey<V, VMask>(free, count, shift, inv, m);
+}
+
+#if defined(__x86_64__)
+// Twice the lanes; the results are identical (exact arithmetic), so which of
+// the two runs depends only on the CPU.
+[[gnu::target("avx2")]] double MinStepKeyAvx2(const double* free, size_t count, double shift,
+                                              double inv, double m) {
+  using V = double __attribute__((vector_size(32)));
+  using VMask = int64_t __attribute__((vector_size(32)));
+  return MinStepKey<V, VMask>(free, count, shift, inv, m);
+}
+#endif
+
+std::vector<MinStepKeyFn> MinStepKeyImplementations() {
+  std::vector<MinStepKeyFn> fns;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2")) fns.push_back(MinStepKeyAvx2);
+#endif
+  fns.push_back(MinStepKeyGeneric);
+  return fns;
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::MinStepKeyFn;
+
+MinStepKeyFn FastestMinStepKey() {
+  static const MinStepKeyFn fn = internal::MinStepKeyImplementations().front();
+  return fn;
+}
 
 // When this few slots are left, finding a backend's next free slot by walking
 // its permutation costs about M / free probes, while computing the position of
-// every free slot in that permutation directly costs `free` multiplications.
-// The crossover is near sqrt(M); the result is identical either way.
+// every free slot in that permutation directly costs `free` vector lanes
+// (MinStepKey). The crossover is near sqrt(M) (measured: sqrt(M) / 2 to
+// 2 sqrt(M) cost the same); the result is identical either way.
 uint32_t TailThreshold(uint32_t table_size) {
-  return static_cast<uint32_t>(std::sqrt(static_cast<double>(table_size)) / 2.0) + 16;
+  return static_cast<uint32_t>(std::sqrt(static_cast<double>(table_size))) + 16;
 }
 
 std::string BackendName(const Backend& b) {
@@ -161,15 +231,22 @@ constexpr std::array<uint8_t, 256> kPopByte = [] {
 
 // Writes base + p for every set bit p of `word`, in increasing order, from
 // `out` on, and returns the new end. A byte at a time and without a branch
-// per bit: the byte's whole kBitsOfByte row is written and `out` moves by its
-// number of set bits, so up to 8 entries past the new end are overwritten.
+// per bit: the byte's whole kBitsOfByte row is written (two vectors of four)
+// and `out` moves by its number of set bits, so up to 8 entries past the new
+// end are overwritten.
 [[gnu::always_inline]] inline uint32_t* AppendSetBits(uint32_t* out, uint64_t word, uint32_t base) {
+  using U4 = uint32_t __attribute__((vector_size(16)));
   if (word == 0) return out;
   for (uint32_t byte = 0; byte < 8; ++byte) {
     const auto b = static_cast<uint32_t>(word >> (8 * byte) & 0xff);
-    const std::array<uint32_t, 8>& at = kBitsOfByte[b];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) out[k] = base + 8 * byte + at[k];
+    const U4 add = U4{} + (base + 8 * byte);
+    U4 lo, hi;
+    std::memcpy(&lo, kBitsOfByte[b].data(), sizeof lo);
+    std::memcpy(&hi, kBitsOfByte[b].data() + 4, sizeof hi);
+    lo += add;
+    hi += add;
+    std::memcpy(out, &lo, sizeof lo);
+    std::memcpy(out + 4, &hi, sizeof hi);
     out += kPopByte[b];
   }
   return out;
@@ -187,6 +264,10 @@ constexpr uint64_t kMaxRingRounds = 1 << 16;
 constexpr uint64_t kMaxRingWords = 1 << 15;
 // Upper bound on the weighted schedule's per-class member bitsets, in 64-bit words.
 constexpr uint64_t kMaxMaskWords = 1 << 13;
+// A round's claims are ORed from the class bitsets this many pairs of words at
+// a time: one read of each claiming class's index per block, and as many
+// independent ORs in flight.
+constexpr size_t kBlockPairs = 8;
 
 // Owns the table being built and fills it: Claims(list, count) makes the next
 // `count` claims, list[k] being the backend of each. Claims must come in
@@ -205,7 +286,7 @@ class TableFiller {
         ids_(active.size()),
         table_(m, BALLAST_INVALID_ID),
         taken_((2 * uint64_t{m} + 63) / 64 + 1, 0),
-        mod_(m) {
+        min_step_key_(FastestMinStepKey()) {
     for (size_t i = 0; i < active.size(); ++i) {
       const Permutation p = PermutationOf(active[i]->key, m);
       cursor_[i] = Cursor{.pos = p.offset, .skip = p.skip};
@@ -378,41 +459,36 @@ class TableFiller {
   }
 
   [[gnu::noinline]] void CollectFreeSlots() {
-    free_.reserve(m_ - claims_);
+    free_.assign(m_ - claims_ + kFreePadding, std::numeric_limits<double>::quiet_NaN());
+    size_t n = 0;
     for (size_t w = 0; w < (m_ + 63) / 64; ++w) {
       uint64_t bits = ~taken_[w];
       while (bits != 0) {
         const uint32_t slot = static_cast<uint32_t>(w * 64 + std::countr_zero(bits));
         if (slot >= m_) break;
-        free_.push_back(slot);
+        free_[n++] = slot;
         bits &= bits - 1;
       }
     }
+    free_count_ = n;
     inverse_.assign(cursor_.size(), 0);
   }
 
   // The last few slots. Every slot a backend's permutation visits between its
   // cursor and its next free slot is taken, so the next free slot is the free
-  // slot e with the fewest steps j = (e - pos) / skip (mod M) from the cursor.
-  // Same result as walking, without the long walks near the end.
+  // slot e with the fewest steps j = (e - pos) / skip (mod M) from the cursor
+  // (unique: the permutation visits each slot once). Same result as walking,
+  // without the long walks near the end.
   [[gnu::noinline]] void Solve(uint32_t i) {
     if (inverse_[i] == 0) inverse_[i] = InverseMod(cursor_[i].skip, m_);
-    const uint32_t pos = cursor_[i].pos;
-    const uint64_t inv = inverse_[i];
-    size_t best = 0;
-    uint32_t best_steps = m_;
-    for (size_t f = 0; f < free_.size(); ++f) {
-      const uint32_t e = free_[f];
-      const uint32_t delta = e >= pos ? e - pos : e + m_ - pos;
-      const uint32_t steps = mod_(uint64_t{delta} * inv);
-      if (steps < best_steps) {
-        best_steps = steps;
-        best = f;
-      }
-    }
-    const uint32_t slot = free_[best];
-    free_[best] = free_.back();
-    free_.pop_back();
+    const double key =
+        min_step_key_(free_.data(), free_count_, static_cast<double>(m_ - cursor_[i].pos),
+                      static_cast<double>(inverse_[i]), static_cast<double>(m_));
+    const auto best =
+        static_cast<size_t>(static_cast<uint64_t>(key) & (static_cast<uint64_t>(kKeyScale) - 1));
+    const auto slot = static_cast<uint32_t>(free_[best]);
+    free_[best] = free_[--free_count_];
+    free_[free_count_] = std::numeric_limits<double>::quiet_NaN();
     table_[slot] = ids_[i];
     cursor_[i].pos = AddMod(slot, cursor_[i].skip, m_);
   }
@@ -424,10 +500,11 @@ class TableFiller {
   std::vector<Cursor> cursor_;
   std::vector<uint32_t> ids_;
   std::vector<uint32_t> table_;
-  std::vector<uint64_t> taken_;    // bit per slot: already claimed (walk phase); then a mirror
-  std::vector<uint32_t> free_;     // free slots (tail phase)
+  std::vector<uint64_t> taken_;  // bit per slot: already claimed (walk phase); then a mirror
+  std::vector<double> free_;     // free slots (tail phase), then NaN padding
+  size_t free_count_ = 0;
   std::vector<uint32_t> inverse_;  // skip^-1 mod M per backend, 0 = not computed yet
-  FastMod mod_;
+  MinStepKeyFn min_step_key_;
 };
 
 }  // namespace
@@ -757,24 +834,26 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
     const size_t words = (n + 63) / 64;
     std::vector<uint64_t> bits(words, 0);
     // Each class's members as a bitset over the backends, when these are
-    // small, stored by pairs of words and then by class: a round's claims are
-    // then, two words at a time, the OR of the words of the classes claiming
-    // with all their members (`due`), kept in a register. (Per-member
+    // small, stored by class (rows padded to whole blocks of kBlockPairs pairs
+    // of words): a round's claims are then, a block at a time, the OR of the
+    // rows of the classes claiming with all their members (`due`), kept in
+    // registers. (Per-member
     // read-modify-writes of a bitset word wait on each other when they hit
     // the same word; so do per-class ORs into a bitset in memory.) `bits`
     // holds the rest: last claims made by part of a class, or every claim
     // when there are no masks.
     const size_t nclasses = classes.size();
     const size_t pairs = (words + 1) / 2;
-    std::vector<Word2> masks;  // [pair of words][class]
+    const size_t row_pairs = (pairs + kBlockPairs - 1) / kBlockPairs * kBlockPairs;
+    std::vector<Word2> masks;  // [class][pair of words]
     std::vector<uint32_t> due;
-    if (nclasses * pairs * 2 <= kMaxMaskWords) {
-      masks.assign(nclasses * pairs, Word2{0, 0});
+    if (nclasses * row_pairs * 2 <= kMaxMaskWords) {
+      masks.assign(nclasses * row_pairs, Word2{0, 0});
       due.reserve(nclasses);
       for (size_t c = 0; c < nclasses; ++c) {
         for (uint32_t t = classes[c].first; t < classes[c].end; ++t) {
-          masks[members[t] / 128 * nclasses + c][members[t] / 64 % 2] |= uint64_t{1}
-                                                                         << (members[t] % 64);
+          masks[c * row_pairs + members[t] / 128][members[t] / 64 % 2] |= uint64_t{1}
+                                                                          << (members[t] % 64);
         }
       }
     }
@@ -812,16 +891,21 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
       uint32_t* out = list.data() + count;
       const uint32_t* const due_begin = due.data();
       const uint32_t* const due_end = due_begin + due.size();
-      for (size_t pair = 0; pair < pairs; ++pair) {
-        Word2 acc = {0, 0};
+      for (size_t block = 0; block < pairs; block += kBlockPairs) {
+        Word2 acc[kBlockPairs] = {};
         if (!masks.empty()) {
-          const Word2* const row = masks.data() + pair * nclasses;
-          for (const uint32_t* d = due_begin; d < due_end; ++d) acc |= row[*d];
+          for (const uint32_t* d = due_begin; d < due_end; ++d) {
+            const Word2* const row = masks.data() + *d * row_pairs + block;
+#pragma GCC unroll 8
+            for (size_t k = 0; k < kBlockPairs; ++k) acc[k] |= row[k];
+          }
         }
-        for (size_t half = 0; half < 2 && 2 * pair + half < words; ++half) {
-          const size_t w = 2 * pair + half;
-          out = AppendSetBits(out, acc[half] | bits[w], static_cast<uint32_t>(w * 64));
-          bits[w] = 0;
+        for (size_t k = 0; k < kBlockPairs && block + k < pairs; ++k) {
+          for (size_t half = 0; half < 2 && 2 * (block + k) + half < words; ++half) {
+            const size_t w = 2 * (block + k) + half;
+            out = AppendSetBits(out, acc[k][half] | bits[w], static_cast<uint32_t>(w * 64));
+            bits[w] = 0;
+          }
         }
       }
       due.clear();

@@ -79,6 +79,19 @@ Permutation PermutationOf(std::string_view key, uint32_t table_size);
 absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backends,
                                                  uint32_t table_size);
 
+namespace internal {
+
+// BuildTable's search over the last free slots (exposed for tests): among
+// free[0..count), slot numbers held as doubles, with NaN in
+// free[count..count + 8), the smallest key ((e + shift) * inv mod m) * 2^21 +
+// k, where e = free[k]; m < 2^21 and shift, inv < 2m. Every implementation
+// this CPU can run gives the same key; the first is the one BuildTable uses.
+using MinStepKeyFn = double (*)(const double* free, size_t count, double shift, double inv,
+                                double m);
+std::vector<MinStepKeyFn> MinStepKeyImplementations();
+
+}  // namespace internal
+
 }  // namespace ballast::maglev
 
 #endif  // BALLAST_AGENT_MAGLEV_MAGLEV_H_

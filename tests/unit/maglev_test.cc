@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -259,6 +260,17 @@ TEST_CASE("BuildTable equals a straightforward implementation of the documented 
     for (uint32_t i = 0; i < w.size(); ++i) w[i] = 1 + (i * 7919) % 1000;
     cases.push_back({"no class bitsets", w, kM});
   }
+  // Few weights, many backends: the per-class member bitsets span several
+  // blocks of words (3000 backends: three whole blocks; 1100: one and part
+  // of a second).
+  {
+    std::vector<uint32_t> w(3000);
+    for (uint32_t i = 0; i < w.size(); ++i) w[i] = 25 * (1 + i % 4);
+    cases.push_back({"four weights, 3000 backends", w, kM});
+    std::vector<uint32_t> two(1100);
+    for (uint32_t i = 0; i < two.size(); ++i) two[i] = 1 + i % 2;
+    cases.push_back({"two weights, 1100 backends", two, kM});
+  }
   for (int r = 0; r < 6; ++r) {
     std::vector<uint32_t> w(1 + rng() % 300);
     for (auto& x : w) x = rng() % 4 == 0 ? 0 : 1 + rng() % 100;
@@ -382,6 +394,55 @@ TEST_CASE("BuildTable gives the documented algorithm's bytes on random configura
     }
   }
   CHECK(compared > 250);
+}
+
+// The search over the last free slots runs on doubles, four or two lanes at a
+// time, with the implementation picked by CPU: each one this CPU runs must
+// give the exact integer answer, also with the padding read past the end and
+// on the largest table.
+TEST_CASE("The tail search finds the exact fewest steps on every implementation", "[maglev]") {
+  std::mt19937_64 rng(7);
+  const auto impls = internal::MinStepKeyImplementations();
+  REQUIRE(!impls.empty());
+  INFO(impls.size() << " implementations");
+  constexpr double kScale = 2097152.0;
+  int checked = 0;
+  for (const uint64_t m : {uint64_t{13}, uint64_t{65537}, uint64_t{BALLAST_MAX_TABLE_SIZE}}) {
+    for (int trial = 0; trial < 300; ++trial) {
+      const size_t count = 1 + rng() % std::min<uint64_t>(m, 700);
+      std::vector<uint32_t> slots(m < 4096 ? m : 0);
+      std::iota(slots.begin(), slots.end(), 0u);
+      std::shuffle(slots.begin(), slots.end(), rng);
+      std::vector<bool> used(m, false);
+      while (slots.size() < count) {  // large m: distinct random slots
+        const auto e = static_cast<uint32_t>(rng() % m);
+        if (!used[e]) {
+          used[e] = true;
+          slots.push_back(e);
+        }
+      }
+      std::vector<double> free(count + 8, std::numeric_limits<double>::quiet_NaN());
+      for (size_t k = 0; k < count; ++k) free[k] = slots[k];
+      const uint64_t pos = rng() % m, skip = 1 + rng() % (m - 1);
+      uint64_t inv = 1;  // skip^(m - 2) mod m
+      for (uint64_t b = skip, e = m - 2; e != 0; e >>= 1, b = b * b % m) {
+        if (e & 1) inv = inv * b % m;
+      }
+      REQUIRE(skip * inv % m == 1);
+      double want = std::numeric_limits<double>::max();
+      for (size_t k = 0; k < count; ++k) {
+        const uint64_t steps = (slots[k] + m - pos) * inv % m;  // < 2^41: no overflow
+        want = std::min(want, static_cast<double>(steps) * kScale + static_cast<double>(k));
+      }
+      for (const auto fn : impls) {
+        INFO("M=" << m << " count=" << count << " pos=" << pos << " skip=" << skip);
+        REQUIRE(fn(free.data(), count, static_cast<double>(m - pos), static_cast<double>(inv),
+                   static_cast<double>(m)) == want);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked >= 900);
 }
 
 TEST_CASE("BuildTable orders keys exactly as std::string does", "[maglev]") {
