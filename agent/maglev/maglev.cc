@@ -84,8 +84,12 @@ struct SortEntry {
     lo = l;
   }
   bool operator<(const SortEntry& o) const {
-    if (hi != o.hi) return hi < o.hi;
-    if (lo != o.lo) return lo < o.lo;
+    // One 128-bit comparison, not a branch on which half differs: address
+    // keys often share their first eight bytes, so that branch is a coin toss.
+    const auto prefix = static_cast<unsigned __int128>(hi) << 64 | lo;
+    const auto other = static_cast<unsigned __int128>(o.hi) << 64 | o.lo;
+    if (prefix != other) [[likely]]
+      return prefix < other;
     return backend->key < o.backend->key;
   }
 };
@@ -221,35 +225,35 @@ constexpr std::array<std::array<uint32_t, 8>, 256> kBitsOfByte = [] {
   return table;
 }();
 
-// kPopByte[b]: the number of set bits of byte b (std::popcount is a library
-// call on x86-64 without -mpopcnt).
-constexpr std::array<uint8_t, 256> kPopByte = [] {
-  std::array<uint8_t, 256> t{};
-  for (uint32_t b = 0; b < 256; ++b) t[b] = static_cast<uint8_t>(std::popcount(b));
-  return t;
-}();
-
 // Writes base + p for every set bit p of `word`, in increasing order, from
 // `out` on, and returns the new end. A byte at a time and without a branch
 // per bit: the byte's whole kBitsOfByte row is written (two vectors of four)
-// and `out` moves by its number of set bits, so up to 8 entries past the new
-// end are overwritten.
+// at the byte's offset, the number of set bits in the bytes below it, so up
+// to 8 entries past the new end are overwritten. The offsets come from the
+// word alone (per-byte bit counts, summed by one multiplication), so the
+// bytes' writes do not wait on each other.
 [[gnu::always_inline]] inline uint32_t* AppendSetBits(uint32_t* out, uint64_t word, uint32_t base) {
   using U4 = uint32_t __attribute__((vector_size(16)));
   if (word == 0) return out;
+  uint64_t count = word - ((word >> 1) & 0x5555555555555555ULL);
+  count = (count & 0x3333333333333333ULL) + ((count >> 2) & 0x3333333333333333ULL);
+  count = (count + (count >> 4)) & 0x0f0f0f0f0f0f0f0fULL;  // set bits of each byte
+  const uint64_t through = count * 0x0101010101010101ULL;  // byte k: in bytes 0..k
+  const uint64_t below = through << 8;                     // byte k: in bytes 0..k-1
+#pragma GCC unroll 8
   for (uint32_t byte = 0; byte < 8; ++byte) {
     const auto b = static_cast<uint32_t>(word >> (8 * byte) & 0xff);
+    uint32_t* const at = out + (below >> (8 * byte) & 0xff);
     const U4 add = U4{} + (base + 8 * byte);
     U4 lo, hi;
     std::memcpy(&lo, kBitsOfByte[b].data(), sizeof lo);
     std::memcpy(&hi, kBitsOfByte[b].data() + 4, sizeof hi);
     lo += add;
     hi += add;
-    std::memcpy(out, &lo, sizeof lo);
-    std::memcpy(out + 4, &hi, sizeof hi);
-    out += kPopByte[b];
+    std::memcpy(at, &lo, sizeof lo);
+    std::memcpy(at + 4, &hi, sizeof hi);
   }
-  return out;
+  return out + (through >> 56);
 }
 
 struct Cursor {
