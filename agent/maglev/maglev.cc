@@ -266,6 +266,9 @@ struct Cursor {
 constexpr uint64_t kMaxRingRounds = 1 << 16;
 // Upper bound on the per-backend ring (see BuildTable), in 64-bit words.
 constexpr uint64_t kMaxRingWords = 1 << 15;
+// Upper bound on the weighted schedule's table of per-round bitsets (see
+// BuildTable), in 64-bit words.
+constexpr uint64_t kMaxRoundWords = 1 << 15;
 // Upper bound on the weighted schedule's per-class member bitsets, in 64-bit words.
 constexpr uint64_t kMaxMaskWords = 1 << 13;
 // A round's claims are ORed from the class bitsets this many pairs of words at
@@ -821,7 +824,60 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
     }
   }
 
-  if (max_gap < kMaxRingRounds) {
+  // The round of every class's last claim: the schedule's length.
+  uint64_t rounds = 0;
+  for (const Class& cl : classes) {
+    const uint64_t last = uint64_t{cl.quota} + (cl.extra < cl.end ? 1 : 0);  // < 2^21
+    const uint64_t w = cl.pace.weight;
+    rounds = std::max(rounds, (last * weight_max + w - 1) / w);  // < 2^53: no overflow
+  }
+  const size_t words = (n + 63) / 64;
+
+  if (rounds <= kMaxRoundWords / words) {  // (rounds * words could overflow)
+    // Few rounds: every round's bitset over the backends at once, class by
+    // class. Each class ORs the words its members occupy into the bitset of
+    // every round it claims in (the last claim only for the members with
+    // one more); then the rounds are read in order.
+    std::vector<uint64_t> round_bits(rounds * words, 0);
+    std::vector<std::pair<uint32_t, uint64_t>> class_words;  // (word, members' bits)
+    for (const Class& cl : classes) {
+      class_words.clear();
+      for (uint32_t t = cl.first; t < cl.end; ++t) {
+        const uint32_t w = members[t] / 64;
+        if (class_words.empty() || class_words.back().first != w) class_words.push_back({w, 0});
+        class_words.back().second |= uint64_t{1} << (members[t] % 64);
+      }
+      // Members are in key order within each part ([first, extra) and
+      // [extra, end)), so a word can appear twice: once per part.
+      Pace pace = cl.pace;
+      for (uint32_t k = 0; k < cl.quota; ++k) {
+        uint64_t* const row = &round_bits[(pace.NextRound() - 1) * words];
+        for (const auto& [w, bits] : class_words) row[w] |= bits;
+      }
+      if (cl.extra < cl.end) {
+        uint64_t* const row = &round_bits[(pace.NextRound() - 1) * words];
+        for (uint32_t t = cl.extra; t < cl.end; ++t) {
+          row[members[t] / 64] |= uint64_t{1} << (members[t] % 64);
+        }
+      }
+    }
+    // AppendSetBits may write 8 entries past a round's claims.
+    constexpr size_t kBatch = 256;
+    list.resize(n + kBatch + 8);
+    size_t count = 0;
+    for (uint64_t round = 0; round < rounds; ++round) {
+      uint32_t* out = list.data() + count;
+      const uint64_t* const row = &round_bits[round * words];
+      for (size_t w = 0; w < words; ++w) {
+        out = AppendSetBits(out, row[w], static_cast<uint32_t>(w * 64));
+      }
+      count = static_cast<size_t>(out - list.data());
+      if (count >= kBatch || round + 1 == rounds) {
+        filler.Claims(list.data(), count);
+        count = 0;
+      }
+    }
+  } else if (max_gap < kMaxRingRounds) {
     // Classes wait in a calendar: ring entry r % ring_size lists the classes
     // whose next claim is in round r (a linked list through `link`). Pending
     // rounds are always less than `ring_size` rounds ahead.
@@ -835,7 +891,6 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
       link[c] = head[slot];
       head[slot] = c;
     }
-    const size_t words = (n + 63) / 64;
     std::vector<uint64_t> bits(words, 0);
     // Each class's members as a bitset over the backends, when these are
     // small, stored by class (rows padded to whole blocks of kBlockPairs pairs

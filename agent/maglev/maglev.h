@@ -28,10 +28,10 @@
 // the paper's algorithm), plus O(N log N) for sorting. For M = 65537 that is
 // about one millisecond on a current x86 core whatever N is (see
 // tools/bench/maglev_bench.cc). Memory: the returned table plus M / 8 bytes,
-// O(N) scratch and at most 256 KiB for the claim schedule's calendar plus
-// 64 KiB for its per-class member bitsets (20 * M bytes instead when weights
-// are more than 65536 times apart, where the claims are sorted), all released
-// on return.
+// O(N) scratch and at most 256 KiB for the claim schedule (a bitset of
+// backends per round, or a calendar) plus 64 KiB for its per-class member
+// bitsets (20 * M bytes instead when weights are more than 65536 times apart,
+// where the claims are sorted), all released on return.
 //
 // Thread-safety: every function here is pure (no shared state) and may be
 // called from any number of threads at once.

@@ -271,6 +271,18 @@ TEST_CASE("BuildTable equals a straightforward implementation of the documented 
     for (uint32_t i = 0; i < two.size(); ++i) two[i] = 1 + i % 2;
     cases.push_back({"two weights, 1100 backends", two, kM});
   }
+  // Schedules too long for a bitset per round, so classes wait in a calendar:
+  // one heavy backend among 1999 light ones (22,000 rounds of 32 words), with
+  // per-class member bitsets; and weights 1..1000 four backends each plus four
+  // of 60000 (984 classes with slots, 3334 rounds of 63 words), without.
+  {
+    std::vector<uint32_t> w(2000, 1);
+    w[1234] = 1000;
+    cases.push_back({"calendar, class bitsets", w, kM});
+    std::vector<uint32_t> many(4004);
+    for (uint32_t i = 0; i < many.size(); ++i) many[i] = i < 4000 ? 1 + i / 4 : 60000;
+    cases.push_back({"calendar, no class bitsets", many, kM});
+  }
   for (int r = 0; r < 6; ++r) {
     std::vector<uint32_t> w(1 + rng() % 300);
     for (auto& x : w) x = rng() % 4 == 0 ? 0 : 1 + rng() % 100;
