@@ -1164,12 +1164,13 @@ absl::StatusOr<std::vector<std::pair<ballast_flow_key, ballast_flow>>> Dataplane
 }
 
 absl::StatusOr<size_t> Dataplane::ForEachFlow(
-    size_t max, const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn) const {
+    size_t max, const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
+    size_t batch) const {
   const int fd = map_fd("flows");
   size_t seen = 0;
   // Batches end at bucket boundaries: a batch needs room for a whole bucket
   // (ENOSPC with nothing read otherwise; the batch then grows).
-  size_t chunk = 4096;
+  size_t chunk = std::clamp<size_t>(batch, 1, size_t{1} << 20);
   std::vector<ballast_flow_key> keys(chunk);
   std::vector<ballast_flow> values(chunk);
   uint32_t token = 0;  // where the next batch starts (a bucket index, for hash maps)

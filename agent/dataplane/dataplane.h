@@ -280,13 +280,13 @@ class Dataplane {
   // expire during the walk are skipped.
   absl::StatusOr<std::vector<std::pair<ballast_flow_key, ballast_flow>>> Flows(size_t max) const;
   // Calls `fn` for up to `max` entries of the connection table, in map order,
-  // without keeping them; returns how many it saw. The table is read a few
-  // thousand entries per system call (a bucket of the hash at a time, so an
-  // entry the program adds or evicts meanwhile is seen at most once), not two
-  // calls per entry.
+  // without keeping them; returns how many it saw. The table is read `batch`
+  // entries per system call (whole buckets of the hash, so an entry the
+  // program adds or evicts meanwhile is seen at most once; the batch doubles
+  // when a bucket does not fit), not two calls per entry.
   absl::StatusOr<size_t> ForEachFlow(
-      size_t max,
-      const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn) const;
+      size_t max, const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
+      size_t batch = 4096) const;
   // The TCP handshakes under way (`handshakes` slots whose latest SYN is at
   // most the settings' syn_idle old), and how many sets have all their
   // slots in use (a new handshake there displaces the oldest).
