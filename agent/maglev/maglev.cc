@@ -313,17 +313,22 @@ class TableFiller {
                      .ids = ids_.data()};
       // Which walk suits a claim depends on how full the table is (the
       // chance that a probe finds its slot taken); all give the same slot.
-      for (; k < walks; ++k, ++c) {
+      // One loop per stretch of claims with the same walk: each loop then
+      // holds one walk's code (a test per claim of which walk applies, with
+      // all four inlined into one loop, measured 3-7% slower overall).
+      while (k < walks) {
         if (c < chunk4_from_) {
-          w.Short(list[k]);
+          const size_t end = k + std::min<size_t>(walks - k, chunk4_from_ - c);
+          for (; k < end; ++k, ++c) w.Short(list[k]);
         } else if (c < chunk8_from_) {
-          w.Chunked<4>(list[k]);
+          const size_t end = k + std::min<size_t>(walks - k, chunk8_from_ - c);
+          for (; k < end; ++k, ++c) w.Chunked<4>(list[k]);
         } else if (c < long_from_) {
-          w.Chunked<8>(list[k]);
+          const size_t end = k + std::min<size_t>(walks - k, long_from_ - c);
+          for (; k < end; ++k, ++c) w.Chunked<8>(list[k]);
         } else {
-          if (c == long_from_) [[unlikely]]
-            Mirror();
-          w.Long(list[k]);
+          if (c == long_from_) Mirror();
+          for (; k < walks; ++k, ++c) w.Long(list[k]);
         }
       }
     }
