@@ -260,9 +260,8 @@ TEST_CASE("BuildTable equals a straightforward implementation of the documented 
     for (uint32_t i = 0; i < w.size(); ++i) w[i] = 1 + (i * 7919) % 1000;
     cases.push_back({"no class bitsets", w, kM});
   }
-  // Few weights, many backends: the per-class member bitsets span several
-  // blocks of words (3000 backends: three whole blocks; 1100: one and part
-  // of a second).
+  // Few weights, many backends, short schedules: a bitset per round of 47
+  // words (3000 backends, 36 rounds) and of 18 words (1100, 80 rounds).
   {
     std::vector<uint32_t> w(3000);
     for (uint32_t i = 0; i < w.size(); ++i) w[i] = 25 * (1 + i % 4);
@@ -273,8 +272,9 @@ TEST_CASE("BuildTable equals a straightforward implementation of the documented 
   }
   // Schedules too long for a bitset per round, so classes wait in a calendar:
   // one heavy backend among 1999 light ones (22,000 rounds of 32 words), with
-  // per-class member bitsets; and weights 1..1000 four backends each plus four
-  // of 60000 (984 classes with slots, 3334 rounds of 63 words), without.
+  // per-class member bitsets (two blocks of 16 words); and weights 1..1000
+  // four backends each plus four of 60000 (984 classes with slots, 3334
+  // rounds of 63 words), without.
   {
     std::vector<uint32_t> w(2000, 1);
     w[1234] = 1000;
