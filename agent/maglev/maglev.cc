@@ -271,6 +271,10 @@ constexpr uint64_t kMaxRingWords = 1 << 15;
 constexpr uint64_t kMaxRoundWords = 1 << 15;
 // Upper bound on the weighted schedule's per-class member bitsets, in 64-bit words.
 constexpr uint64_t kMaxMaskWords = 1 << 13;
+// The weighted schedules hand rounds to the filler at least this many claims
+// at a time: with few backends and unequal weights there are thousands of
+// rounds of a few claims.
+constexpr size_t kClaimBatch = 256;
 // A round's claims are ORed from the class bitsets this many pairs of words at
 // a time: one read of each claiming class's index per block, and as many
 // independent ORs in flight.
@@ -800,8 +804,7 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
         const uint64_t slot = pace[i].NextRound() & ring_mask;
         ring[slot * words + i / 64] |= uint64_t{1} << (i % 64);
       }
-      constexpr size_t kBatch = 256;
-      list.resize(n + kBatch);
+      list.resize(n + kClaimBatch);
       size_t count = 0;
       uint32_t claims_left = m;
       for (uint64_t round = 1; claims_left > 0; ++round) {
@@ -820,7 +823,7 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
           }
         }
         claims_left -= static_cast<uint32_t>(count - before);
-        if (count >= kBatch || claims_left == 0) {
+        if (count >= kClaimBatch || claims_left == 0) {
           filler.Claims(list.data(), count);
           count = 0;
         }
@@ -867,8 +870,7 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
       }
     }
     // AppendSetBits may write 8 entries past a round's claims.
-    constexpr size_t kBatch = 256;
-    list.resize(n + kBatch + 8);
+    list.resize(n + kClaimBatch + 8);
     size_t count = 0;
     for (uint64_t round = 0; round < rounds; ++round) {
       uint32_t* out = list.data() + count;
@@ -877,7 +879,7 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
         out = AppendSetBits(out, row[w], static_cast<uint32_t>(w * 64));
       }
       count = static_cast<size_t>(out - list.data());
-      if (count >= kBatch || round + 1 == rounds) {
+      if (count >= kClaimBatch || round + 1 == rounds) {
         filler.Claims(list.data(), count);
         count = 0;
       }
@@ -921,11 +923,8 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
         }
       }
     }
-    // Rounds are handed to the filler several at a time: with few backends
-    // and unequal weights there are thousands of rounds of a few claims.
     // AppendSetBits may write 8 entries past a round's claims.
-    constexpr size_t kBatch = 256;
-    list.resize(n + kBatch + 8);
+    list.resize(n + kClaimBatch + 8);
     size_t count = 0;
     uint32_t claims_left = m;
     for (uint64_t round = 1; claims_left > 0; ++round) {
@@ -975,7 +974,7 @@ absl::StatusOr<std::vector<uint32_t>> BuildTable(std::span<const Backend> backen
       due.clear();
       count = static_cast<size_t>(out - list.data());
       claims_left -= static_cast<uint32_t>(count - before);
-      if (count >= kBatch || claims_left == 0) {
+      if (count >= kClaimBatch || claims_left == 0) {
         filler.Claims(list.data(), count);
         count = 0;
       }
