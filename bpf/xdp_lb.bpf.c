@@ -32,6 +32,7 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 				   const struct ballast_settings *s, __u64 now, __u32 fwd_tx,
 				   __u32 fwd_redirect)
 {
+	struct ballast_neigh_meta unresolved = {};
 	struct ballast_backend_stats *bs;
 	struct ballast_nexthop *nh = 0;
 	enum nexthop_result nr;
@@ -47,7 +48,7 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 		return verdict(BALLAST_V_DROP_NO_SETTINGS, XDP_DROP);
 	}
 
-	nr = nexthop_get(ctx, backend_id, be, s, now, &nh);
+	nr = nexthop_get(ctx, backend_id, be, s, now, &nh, &unresolved);
 	if (nr == NEXTHOP_FAIL || (nr == NEXTHOP_OK && !nh)) {
 		vip_account(vip->vip_id, 0, 1);
 		return verdict(BALLAST_V_DROP_FIB, XDP_DROP);
@@ -85,11 +86,14 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 		return verdict(BALLAST_V_DROP_ENCAP, XDP_DROP);
 
 	if (nr == NEXTHOP_NO_NEIGH) {
-		/* Hand the encapsulated packet to the kernel: it forwards it
-		 * and resolves the neighbour, and later packets take the fast
-		 * path. The frame keeps the addresses it arrived with. */
+		/* Hand the encapsulated packet to tc_neigh on this device,
+		 * which has the kernel resolve the neighbour and send it;
+		 * later packets take the fast path. The frame keeps the
+		 * addresses it arrived with. */
 		if (set_macs(ctx, smac, dmac))
 			return verdict(BALLAST_V_DROP_ENCAP, XDP_DROP);
+		if (neigh_meta_put(ctx, &unresolved))
+			return verdict(BALLAST_V_DROP_NO_NEIGH, XDP_DROP);
 		return verdict(BALLAST_V_PASS_FIB_NO_NEIGH, XDP_PASS);
 	}
 	if (!nh || set_macs(ctx, nh->smac, nh->dmac))
@@ -110,8 +114,21 @@ static __always_inline int fenced(const struct ballast_vip_meta *vip)
 	return verdict(BALLAST_V_DROP_FENCED, XDP_DROP);
 }
 
+/* A packet that no VIP serves: the kernel's if its destination is not a
+ * VIP address. To a VIP address (another port or protocol) it is dropped:
+ * the router does not own the address, so its kernel would route the
+ * packet back out by its default route, to the ToR, which sends it to a
+ * router again, until the TTL runs out (one packet crossing the ToR 64
+ * times). Only the marker lookup is added, on the miss path. */
+static __always_inline int unserved(const struct pkt *p)
+{
+	if (!is_vip_addr(p->key.dst, p->key.family))
+		return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
+	return verdict(BALLAST_V_DROP_VIP_UNSERVED, XDP_DROP);
+}
+
 /* ICMP/ICMPv6 to a VIP address: errors about a VIP flow go to the flow's
- * backend; anything else is the kernel's. */
+ * backend; anything else is dropped (see unserved()). */
 static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
 				       const struct ballast_settings *s, __u64 now)
 {
@@ -127,16 +144,16 @@ static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
 	err = p->key.family == BALLAST_FAMILY_V4 ? icmp4_is_error(p->icmp_type)
 						 : icmp6_is_error(p->icmp_type);
 	if (!err)
-		return verdict(BALLAST_V_PASS_ICMP_NOT_ERR, XDP_PASS);
+		return verdict(BALLAST_V_DROP_ICMP_NOT_ERR, XDP_DROP);
 	if (icmp_header_short(ctx, p))
 		return verdict(BALLAST_V_DROP_BAD_L4, XDP_DROP);
 	if (icmp_error_flow(ctx, p, &inner))
-		return verdict(BALLAST_V_PASS_ICMP_UNMATCHED, XDP_PASS);
+		return verdict(BALLAST_V_DROP_ICMP_UNMATCHED, XDP_DROP);
 	p->key = inner; /* from here on, the flow the error is about */
 	p->has_hash = 0;
 	vip = vip_lookup(p->key.dst, p->key.family, p->key.dport, p->key.proto);
 	if (!vip)
-		return verdict(BALLAST_V_PASS_ICMP_UNMATCHED, XDP_PASS);
+		return verdict(BALLAST_V_DROP_ICMP_UNMATCHED, XDP_DROP);
 	if (vip_fenced(vip, &t))
 		return fenced(vip);
 	id = conntrack_peek(vip, p, s);
@@ -178,11 +195,11 @@ int xdp_lb(struct xdp_md *ctx)
 	case PARSE_BAD_IP6:
 		return malformed(BALLAST_V_BAD_IP6, s);
 	case PARSE_OTHER_L4:
-		return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
+		return unserved(&p);
 	case PARSE_IP6_EXT:
 		if (!is_vip_addr(p.key.dst, p.key.family))
 			return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
-		return malformed(BALLAST_V_IP6_EXT, s);
+		return verdict(BALLAST_V_IP6_EXT, XDP_DROP); /* never passed: see unserved() */
 	case PARSE_FRAG:
 		if (!is_vip_addr(p.key.dst, p.key.family))
 			return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
@@ -217,7 +234,7 @@ int xdp_lb(struct xdp_md *ctx)
 	if (!vip) {
 		vip = vip_lookup(p.key.dst, p.key.family, p.key.dport, p.key.proto);
 		if (!vip)
-			return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
+			return unserved(&p);
 		looked_up = 1;
 	}
 

@@ -75,6 +75,20 @@ absl::Status CheckPinnedCompatible(const bpf_map* m, const std::string& path) {
   return absl::OkStatus();
 }
 
+// True for a pinned `verdicts` map with fewer slots than this build has
+// verdicts, and otherwise the same layout: a build that adds a verdict
+// (always at the end, ballast_abi.h) replaces it instead of refusing to
+// start. No other map may change its size this way.
+bool GrowsCounters(const bpf_map* m, const std::string& path) {
+  if (std::string_view(bpf_map__name(m)) != "verdicts") return false;
+  UniqueFd fd(bpf_obj_get(path.c_str()));
+  if (!fd) return false;
+  auto info = GetMapInfo(fd.get());
+  return info.ok() && info->type == bpf_map__type(m) && info->key_size == bpf_map__key_size(m) &&
+         info->value_size == bpf_map__value_size(m) && info->map_flags == bpf_map__map_flags(m) &&
+         info->max_entries < bpf_map__max_entries(m);
+}
+
 ballast_vip_key ToAbi(const VipKey& k) {
   ballast_vip_key out = {};
   std::memcpy(out.addr, k.addr.bytes().data(), sizeof(out.addr));
@@ -275,6 +289,14 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
       continue;
     }
     const std::string path = Cat(dp->pin_dir_, "/", bpf_map__name(m));
+    if (PathExists(path) && GrowsCounters(m, path)) {
+      // Only counts are lost; the running program keeps the old map until
+      // Attach() replaces it.
+      if (unlink(path.c_str()) != 0) return ErrnoStatus(errno, Cat("unpinning ", path));
+      fprintf(stderr,
+              "note: %s had fewer verdict slots than this build; replaced (counts restart)\n",
+              path.c_str());
+    }
     if (PathExists(path)) {
       if (absl::Status s = CheckPinnedCompatible(m, path); !s.ok()) return s;
     }
@@ -433,6 +455,14 @@ bool Dataplane::IsOurs(uint32_t prog_id) const {
 absl::Status Dataplane::Attach(std::string_view ifname, AttachMode mode) {
   auto ifindex = IfIndex(ifname);
   if (!ifindex.ok()) return ifindex.status();
+  // The hand-off first, so the program's first frames with an unresolved
+  // next hop find it.
+  if (neigh_ == nullptr) {
+    auto h = NeighHandoff::Open();
+    if (!h.ok()) return h.status();
+    neigh_ = std::move(*h);
+  }
+  if (absl::Status s = neigh_->Attach(*ifindex, ifname); !s.ok()) return s;
   auto st = QueryXdp(*ifindex);
   if (!st.ok()) return st.status();
   auto mine = GetProgInfo(prog_fd_);
@@ -494,7 +524,7 @@ absl::Status Dataplane::Detach(std::string_view ifname) {
   }
   if (absl::Status s = DetachXdp(*ifindex, ifname, st->prog_id); !s.ok()) return s;
   attached_.erase(std::string(ifname));
-  return absl::OkStatus();
+  return NeighHandoff::Detach(*ifindex, ifname);
 }
 
 absl::Status Dataplane::Teardown() {
@@ -507,6 +537,7 @@ absl::Status Dataplane::Teardown() {
       auto st = QueryXdp(static_cast<int>(n->if_index));
       if (!st.ok() || !IsOurs(st->prog_id)) continue;
       keep(DetachXdp(static_cast<int>(n->if_index), n->if_name, st->prog_id));
+      keep(NeighHandoff::Detach(static_cast<int>(n->if_index), n->if_name));
     }
     if_freenameindex(names);
   } else {

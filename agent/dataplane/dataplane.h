@@ -62,6 +62,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/dataplane/ip_address.h"
+#include "agent/dataplane/tc_neigh.h"
 #include "agent/dataplane/verdict.h"
 #include "agent/dataplane/xdp_attach.h"
 #include "ballast_abi.h"
@@ -172,12 +173,16 @@ class Dataplane {
   // The device already running prog_fd(): no-op (adoption). Running the old
   // pinned program of a previous build: atomic replacement. Running anything
   // else: FailedPrecondition, nothing changed. Returns OK once attached.
+  // First installs (or replaces) the neighbour hand-off on the device's tc
+  // ingress (tc_neigh.h), which the program needs for next hops whose
+  // neighbour is not resolved yet.
   absl::Status Attach(std::string_view ifname, AttachMode mode);
   // The mode `ifname` runs our program in, if Attach() succeeded on it in
   // this process (NotFound otherwise).
   absl::StatusOr<AttachMode> AttachedMode(std::string_view ifname) const;
-  // Detaches our program (current or previous pinned build) from `ifname`.
-  // NotFound if nothing is attached; FailedPrecondition if another program is.
+  // Detaches our program (current or previous pinned build) and the
+  // neighbour hand-off from `ifname`. NotFound if nothing is attached;
+  // FailedPrecondition if another program is.
   absl::Status Detach(std::string_view ifname);
   // Detaches our program from every device of the current network namespace
   // that runs it, then removes every pin under pin_dir and the directory.
@@ -320,6 +325,7 @@ class Dataplane {
   int adopted_fd_ = -1;  // owned: pinned program of the same build, adopted
   int stale_fd_ = -1;    // owned: pinned program of another build, to be replaced
   std::map<std::string, AttachMode, std::less<>> attached_;
+  std::unique_ptr<NeighHandoff> neigh_;  // loaded by the first Attach()
   // Serialises the writers of `vips` / `vip_refs` entries (see the
   // thread-safety note at the top).
   mutable std::mutex vip_mu_;

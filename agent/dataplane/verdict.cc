@@ -19,10 +19,10 @@ std::string_view VerdictName(ballast_verdict v) {
       return "pass_not_ip";
     case BALLAST_V_PASS_NOT_VIP:
       return "pass_not_vip";
-    case BALLAST_V_PASS_ICMP_NOT_ERR:
-      return "pass_icmp_not_err";
-    case BALLAST_V_PASS_ICMP_UNMATCHED:
-      return "pass_icmp_unmatched";
+    case BALLAST_V_DROP_ICMP_NOT_ERR:
+      return "drop_icmp_not_err";
+    case BALLAST_V_DROP_ICMP_UNMATCHED:
+      return "drop_icmp_unmatched";
     case BALLAST_V_PASS_FIB_NO_NEIGH:
       return "pass_fib_no_neigh";
     case BALLAST_V_PASS_TTL:
@@ -57,6 +57,10 @@ std::string_view VerdictName(ballast_verdict v) {
       return "drop_encap";
     case BALLAST_V_DROP_NO_SETTINGS:
       return "drop_no_settings";
+    case BALLAST_V_DROP_VIP_UNSERVED:
+      return "drop_vip_unserved";
+    case BALLAST_V_DROP_NO_NEIGH:
+      return "drop_no_neigh";
     case BALLAST_V_MAX:
       break;
   }

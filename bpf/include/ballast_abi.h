@@ -257,6 +257,24 @@ struct ballast_nexthop {
 	__u64 expires_ns; /* 0 = empty */
 };
 
+/* XDP metadata in front of a frame that the lb program encapsulated but
+ * could not send because the next hop's neighbour entry is not resolved
+ * (verdict pass_fib_no_neigh). The program passes the frame to the kernel
+ * with this in front; the tc ingress program on the same device
+ * (bpf/tc_neigh.bpf.c) sends it with bpf_redirect_neigh() to `nh` on
+ * `ifindex`, so the kernel resolves the neighbour and transmits it. The
+ * kernel's own forwarding path cannot: the outer source is the router's own
+ * address, so it would drop the frame as a martian. Only an XDP program can
+ * write metadata, so nothing from the wire can ask for this. */
+#define BALLAST_NEIGH_META_MAGIC 0x6c626e68u /* "lbnh" */
+struct ballast_neigh_meta {
+	__u32 magic;   /* BALLAST_NEIGH_META_MAGIC */
+	__u32 ifindex; /* egress device of the FIB lookup */
+	__u8 family;   /* of nh: BALLAST_FAMILY_V4 / _V6 (an IPv4 route may have an IPv6 gateway) */
+	__u8 pad[3];
+	__u8 nh[16]; /* next hop: the route's gateway, or the backend itself */
+};
+
 /* ---- counters ---------------------------------------------------------- */
 
 /* Per-backend passive signals (per-CPU array `backend_stats`, by backend_id). */
@@ -298,16 +316,25 @@ enum ballast_verdict {
 	/* passed to the kernel */
 	BALLAST_V_PASS_NOT_IP,       /* not IPv4/IPv6 (ARP, LLDP, ...) */
 	BALLAST_V_PASS_NOT_VIP,      /* IP, not addressed to a VIP */
-	BALLAST_V_PASS_ICMP_NOT_ERR, /* ICMP to a VIP address that is not an error (echo, ...) */
-	BALLAST_V_PASS_ICMP_UNMATCHED, /* ICMP error quoting something that is not a VIP flow */
-	BALLAST_V_PASS_FIB_NO_NEIGH, /* next hop unresolved: the kernel forwards and resolves */
+	/* ICMP to a VIP address that is not an error (echo, ...): dropped, as
+	 * everything to a VIP address that no VIP serves (see
+	 * BALLAST_V_DROP_VIP_UNSERVED). The slot was pass_icmp_not_err. */
+	BALLAST_V_DROP_ICMP_NOT_ERR,
+	/* ICMP error to a VIP address quoting something that is not a VIP
+	 * flow: dropped. The slot was pass_icmp_unmatched. */
+	BALLAST_V_DROP_ICMP_UNMATCHED,
+	/* next hop unresolved: encapsulated, handed to tc_neigh with a
+	 * struct ballast_neigh_meta, which resolves and sends */
+	BALLAST_V_PASS_FIB_NO_NEIGH,
 	BALLAST_V_PASS_TTL,          /* TTL/hop limit <= 1: the kernel sends time-exceeded */
 	/* malformed or unsupported: passed, or dropped with BALLAST_POLICY_DROP_MALFORMED */
 	BALLAST_V_BAD_ETH,     /* truncated Ethernet header */
 	BALLAST_V_BAD_VLAN,    /* truncated 802.1Q tag, or a second tag (QinQ) */
 	BALLAST_V_BAD_IP4,     /* truncated, IHL < 5, version != 4, total length inconsistent */
 	BALLAST_V_BAD_IP6,     /* truncated, version != 6, payload length inconsistent */
-	BALLAST_V_IP6_EXT,     /* extension header chain too long or unsupported (AH, ESP, ...) */
+	BALLAST_V_IP6_EXT,     /* to a VIP address: extension header chain too long or
+				* unsupported (AH, ESP, ...). Dropped whatever the policy:
+				* passed, the kernel would route it back out */
 	/* dropped */
 	BALLAST_V_DROP_FRAG4,       /* IPv4 fragment to a VIP address */
 	BALLAST_V_DROP_FRAG6,       /* IPv6 fragment to a VIP address */
@@ -319,6 +346,15 @@ enum ballast_verdict {
 	BALLAST_V_DROP_FIB,         /* no route to the backend */
 	BALLAST_V_DROP_ENCAP,       /* headroom adjustment failed */
 	BALLAST_V_DROP_NO_SETTINGS, /* agent has not written settings (no source address) */
+	/* Added later: new reasons go at the end, so the slots of a pinned
+	 * `verdicts` map keep their meaning (the agent replaces a pinned map
+	 * with fewer slots; only the counts restart). */
+	BALLAST_V_DROP_VIP_UNSERVED, /* to a VIP address, but no VIP of that port/protocol
+				       * (or an L4 protocol ballast does not balance): the
+				       * kernel does not own the address and would route it
+				       * back out, to the ToR that sent it */
+	BALLAST_V_DROP_NO_NEIGH,     /* next hop unresolved and the device cannot carry XDP
+				       * metadata to tc_neigh */
 	BALLAST_V_MAX
 };
 

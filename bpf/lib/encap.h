@@ -120,4 +120,23 @@ static __always_inline int set_macs(struct xdp_md *ctx, const __u8 *smac, const 
 	return 0;
 }
 
+/* Puts `m` (with its magic) in the XDP metadata area in front of the
+ * frame, for tc_neigh. Returns 0, or -1 when the device cannot carry
+ * metadata. */
+static __always_inline int neigh_meta_put(struct xdp_md *ctx, struct ballast_neigh_meta *m)
+{
+	struct ballast_neigh_meta *dst;
+	void *data;
+
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*m)))
+		return -1;
+	dst = (void *)(long)ctx->data_meta;
+	data = (void *)(long)ctx->data;
+	if ((void *)(dst + 1) > data)
+		return -1;
+	m->magic = BALLAST_NEIGH_META_MAGIC;
+	__builtin_memcpy(dst, m, sizeof(*m));
+	return 0;
+}
+
 #endif /* BALLAST_ENCAP_H */

@@ -29,10 +29,13 @@ enum nexthop_result {
 	NEXTHOP_FAIL,	  /* no route, blackhole, unreachable, ... */
 };
 
+/* On NEXTHOP_NO_NEIGH, *unresolved gets the route's device and next hop
+ * (struct ballast_neigh_meta without its magic) for tc_neigh. */
 static __always_inline enum nexthop_result nexthop_get(struct xdp_md *ctx, __u32 backend_id,
 						       const struct ballast_backend *be,
 						       const struct ballast_settings *s, __u64 now,
-						       struct ballast_nexthop **out)
+						       struct ballast_nexthop **out,
+						       struct ballast_neigh_meta *unresolved)
 {
 	struct bpf_fib_lookup fib = {};
 	struct ballast_nexthop *nh;
@@ -57,8 +60,20 @@ static __always_inline enum nexthop_result nexthop_get(struct xdp_md *ctx, __u32
 		__builtin_memcpy(fib.ipv6_dst, be->addr, 16);
 	}
 	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
-	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
+		/* The kernel filled in the device and the next hop (the
+		 * gateway, or the destination on a connected route) before it
+		 * looked for the neighbour. */
+		unresolved->ifindex = fib.ifindex;
+		if (fib.family == AF_INET) {
+			unresolved->family = BALLAST_FAMILY_V4;
+			__builtin_memcpy(unresolved->nh, &fib.ipv4_dst, 4);
+		} else {
+			unresolved->family = BALLAST_FAMILY_V6;
+			__builtin_memcpy(unresolved->nh, fib.ipv6_dst, 16);
+		}
 		return NEXTHOP_NO_NEIGH;
+	}
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		return NEXTHOP_FAIL;
 

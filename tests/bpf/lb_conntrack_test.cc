@@ -329,13 +329,14 @@ TEST_CASE("A known flow's VIP shortcut follows VIP changes", "[lb][conntrack][vi
     CHECK(fx.Flow(kKey)->vip_gen == f->vip_gen);  // a deadline change keeps the shortcut
   }
   SECTION("VIP deleted: the flow's packets are not VIP traffic any more") {
+    // The address still has other VIPs, so they are dropped, not passed.
     REQUIRE(fx.dp().DeleteVip({ToIpAddress(Lab::Vip4()), 80, IPPROTO_TCP}).ok());
-    CHECK(fx.Run(ack).verdict == BALLAST_V_PASS_NOT_VIP);
+    CHECK(fx.Run(ack).verdict == BALLAST_V_DROP_VIP_UNSERVED);
   }
   SECTION("VIP deleted and its id given to another VIP: the old flow does not follow the id") {
     REQUIRE(fx.dp().DeleteVip({ToIpAddress(Lab::Vip4()), 80, IPPROTO_TCP}).ok());
     fx.AddVip(Lab::Vip4(), 8080, IPPROTO_TCP, kVipTcp4);
-    CHECK(fx.Run(ack).verdict == BALLAST_V_PASS_NOT_VIP);
+    CHECK(fx.Run(ack).verdict == BALLAST_V_DROP_VIP_UNSERVED);
   }
   SECTION("VIP key moved to another id: the flow keeps its backend, counted on the new id") {
     fx.AddVip(Lab::Vip4(), 80, IPPROTO_TCP, 9);

@@ -118,6 +118,13 @@ void LbFixture::SetNexthop(uint32_t id, uint32_t mtu, uint32_t ifindex) {
   REQUIRE(rc == 0);
 }
 
+void LbFixture::ClearNexthop(uint32_t id) {
+  const int ncpu = libbpf_num_possible_cpus();
+  REQUIRE(ncpu > 0);
+  std::vector<ballast_nexthop> values(static_cast<size_t>(ncpu), ballast_nexthop{});
+  REQUIRE(bpf_map_update_elem(dp_->map_fd("nexthops"), &id, values.data(), BPF_ANY) == 0);
+}
+
 void LbFixture::SetTable(uint32_t vip_id, const std::vector<uint32_t>& table) {
   const absl::Status st = dp_->SetTable(vip_id, table);
   INFO(st.ToString());
@@ -146,6 +153,7 @@ Outcome LbFixture::Run(const Bytes& frame, uint32_t ingress_ifindex) {
   Outcome o;
   o.action = r->action;
   o.out = std::move(r->out);
+  o.meta = std::move(r->meta);
   int moved = 0;
   std::string deltas;
   for (int i = 0; i < BALLAST_V_MAX; ++i) {
@@ -253,8 +261,8 @@ pktgen::IpView CheckEncapsulated(const Bytes& out, const EncapExpect& e) {
   INFO("output frame:\n" << pktgen::HexDump(out));
   INFO("parse: " << f.status().ToString());
   REQUIRE(f.ok());
-  CHECK(f->src == Lab::NexthopSmac());
-  CHECK(f->dst == Lab::NexthopDmac());
+  CHECK(f->src == e.src);
+  CHECK(f->dst == e.dst);
   CHECK_FALSE(f->vlan.has_value());
   REQUIRE(f->ip.has_value());
   const pktgen::IpView& ip = *f->ip;

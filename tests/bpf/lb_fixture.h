@@ -61,6 +61,7 @@ struct Outcome {
   int action = -1;
   ballast_verdict verdict = BALLAST_V_MAX;
   Bytes out;
+  Bytes meta;  // XDP metadata in front of `out`
 };
 
 class LbFixture {
@@ -90,6 +91,8 @@ class LbFixture {
                   uint64_t drain_deadline_ns = 0, uint32_t mtu = 1500);
   void SetBackendState(uint32_t id, ballast_backend_state state, uint64_t drain_deadline_ns = 0);
   void SetNexthop(uint32_t id, uint32_t mtu, uint32_t ifindex = 1);
+  // Empties backend `id`'s cached next hop: the program asks the kernel's FIB.
+  void ClearNexthop(uint32_t id);
   // Publishes `table` (M = table.size(), prime) for vip_id.
   void SetTable(uint32_t vip_id, const std::vector<uint32_t>& table);
   // A table of M = 13 slots all pointing at `backend_id`.
@@ -131,9 +134,11 @@ struct EncapExpect {
   Addr outer_dst;
   Bytes inner_ip;  // the original IP packet, byte for byte
   uint8_t outer_tos = 0;
+  Mac src = Lab::NexthopSmac();  // Ethernet addresses
+  Mac dst = Lab::NexthopDmac();
 };
 
-// Asserts Ethernet (next hop MACs, no VLAN), the outer header (version,
+// Asserts Ethernet (expect.src/dst, no VLAN), the outer header (version,
 // protocol 4/41, addresses, TTL 64, lengths, IPv4 header checksum) and that
 // the inner packet is `inner_ip` unchanged with valid checksums. Returns the
 // parsed outer view.

@@ -122,29 +122,32 @@ TEST_CASE("ICMP frag-needed about a handshake under way goes to its SYN's backen
                                       .inner_ip = pktgen::IpPacketOf(ack)});
 }
 
-TEST_CASE("Other ICMP to a VIP address is the kernel's", "[lb][icmp]") {
+// Passed, the kernel would route them back out by its default route (it
+// does not own the VIP address), to the ToR, which sends them to a router
+// again until the TTL runs out.
+TEST_CASE("Other ICMP to a VIP address is dropped, never passed to loop back out", "[lb][icmp]") {
   LbFixture fx;
   SetUpLab(fx);
   const std::vector<VerdictCase> cases = {
       {"echo request", FromClient4().Icmp(8, 0, 0x00010001).PayloadSize(56).Build(),
-       BALLAST_V_PASS_ICMP_NOT_ERR},
+       BALLAST_V_DROP_ICMP_NOT_ERR},
       {"ICMPv6 echo request", FromClient6().Icmp(128, 0, 0x00010001).PayloadSize(56).Build(),
-       BALLAST_V_PASS_ICMP_NOT_ERR},
+       BALLAST_V_DROP_ICMP_NOT_ERR},
       {"error quoting a packet from another source",
        FragNeeded4(PacketBuilder()
                        .Ip4(Addr::Parse("198.18.5.5"), Lab::Client4())
                        .Tcp(80, 1, tcp::kAck)
                        .BuildIp(),
                    28),
-       BALLAST_V_PASS_ICMP_UNMATCHED},
+       BALLAST_V_DROP_ICMP_UNMATCHED},
       {"error quoting a VIP packet to a port without VIP",
        FragNeeded4(
            PacketBuilder().Ip4(Lab::Vip4(), Lab::Client4()).Tcp(8080, 1, tcp::kAck).BuildIp(), 28),
-       BALLAST_V_PASS_ICMP_UNMATCHED},
+       BALLAST_V_DROP_ICMP_UNMATCHED},
       {"error with a quote cut inside the IP header", FragNeeded4(Reply4(42000, 100), 12),
-       BALLAST_V_PASS_ICMP_UNMATCHED},
+       BALLAST_V_DROP_ICMP_UNMATCHED},
   };
-  ExpectVerdicts(fx, cases, XDP_PASS);
+  ExpectVerdicts(fx, cases, XDP_DROP);
 }
 
 // Checks an ICMP too-big answer to `in` (the client's oversize frame).

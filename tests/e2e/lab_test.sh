@@ -21,6 +21,9 @@
 #      established connections after the change, and receives none of the
 #      fresh connections made afterwards;
 #  (c) non-VIP traffic (ping to the router, IPv4 and IPv6) still works.
+# (a) runs with the router's neighbour entries towards the backends flushed
+# first (health checking is off, so nothing else resolves them): the first
+# packets to each backend go out through tc_neigh and resolve them.
 # Needs root (netns, XDP, bpffs): fails with the reason otherwise.
 set -uo pipefail
 
@@ -127,8 +130,36 @@ proportions() {
   done
 }
 
+# The lab's set-up pinged every backend from the router, which resolved the
+# router's neighbour entries. Forget them: with health checking off nothing
+# else talks to the backends, so the lb program's first packets to each one
+# find no neighbour and must still get through (tc_neigh), and resolve it.
+verdict_count() {  # verdict_count NAME: the lb program's counter, from lbctl status
+  lbctl --json status | python3 -c 'import json, sys; print(json.load(sys.stdin).get("verdicts", {}).get(sys.argv[1], 0))' "$1"
+}
+for ((i = 1; i <= NBACKENDS; i++)); do
+  "${LAB[@]}" exec router ip -4 neigh flush dev "to-be$i"
+  "${LAB[@]}" exec router ip -6 neigh flush dev "to-be$i"
+done
+left=$("${LAB[@]}" exec router ip neigh show | grep -c 'dev to-be' || true)
+[[ $left == 0 ]]
+check $? "router's neighbour entries towards the backends flushed ($left left)"
+no_neigh_before=$(verdict_count pass_fib_no_neigh)
+
 proportions 4 "$VIP4_KEY" "http://$VIP4:$VIP_PORT/" 300
 proportions 6 "$VIP6_KEY" "http://[$VIP6]:$VIP_PORT/" 300
+
+no_neigh=$(($(verdict_count pass_fib_no_neigh) - no_neigh_before))
+((no_neigh >= 2 * NBACKENDS))
+check $? "first packets to each backend (IPv4, IPv6) went out with the neighbour unresolved: pass_fib_no_neigh +$no_neigh"
+for ((i = 1; i <= NBACKENDS; i++)); do
+  for fam in 4 6; do
+    v="BE${i}_ADDR${fam}"
+    state=$("${LAB[@]}" exec router ip -"$fam" neigh show "${!v}" dev "to-be$i" | awk '{print $NF}')
+    [[ $state =~ ^(REACHABLE|STALE|DELAY|PROBE)$ ]]
+    check $? "router's neighbour entry for backend $i (IPv$fam ${!v}) resolved again: ${state:-none}"
+  done
+done
 
 # ---- (b) keep-alive connections keep their backend across a weight change ----
 declare -A off=()

@@ -10,8 +10,7 @@
 
 namespace ballast::pktgen {
 
-absl::StatusOr<XdpResult> RunXdp(int prog_fd, const Bytes& frame,
-                                 const XdpRunOptions& options) {
+absl::StatusOr<XdpResult> RunXdp(int prog_fd, const Bytes& frame, const XdpRunOptions& options) {
   if (frame.size() < 14)
     return absl::InvalidArgumentError(
         absl::StrCat("BPF_PROG_TEST_RUN refuses frames shorter than an Ethernet header (",
@@ -47,6 +46,7 @@ absl::StatusOr<XdpResult> RunXdp(int prog_fd, const Bytes& frame,
   const size_t out_meta = ctx_out.data;  // metadata length after the run
   if (opts.data_size_out < out_meta)
     return absl::InternalError("BPF_PROG_TEST_RUN returned less data than its metadata");
+  r.meta.assign(out.begin(), out.begin() + static_cast<long>(out_meta));
   r.out.assign(out.begin() + static_cast<long>(out_meta),
                out.begin() + static_cast<long>(opts.data_size_out));
   return r;

@@ -26,7 +26,8 @@ struct XdpRunOptions {
 
 struct XdpResult {
   int action = -1;           // XDP_PASS, XDP_TX, ...
-  Bytes out;         // the frame after the (last) run
+  Bytes out;                 // the frame after the (last) run
+  Bytes meta;                // the XDP metadata the program left in front of it
   uint32_t duration_ns = 0;  // kernel's average per run
 };
 

@@ -1,0 +1,143 @@
+// A next hop without a resolved neighbour entry: the packet is encapsulated
+// all the same and handed, with a struct ballast_neigh_meta in front, to
+// tc_neigh (which has the kernel resolve the neighbour and send it). Runs
+// in a network namespace of its own, where the FIB has routes to the
+// backends and, at first, no neighbours.
+#include <linux/bpf.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <netinet/in.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "tests/bpf/lb_fixture.h"
+#include "tests/lib/netns.h"
+
+namespace ballast::bpftest {
+namespace {
+
+namespace tcp = pktgen::tcp;
+
+// n0 (the router's backend-facing device) has 198.18.1.254/24 and
+// 198.18.9.254/24: backends 198.18.1.x are on its link, except
+// 198.18.1.3, which a /32 route sends via the gateway 198.18.9.1; the same
+// for IPv6 (2001:db8:1::/64 on the link, 2001:db8:1::3 via 2001:db8:9::1).
+std::unique_ptr<pktgen::ScopedNetns> BackendNetns() {
+  const std::string ns = "ballast-bpfneigh-" + std::to_string(getpid());
+  const std::string n = "ip -n " + ns + " ";
+  auto made = pktgen::ScopedNetns::Create(
+      ns, {n + "link set lo up", n + "link add n0 type veth peer name n1", n + "link set n0 up",
+           n + "link set n1 up", n + "addr add 198.18.1.254/24 dev n0",
+           n + "addr add 198.18.9.254/24 dev n0", n + "addr add 2001:db8:1::fe/64 dev n0 nodad",
+           n + "addr add 2001:db8:9::fe/64 dev n0 nodad",
+           n + "route add 198.18.1.3/32 via 198.18.9.1 dev n0",
+           n + "route add 2001:db8:1::3/128 via 2001:db8:9::1 dev n0",
+           "ip netns exec " + ns +
+               " sysctl -qw net.ipv4.conf.all.forwarding=1 net.ipv6.conf.all.forwarding=1"});
+  INFO(made.status().ToString());
+  REQUIRE(made.ok());
+  return std::move(*made);
+}
+
+ballast_neigh_meta MetaOf(const Outcome& o) {
+  ballast_neigh_meta m{};
+  INFO("metadata:\n" << pktgen::HexDump(o.meta));
+  REQUIRE(o.meta.size() == sizeof m);
+  std::memcpy(&m, o.meta.data(), sizeof m);
+  CHECK(m.magic == BALLAST_NEIGH_META_MAGIC);
+  return m;
+}
+
+void CheckNexthop(const ballast_neigh_meta& m, const Addr& nh) {
+  Addr got;
+  got.family = m.family == BALLAST_FAMILY_V4 ? 4 : 6;
+  std::memcpy(got.b.data(), m.nh, got.size());
+  CHECK(got == nh);
+}
+
+// The device's own MAC (the source of frames to its neighbours), asked of
+// a socket in this thread's namespace (/sys shows the host's devices).
+pktgen::Mac DeviceMac(const char* dev) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, dev, IFNAMSIZ - 1);
+  const int rc = ioctl(fd, SIOCGIFHWADDR, &ifr);
+  close(fd);
+  REQUIRE(rc == 0);
+  pktgen::Mac m;
+  std::memcpy(m.b.data(), ifr.ifr_hwaddr.sa_data, 6);
+  return m;
+}
+
+TEST_CASE("Next hop unresolved: encapsulated and handed to tc_neigh with its next hop",
+          "[lb][neigh]") {
+  auto ns = BackendNetns();
+  const uint32_t n0 = if_nametoindex("n0");
+  REQUIRE(n0 != 0);
+  LbFixture fx;
+  SetUpLab(fx);
+  for (uint32_t id : {1u, 3u, 11u, 13u}) fx.ClearNexthop(id);
+
+  struct Case {
+    const char* what;
+    Bytes in;
+    uint32_t vip_id, backend;
+    Addr nh;
+  };
+  const Case cases[] = {
+      {"IPv4, backend on the link", FromClient4().Tcp(40000, 80, tcp::kSyn).Build(), kVipTcp4, 1,
+       Lab::Backend4(1)},
+      {"IPv4, backend behind a gateway", FromClient4().Tcp(40001, 80, tcp::kSyn).Build(), kVipTcp4,
+       3, Addr::Parse("198.18.9.1")},
+      {"IPv6, backend on the link", FromClient6().Tcp(40002, 443, tcp::kSyn).Build(), kVipTcp6, 11,
+       Lab::Backend6(1)},
+      {"IPv6, backend behind a gateway", FromClient6().Tcp(40003, 443, tcp::kSyn).Build(), kVipTcp6,
+       13, Addr::Parse("2001:db8:9::1")},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    fx.SetUniformTable(c.vip_id, c.backend);
+    const Outcome o = fx.Run(c.in);
+    CHECK(o.action == XDP_PASS);
+    REQUIRE(o.verdict == BALLAST_V_PASS_FIB_NO_NEIGH);
+    // Encapsulated whole; the frame keeps the MACs it arrived with (the
+    // kernel writes the real ones when the neighbour resolves).
+    CheckEncapsulated(o.out, {.outer_family = c.in[12] == 0x08 ? 4 : 6,
+                              .outer_src = c.in[12] == 0x08 ? Lab::Src4() : Lab::Src6(),
+                              .outer_dst = fx.BackendAddr(c.backend),
+                              .inner_ip = pktgen::IpPacketOf(c.in),
+                              .src = Lab::TorMac(),
+                              .dst = Lab::RouterMac()});
+    const ballast_neigh_meta m = MetaOf(o);
+    CHECK(m.ifindex == n0);
+    CheckNexthop(m, c.nh);
+    CHECK(fx.BackendStats(c.backend).packets == 1);
+  }
+
+  // Once the neighbour is known, the next packet takes the fast path with
+  // its MACs, and carries no metadata.
+  REQUIRE(pktgen::RunCommand("ip neigh replace 198.18.1.1 lladdr 02:00:00:00:02:02 dev n0 "
+                             "nud permanent")
+              .empty());
+  fx.SetUniformTable(kVipTcp4, 1);
+  const Bytes syn = FromClient4().Tcp(40010, 80, tcp::kSyn).Build();
+  const Outcome o = fx.Run(syn);
+  CHECK(o.verdict == BALLAST_V_REDIRECT);
+  CHECK(o.meta.empty());
+  CheckEncapsulated(o.out, {.outer_family = 4,
+                            .outer_src = Lab::Src4(),
+                            .outer_dst = Lab::Backend4(1),
+                            .inner_ip = pktgen::IpPacketOf(syn),
+                            .src = DeviceMac("n0"),
+                            .dst = pktgen::Mac::Parse("02:00:00:00:02:02")});
+}
+
+}  // namespace
+}  // namespace ballast::bpftest
