@@ -695,10 +695,6 @@ absl::Status ValidateAgentConfig(const v1::AgentConfig& c) {
         return g.Invalid(absl::StrCat("\"", *gw, "\" is not an IPv", v4 ? "4" : "6", " address"));
       }
     }
-    if (f.gateway4().empty() && f.gateway6().empty() && !f.external_routing()) {
-      return at.Invalid(
-          "needs gateway4 and/or gateway6 (a neighbour on the device) unless external_routing");
-    }
   }
   return ValidateConfig(c.initial(), root.Child("initial"));
 }

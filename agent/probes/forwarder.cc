@@ -107,19 +107,35 @@ absl::Status ProbeForwarder::Attach() {
   return InstallRouting(*ifindex);
 }
 
+IpAddress ProbeForwarder::Nexthop4() { return *IpAddress::Parse("169.254.108.98"); }
+IpAddress ProbeForwarder::Nexthop6() { return *IpAddress::Parse("fe80::6c62"); }
+
 absl::Status ProbeForwarder::InstallRouting(int ifindex) {
   auto mtu = rtnl::DeviceMtu(options_.device);
   if (!mtu.ok()) return mtu.status();
+  auto mac = rtnl::DeviceMac(options_.device);
+  if (!mac.ok()) return mac.status();
   const uint32_t route_mtu = *mtu > kEncapRoom + 576 ? *mtu - kEncapRoom : 0;
   struct Fam {
     int family;
-    const std::optional<IpAddress>& gw;
+    IpAddress nexthop;
     const IpAddress& src;
   };
-  for (const Fam& f : {Fam{AF_INET, options_.gateway4, options_.src4},
-                       Fam{AF_INET6, options_.gateway6, options_.src6}}) {
-    if (absl::Status s = rtnl::ReplaceDefaultRoute(f.family, options_.table, f.gw, ifindex,
-                                                   std::optional<IpAddress>(f.src), route_mtu);
+  for (const Fam& f :
+       {Fam{AF_INET, Nexthop4(), options_.src4}, Fam{AF_INET6, Nexthop6(), options_.src6}}) {
+    std::optional<IpAddress> gw;
+    if (!f.src.is_unspecified()) {
+      // The frame leaves for the tc hook addressed to the device itself;
+      // the program rewrites both MACs (or the kernel does, for
+      // bpf_redirect_neigh), so this address never reaches a wire.
+      if (absl::Status s = rtnl::ReplacePermanentNeighbour(ifindex, f.nexthop, *mac); !s.ok()) {
+        return s;
+      }
+      gw = f.nexthop;
+    }
+    if (absl::Status s = rtnl::ReplaceDefaultRoute(f.family, options_.table, gw, ifindex,
+                                                   std::optional<IpAddress>(f.src), route_mtu,
+                                                   /*onlink=*/f.family == AF_INET);
         !s.ok()) {
       return s;
     }
@@ -130,8 +146,14 @@ absl::Status ProbeForwarder::InstallRouting(int ifindex) {
   return absl::OkStatus();
 }
 
-absl::Status ProbeForwarder::RemoveRouting() {
+absl::Status ProbeForwarder::RemoveRouting(int ifindex) {
   absl::Status first;
+  if (ifindex > 0) {
+    for (const IpAddress& nh : {Nexthop4(), Nexthop6()}) {
+      absl::Status s = rtnl::DeleteNeighbour(ifindex, nh);
+      if (!s.ok() && !absl::IsNotFound(s)) first.Update(s);
+    }
+  }
   for (int family : {AF_INET, AF_INET6}) {
     absl::Status s =
         rtnl::DeleteFwmarkRule(family, BALLAST_PROBE_MARK_BASE, BALLAST_PROBE_MARK_MASK,
@@ -155,7 +177,7 @@ absl::Status ProbeForwarder::Detach() {
   } else if (!absl::IsNotFound(ifindex.status())) {
     first.Update(ifindex.status());
   }
-  if (options_.manage_routing) first.Update(RemoveRouting());
+  if (options_.manage_routing) first.Update(RemoveRouting(ifindex.ok() ? *ifindex : 0));
   if (!options_.pin_dir.empty()) {
     bpf_map* m;
     bpf_object__for_each_map(m, skel_->obj) {

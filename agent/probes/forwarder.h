@@ -6,18 +6,22 @@
 //      BALLAST_PROBE_MARK_BASE | backend_id (ProbeScheduler does this).
 //   2. Policy rules (IPv4 and IPv6) `fwmark BASE/MASK lookup <table>` send
 //      its packets to <table>, whose default route leads out of `device` via
-//      `gateway4`/`gateway6` — any neighbour on that device (e.g. a backend's
-//      address, or the switch's router address); it only gets the packet to
-//      the tc hook, the gateway never receives it. The route's preferred
-//      source is src4/src6, so backends answer the router's source address,
-//      and its MTU is the device's minus 40 (room for the outer header). A
-//      family without a gateway gets `unreachable default`: its probes fail
-//      at once and never leak unencapsulated into the main table.
+//      a pseudo next hop (kNexthop4, kNexthop6) with a permanent neighbour
+//      entry (the device's own MAC): the kernel hands the packet to the tc
+//      hook without resolving anything, so no host's neighbour entry, and no
+//      host's health, is on the path of every probe (a real host as the
+//      gateway, as earlier builds had, failed every probe of every backend
+//      when that one host went away). The route's preferred source is
+//      src4/src6, so backends answer the router's source address, and its MTU
+//      is the device's minus 40 (room for the outer header). A family without
+//      a source gets `unreachable default`: its probes fail at once and never
+//      leak unencapsulated into the main table.
 //   3. The tc egress program on `device` finds the mark in `probe_targets`,
 //      encapsulates the packet to that backend (outer source src4/src6),
-//      clears the mark and sends it to the backend's next hop (kernel FIB;
-//      possibly another device). A probe-marked packet without a target is
-//      dropped.
+//      clears the mark and sends it to that backend's own next hop (kernel
+//      FIB; possibly another device; bpf_redirect_neigh when its neighbour is
+//      not resolved), so a probe's path depends on its backend alone. A
+//      probe-marked packet without a target is dropped.
 //   4. The backend decapsulates (VIP on loopback) and answers from the VIP
 //      straight to the router's source address (DSR), arriving on whichever
 //      backend-facing device; the router's rp_filter on those devices must be
@@ -64,9 +68,7 @@ class ProbeForwarder {
   struct Options {
     std::string device;  // backend-facing device (tc egress + policy route)
     IpAddress src4;      // outer IPv4 source; 0.0.0.0 = none (IPv4 backends: dropped)
-    IpAddress src6 = IpAddress::Zero6();  // outer IPv6 source; :: = none
-    std::optional<IpAddress> gateway4;    // neighbour on `device` for the IPv4 policy route
-    std::optional<IpAddress> gateway6;    // idem, IPv6
+    IpAddress src6 = IpAddress::Zero6();                // outer IPv6 source; :: = none
     std::string pin_dir = "/sys/fs/bpf/ballast/probe";  // "" = no pins (tests)
     uint32_t table = 27746;          // routing table of probe packets ("lb" = 0x6c62)
     uint32_t rule_priority = 27746;  // before main (32766)
@@ -86,6 +88,11 @@ class ProbeForwarder {
   // first error is returned.
   absl::Status Detach();
 
+  // The policy routes' pseudo next hops: never a host, never sent a packet
+  // (their neighbour entries are permanent, written by Attach()).
+  static IpAddress Nexthop4();  // 169.254.108.98 (link-local; "lb")
+  static IpAddress Nexthop6();  // fe80::6c62
+
   // The mark a probe to `backend_id` carries.
   static uint32_t MarkOf(uint32_t backend_id) { return BALLAST_PROBE_MARK_BASE | backend_id; }
   // Programs / forgets the encapsulation target of `backend_id`
@@ -102,7 +109,7 @@ class ProbeForwarder {
  private:
   ProbeForwarder() = default;
   absl::Status InstallRouting(int ifindex);
-  absl::Status RemoveRouting();
+  absl::Status RemoveRouting(int ifindex);  // 0: the device is gone
 
   Options options_;
   tc_probe* skel_ = nullptr;

@@ -1,6 +1,7 @@
 #include "agent/probes/rtnl.h"
 
 #include <linux/fib_rules.h>
+#include <linux/neighbour.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -118,9 +119,11 @@ absl::Status DeleteFwmarkRule(int family, uint32_t mark, uint32_t mask, uint32_t
 }
 
 absl::Status ReplaceDefaultRoute(int family, uint32_t table, const std::optional<IpAddress>& gw,
-                                 int oif, const std::optional<IpAddress>& prefsrc, uint32_t mtu) {
+                                 int oif, const std::optional<IpAddress>& prefsrc, uint32_t mtu,
+                                 bool onlink) {
   rtmsg rtm{};
   rtm.rtm_family = static_cast<uint8_t>(family);
+  if (onlink && gw) rtm.rtm_flags = RTNH_F_ONLINK;
   rtm.rtm_table = table < 256 ? static_cast<uint8_t>(table) : static_cast<uint8_t>(RT_TABLE_UNSPEC);
   rtm.rtm_protocol = RTPROT_STATIC;
   rtm.rtm_scope = RT_SCOPE_UNIVERSE;
@@ -161,6 +164,47 @@ absl::Status DeleteDefaultRoute(int family, uint32_t table) {
   Request req(RTM_DELROUTE, 0, &rtm, sizeof(rtm));
   req.U32(RTA_TABLE, table);
   return Transact(req, Cat("deleting ", FamilyName(family), " default route of table ", table));
+}
+
+namespace {
+
+absl::Status Neighbour(uint16_t type, uint16_t flags, int ifindex, const IpAddress& addr,
+                       const std::array<uint8_t, 6>* mac, const std::string& what) {
+  ndmsg nd{};
+  nd.ndm_family = static_cast<uint8_t>(addr.is_v4() ? AF_INET : AF_INET6);
+  nd.ndm_ifindex = ifindex;
+  nd.ndm_state = NUD_PERMANENT;
+  Request req(type, flags, &nd, sizeof(nd));
+  req.Addr(NDA_DST, addr);
+  if (mac != nullptr) req.Attr(NDA_LLADDR, mac->data(), mac->size());
+  return Transact(req, what);
+}
+
+}  // namespace
+
+absl::Status ReplacePermanentNeighbour(int ifindex, const IpAddress& addr,
+                                       const std::array<uint8_t, 6>& mac) {
+  return Neighbour(
+      RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, ifindex, addr, &mac,
+      Cat("adding the permanent neighbour ", addr.ToString(), " on ifindex ", ifindex));
+}
+
+absl::Status DeleteNeighbour(int ifindex, const IpAddress& addr) {
+  return Neighbour(RTM_DELNEIGH, 0, ifindex, addr, nullptr,
+                   Cat("deleting the neighbour ", addr.ToString(), " on ifindex ", ifindex));
+}
+
+absl::StatusOr<std::array<uint8_t, 6>> DeviceMac(const std::string& ifname) {
+  UniqueFd fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd) return ErrnoStatus(errno, "opening a socket for SIOCGIFHWADDR");
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  if (ioctl(fd.get(), SIOCGIFHWADDR, &ifr) != 0) {
+    return ErrnoStatus(errno, Cat("reading the hardware address of ", ifname));
+  }
+  std::array<uint8_t, 6> mac;
+  std::memcpy(mac.data(), ifr.ifr_hwaddr.sa_data, mac.size());
+  return mac;
 }
 
 absl::StatusOr<int> IfIndex(const std::string& ifname) {

@@ -8,6 +8,7 @@
 #ifndef BALLAST_AGENT_PROBES_RTNL_H_
 #define BALLAST_AGENT_PROBES_RTNL_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,19 +29,27 @@ absl::Status AddFwmarkRule(int family, uint32_t mark, uint32_t mask, uint32_t ta
 absl::Status DeleteFwmarkRule(int family, uint32_t mark, uint32_t mask, uint32_t table,
                               uint32_t priority);
 
-// `ip route replace default via GATEWAY dev OIF [src PREFSRC] mtu MTU table
-// TABLE`; without a gateway, `ip route replace unreachable default table
-// TABLE` (so packets of that family fail at once instead of falling through
-// to the main table). mtu 0 = none.
+// `ip route replace default via GATEWAY dev OIF [onlink] [src PREFSRC] mtu
+// MTU table TABLE`; without a gateway, `ip route replace unreachable default
+// table TABLE` (so packets of that family fail at once instead of falling
+// through to the main table). mtu 0 = none.
 absl::Status ReplaceDefaultRoute(int family, uint32_t table,
                                  const std::optional<IpAddress>& gateway, int oif,
-                                 const std::optional<IpAddress>& prefsrc, uint32_t mtu);
+                                 const std::optional<IpAddress>& prefsrc, uint32_t mtu,
+                                 bool onlink = false);
+
+// `ip neigh replace ADDR lladdr MAC dev IFINDEX nud permanent`.
+absl::Status ReplacePermanentNeighbour(int ifindex, const IpAddress& addr,
+                                       const std::array<uint8_t, 6>& mac);
+// `ip neigh del ADDR dev IFINDEX`; NotFound if absent.
+absl::Status DeleteNeighbour(int ifindex, const IpAddress& addr);
 // `ip route del default table TABLE` (family); NotFound if absent.
 absl::Status DeleteDefaultRoute(int family, uint32_t table);
 
 // Interface index and MTU of a device in the current namespace.
 absl::StatusOr<int> IfIndex(const std::string& ifname);
 absl::StatusOr<uint32_t> DeviceMtu(const std::string& ifname);
+absl::StatusOr<std::array<uint8_t, 6>> DeviceMac(const std::string& ifname);
 
 }  // namespace ballast::probes::rtnl
 

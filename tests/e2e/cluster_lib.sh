@@ -154,7 +154,7 @@ $eps  node: "$n"
   lease_ttl_s: $TTL
   drift_alert_s: 5
 }
-probe_forwarding { device: "to-be1" gateway4: "198.18.11.2" gateway6: "2001:db8:11::2" }
+probe_forwarding { device: "to-be1" }
 initial {
   global {
     interface: "to-client"

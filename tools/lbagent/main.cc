@@ -293,7 +293,14 @@ class HealthLoop {
         probe_pin_dir_(config.pin_dir() + "-probe"),
         controller_(engine, clock, std::move(options),
                     [this](const std::vector<probes::ProbeTarget>& t) { return Forward(t); }),
-        thread_([this] { Loop(); }) {}
+        thread_([this] { Loop(); }) {
+    if (!forwarding_.gateway4().empty() || !forwarding_.gateway6().empty()) {
+      Log(LogLevel::kWarning,
+          "probe_forwarding: gateway4/gateway6 are ignored (probes leave through a pseudo next "
+          "hop with a permanent neighbour entry, so no host is on every probe's path)",
+          {{"gateway4", forwarding_.gateway4()}, {"gateway6", forwarding_.gateway6()}});
+    }
+  }
   ~HealthLoop() { Stop(); }
   // Stops evaluating; after a teardown also removes the probe forwarding
   // (tc filter, rules, routes, pins). Otherwise it stays for the next agent.
@@ -330,8 +337,6 @@ class HealthLoop {
       o.device = forwarding_.device();
       if (auto a = IpAddress::Parse(g.source_v4()); a.ok()) o.src4 = *a;
       if (auto a = IpAddress::Parse(g.source_v6()); a.ok()) o.src6 = *a;
-      if (auto a = IpAddress::Parse(forwarding_.gateway4()); a.ok()) o.gateway4 = *a;
-      if (auto a = IpAddress::Parse(forwarding_.gateway6()); a.ok()) o.gateway6 = *a;
       o.pin_dir = probe_pin_dir_;
       o.manage_routing = !forwarding_.external_routing();
       auto f = probes::ProbeForwarder::Open(o);

@@ -62,11 +62,21 @@ SRC4=198.18.0.1
 SRC6=2001:db8::1
 pt() { router "$PROBE_TOOL" "$@" --dev to-be1 --src4 $SRC4 --src6 $SRC6 --pin-dir $PIN; }
 
-pt attach --gw4 "$BE1_ADDR4" --gw6 "$BE1_ADDR6" || die "forwarder attach failed"
+pt attach || die "forwarder attach failed"
 grep -q tc_probe <<<"$(router tc filter show dev to-be1 egress)" || die "tc_probe is not on to-be1 egress"
 grep -q "fwmark 0x6c620000/0xffff0000 lookup 27746" <<<"$(router ip rule show)" || die "IPv4 fwmark rule missing"
 grep -q "fwmark 0x6c620000/0xffff0000 lookup 27746" <<<"$(router ip -6 rule show)" || die "IPv6 fwmark rule missing"
-grep -q "default via $BE1_ADDR4 dev to-be1" <<<"$(router ip route show table 27746)" || die "IPv4 probe route missing"
+# Probes leave through a pseudo next hop with a permanent neighbour entry,
+# never through a real host (whose failure would fail every probe).
+grep -q "default via 169.254.108.98 dev to-be1 .*onlink" <<<"$(router ip route show table 27746)" ||
+  die "IPv4 probe route missing: $(router ip route show table 27746)"
+grep -q "default via fe80::6c62 dev to-be1" <<<"$(router ip -6 route show table 27746)" ||
+  die "IPv6 probe route missing: $(router ip -6 route show table 27746)"
+mac=$(router cat /sys/class/net/to-be1/address 2>/dev/null || router ip -o link show to-be1 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
+grep -q "169.254.108.98 lladdr $mac PERMANENT" <<<"$(router ip neigh show dev to-be1)" ||
+  die "IPv4 pseudo next hop is not a permanent neighbour with to-be1's MAC ($mac): $(router ip neigh show dev to-be1)"
+grep -q "fe80::6c62 lladdr $mac PERMANENT" <<<"$(router ip -6 neigh show dev to-be1)" ||
+  die "IPv6 pseudo next hop is not a permanent neighbour: $(router ip -6 neigh show dev to-be1)"
 
 pt target --id 1 --addr "$BE1_ADDR4"
 pt target --id 2 --addr "$BE2_ADDR4"
@@ -155,7 +165,7 @@ grep -qE '^3 ok=0 fail=([6-9]|1[0-9]) ' <<<"$sched" || fail "scheduler: backend 
 log "restart: a new forwarder (fresh program, pinned maps) replaces the running one"
 filter_id() { local f; f=$(router tc filter show dev to-be1 egress); grep -o 'tc_probe.* id [0-9]*' <<<"$f" | awk '{print $NF}'; }
 old_id=$(filter_id)
-pt attach --gw4 "$BE1_ADDR4" --gw6 "$BE1_ADDR6" || fail "second attach failed"
+pt attach || fail "second attach failed"
 new_id=$(filter_id)
 [[ -n $new_id && $new_id != "$old_id" ]] || fail "program not replaced on restart (id $old_id -> $new_id)"
 log "program id $old_id -> $new_id"
@@ -173,6 +183,8 @@ pt detach || fail "detach failed"
 grep -q tc_probe <<<"$(router tc filter show dev to-be1 egress)" && fail "tc_probe still attached after detach"
 grep -q "lookup 27746" <<<"$(router ip rule show; router ip -6 rule show)" && fail "fwmark rule left after detach"
 grep -q . <<<"$(router ip route show table 27746 2>/dev/null; router ip -6 route show table 27746 2>/dev/null)" && fail "probe routes left after detach"
+grep -q "169.254.108.98\|fe80::6c62" <<<"$(router ip neigh show dev to-be1; router ip -6 neigh show dev to-be1)" &&
+  fail "pseudo next hop neighbours left after detach"
 router test -e "$PIN/probe_targets" && fail "maps still pinned after detach"
 SRC4=""
 ((FAILED == 0)) && log "PASS"

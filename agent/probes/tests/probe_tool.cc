@@ -1,7 +1,7 @@
 // probe_tool: drives a ProbeForwarder and single probes from the shell, for
 // the namespace test (probe_netns_test.sh). Runs in the router namespace.
 //
-//   probe_tool attach --dev D --src4 A --src6 A [--gw4 A] [--gw6 A] [--pin-dir P]
+//   probe_tool attach --dev D --src4 A --src6 A [--pin-dir P]
 //   probe_tool target --id N --addr A [--pin-dir P]      program a target
 //   probe_tool untarget --id N [--pin-dir P]
 //   probe_tool stats [--pin-dir P]                        verdict counters
@@ -131,8 +131,6 @@ int main(int argc, char** argv) {
   if (a.count("pin-dir")) o.pin_dir = a["pin-dir"];
   o.src4 = Addr(a, "src4", "0.0.0.0");
   o.src6 = Addr(a, "src6", "::");
-  if (a.count("gw4")) o.gateway4 = Addr(a, "gw4", "");
-  if (a.count("gw6")) o.gateway6 = Addr(a, "gw6", "");
   // Open() rewrites probe_settings: every command passes the same sources.
   auto f = ProbeForwarder::Open(o);
   if (!f.ok()) return Fail(std::string(f.status().message()));
