@@ -917,37 +917,39 @@ absl::StatusOr<v1::ApplyConfigResponse> StandaloneEngine::ApplyConfig(const v1::
 // ---- status ---------------------------------------------------------------------------
 
 absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
-  std::lock_guard<std::mutex> lock(mu_);
   v1::StatusResponse out;
-  out.set_config_generation(state_->generation());
-  out.set_last_map_update_unix_ms(health_.last_map_update_unix_ms);
-  out.set_interface(state_->config().global().interface());
-  out.set_agent_version(options_.agent_version);
-  *out.mutable_coordination() = coordination_;
-  if (out.coordination().mode().empty()) out.mutable_coordination()->set_mode("standalone");
-  if (announcement_.enabled()) *out.mutable_announcement() = announcement_;
-  if (!attached_if_.empty()) {
-    if (auto mode = dp_->AttachedMode(attached_if_); mode.ok()) {
-      out.set_attach_mode(std::string(AttachModeText(*mode)));
+  dataplane::Settings timeouts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (absl::Status s = StatusLocked(&out); !s.ok()) return s;
+    if (health_.torn_down) return out;
+    timeouts = image_.settings;
+  }
+  // The connection table is read outside mu_ (a million entries take about
+  // half a second), so writers and other readers of the engine do not wait
+  // for it; scans take turns among themselves. Backends whose id changed
+  // meanwhile show the new id's count: status is a view of a moment.
+  std::lock_guard<std::mutex> scan(flow_scan_mu_);
+  std::vector<uint64_t> flows(BALLAST_MAX_BACKENDS, 0);  // by backend id
+  auto seen = CountLiveFlows(timeouts, &flows);
+  if (!seen.ok()) return seen.status();
+  const size_t scan_limit =
+      options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
+  out.set_flows_read(*seen);
+  out.set_flows_partial(*seen >= scan_limit);
+  for (v1::VipStatus& vs : *out.mutable_vips()) {
+    for (v1::BackendStatus& bs : *vs.mutable_backends()) {
+      if (bs.backend_id() < flows.size()) bs.set_flows(flows[bs.backend_id()]);
     }
   }
-  if (health_.torn_down) return out;
+  return out;
+}
 
-  auto verdicts = dp_->Verdicts();
-  if (!verdicts.ok()) return verdicts.status();
-  for (int v = 0; v < BALLAST_V_MAX; ++v) {
-    (*out.mutable_verdicts())[std::string(
-        dataplane::VerdictName(static_cast<ballast_verdict>(v)))] = (*verdicts)[v];
-  }
-  auto limited = dp_->IcmpTooBigLimited();
-  if (!limited.ok()) return limited.status();
-  out.set_icmp_too_big_limited(*limited);
-
-  // Live flows per backend id (entries not yet expired by their state's
-  // timeout), from a read of the connection table.
-  std::vector<uint64_t> flows(BALLAST_MAX_BACKENDS, 0);  // by backend id
+absl::StatusOr<size_t> StandaloneEngine::CountLiveFlows(const dataplane::Settings& set,
+                                                        std::vector<uint64_t>* flows) const {
+  // Live flows per backend id: entries not yet expired by their state's
+  // timeout.
   const uint64_t now_ns = clock_->NowMonotonicNs();
-  const dataplane::Settings& set = image_.settings;
   auto count_flow = [&](const ballast_flow_key&, const ballast_flow& f) {
     uint64_t ttl = set.tcp_idle_ns;
     switch (f.state) {
@@ -963,15 +965,39 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
       default:
         break;
     }
-    if (f.last_seen_ns + ttl + BALLAST_TOUCH_NS < now_ns || f.backend_id >= flows.size()) return;
-    ++flows[f.backend_id];
+    if (f.last_seen_ns + ttl + BALLAST_TOUCH_NS < now_ns || f.backend_id >= flows->size()) return;
+    ++(*flows)[f.backend_id];
   };
   const size_t scan_limit =
       options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
-  auto seen = dp_->ForEachFlow(scan_limit, count_flow);
-  if (!seen.ok()) return seen.status();
-  out.set_flows_read(*seen);
-  out.set_flows_partial(*seen >= scan_limit);
+  return dp_->ForEachFlow(scan_limit, count_flow);
+}
+
+absl::Status StandaloneEngine::StatusLocked(v1::StatusResponse* status) const {
+  v1::StatusResponse& out = *status;
+  out.set_config_generation(state_->generation());
+  out.set_last_map_update_unix_ms(health_.last_map_update_unix_ms);
+  out.set_interface(state_->config().global().interface());
+  out.set_agent_version(options_.agent_version);
+  *out.mutable_coordination() = coordination_;
+  if (out.coordination().mode().empty()) out.mutable_coordination()->set_mode("standalone");
+  if (announcement_.enabled()) *out.mutable_announcement() = announcement_;
+  if (!attached_if_.empty()) {
+    if (auto mode = dp_->AttachedMode(attached_if_); mode.ok()) {
+      out.set_attach_mode(std::string(AttachModeText(*mode)));
+    }
+  }
+  if (health_.torn_down) return absl::OkStatus();
+
+  auto verdicts = dp_->Verdicts();
+  if (!verdicts.ok()) return verdicts.status();
+  for (int v = 0; v < BALLAST_V_MAX; ++v) {
+    (*out.mutable_verdicts())[std::string(
+        dataplane::VerdictName(static_cast<ballast_verdict>(v)))] = (*verdicts)[v];
+  }
+  auto limited = dp_->IcmpTooBigLimited();
+  if (!limited.ok()) return limited.status();
+  out.set_icmp_too_big_limited(*limited);
 
   std::map<std::string, const v1::BackendOverride*> overrides;
   for (const v1::BackendOverride& o : state_->overrides()) {
@@ -1032,7 +1058,6 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
       if (vi != nullptr) {
         if (auto it = vi->slots.find(id); it != vi->slots.end()) bs->set_table_slots(it->second);
       }
-      if (id < flows.size()) bs->set_flows(flows[id]);
       auto st = dp_->BackendStats(id);
       if (!st.ok()) return st.status();
       v1::BackendCounters* c = bs->mutable_counters();
@@ -1048,7 +1073,7 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
       c->set_resteered_away(st->resteered_away);
     }
   }
-  return out;
+  return absl::OkStatus();
 }
 
 // ---- audit, events, teardown ------------------------------------------------------------

@@ -338,6 +338,12 @@ class StandaloneEngine final : public Engine {
   // Reads the maps and programs `state` over them (start-up, and recovery
   // after a failed programming pass).
   absl::Status ReconcileLocked(const v1::State& state, ProgramStats* stats);
+  // GetStatus() but the flow counts (mu_ held).
+  absl::Status StatusLocked(v1::StatusResponse* out) const;
+  // Live flows per backend id from one read of the connection table (up to
+  // flow_scan_limit entries; no engine lock needed: map reads only).
+  absl::StatusOr<size_t> CountLiveFlows(const dataplane::Settings& timeouts,
+                                        std::vector<uint64_t>* flows) const;
   void Finish(const Actor& actor, const Mutation& m, const absl::Status& result,
               uint64_t generation);
   // Finds a backend of a VIP in the state; NOT_FOUND naming what is missing.
@@ -365,6 +371,8 @@ class StandaloneEngine final : public Engine {
   std::shared_ptr<coord::Store> store_;
 
   mutable std::mutex mu_;
+  // GetStatus()'s connection-table scans take turns (outside mu_).
+  mutable std::mutex flow_scan_mu_;
   std::unique_ptr<v1::State> state_;  // replaced whole by each commit
   int64_t revision_ = 0;              // the store's revision of state_
   v1::Coordination coordination_;     // guarded by mu_

@@ -5,9 +5,11 @@
 // attachment and the pins keep the program and maps alive, so an agent that
 // exits (or crashes) leaves traffic flowing. Detach()/Teardown() remove them.
 //
-// Thread-safety: one owner thread calls every method, with one exception:
+// Thread-safety: one owner thread calls every method, with two exceptions:
 // SetVipOwnerDeadline() and GetVipOwner() may be called from another thread
-// (a lease keep-alive) at any time between Open*() and destruction. The
+// (a lease keep-alive) at any time between Open*() and destruction, and so
+// may ForEachFlow() and Flows(), which only read the flows map through an fd
+// fixed at Open*() (the engine's status scan runs outside its lock). The
 // methods that write a VIP's `vips`/`vip_refs` entries (UpsertVip,
 // DeleteVip, SetVipOwnerDeadline) serialise on an internal mutex, so a VIP
 // update never writes back a deadline that a concurrent renewal or

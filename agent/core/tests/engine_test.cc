@@ -9,8 +9,11 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <functional>
 #include <memory>
 #include <set>
@@ -43,15 +46,17 @@ const v1::VipKey kVip6 = Key("2001:db8:10::10", 443);
 // pass or fail. Open() opens (or creates) a data plane pinned there.
 struct TestPins {
   std::string dir;
-  explicit TestPins(std::string_view name)
-      : dir("/sys/fs/bpf/ballast-core-" + std::string(name) + "-" + std::to_string(getpid())) {}
+  uint32_t flow_capacity = 4096;
+  explicit TestPins(std::string_view name, uint32_t flows = 4096)
+      : dir("/sys/fs/bpf/ballast-core-" + std::string(name) + "-" + std::to_string(getpid())),
+        flow_capacity(flows) {}
   ~TestPins() {
     if (auto dp = dataplane::Dataplane::Open(Options()); dp.ok()) (void)(*dp)->Teardown();
   }
   dataplane::Options Options() const {
     dataplane::Options o;
     o.pin_dir = dir;
-    o.flow_capacity = 4096;
+    o.flow_capacity = flow_capacity;
     return o;
   }
   std::unique_ptr<dataplane::Dataplane> Open() const {
@@ -716,6 +721,81 @@ TEST_CASE("Status counts each backend's live flows; a read stopped at the limit 
   CHECK(st->flows_read() == 10);
   CHECK(st->flows_partial());
   CHECK(st->vips(0).backends(0).flows() + st->vips(0).backends(1).flows() <= 10);
+}
+
+// The status read of a large connection table (a million entries take
+// about half a second) must not hold the engine: a change made while a scan
+// runs completes before the scan does. Shown by order of events, not by a
+// time limit: the change must return while the scan is still running.
+TEST_CASE("A change does not wait for a status read's flow scan") {
+  testing::RequireRoot();
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  constexpr uint32_t kFlows = 600'000;
+  const TestPins pins("scan", kFlows);
+  EngineOptions eo;
+  eo.state_file = dir.File("state.pb");
+  eo.audit_log = dir.File("audit.jsonl");
+  auto e = StandaloneEngine::Start(pins.Open(), eo, &clock, SmallConfig());
+  REQUIRE(e.ok());
+  auto tool = dataplane::Dataplane::OpenPinned(pins.dir);
+  REQUIRE(tool.ok());
+  {
+    std::vector<ballast_flow_key> keys(kFlows);
+    std::vector<ballast_flow> values(kFlows);
+    for (uint32_t i = 0; i < kFlows; ++i) {
+      ballast_flow_key& k = keys[i];
+      k = {};
+      const uint32_t client = htonl(0xc6130000u + i / 60000);  // 198.19.x.y
+      std::memcpy(k.src, &client, 4);
+      const uint32_t vip = htonl(0xc612000au);  // 198.18.0.10
+      std::memcpy(k.dst, &vip, 4);
+      k.sport = htons(static_cast<uint16_t>(1024 + i % 60000));
+      k.dport = htons(80);
+      k.proto = IPPROTO_TCP;
+      k.family = BALLAST_FAMILY_V4;
+      values[i] = {};
+      values[i].backend_id = 1;
+      values[i].state = BALLAST_FLOW_ESTABLISHED;
+    }
+    uint32_t n = kFlows;
+    REQUIRE(bpf_map_update_batch((*tool)->map_fd("flows"), keys.data(), values.data(), &n,
+                                 nullptr) == 0);
+    REQUIRE(n == kFlows);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto st = (*e)->GetStatus();
+  const auto idle_scan = std::chrono::steady_clock::now() - t0;
+  REQUIRE(st.ok());
+  REQUIRE(st->flows_read() >= kFlows * 99 / 100);  // the LRU may have kept a few out
+  const auto ms = [](auto d) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(d).count() / 1000.0;
+  };
+  // Not a time limit: the scan must be long enough for the order below to
+  // say something.
+  INFO("a status read of " << st->flows_read() << " flows took " << ms(idle_scan) << " ms");
+  REQUIRE(idle_scan > std::chrono::milliseconds(50));
+
+  std::atomic<bool> started{false}, done{false};
+  std::thread reader([&] {
+    started = true;
+    auto s = (*e)->GetStatus();
+    done = true;
+    CHECK(s.ok());
+  });
+  while (!started) std::this_thread::yield();
+  // Inside the scan (the locked part before it is microseconds).
+  std::this_thread::sleep_for(idle_scan / 5);
+  const bool scan_running_before = !done;
+  const auto w0 = std::chrono::steady_clock::now();
+  const absl::Status w = (*e)->SetWeight(kVip4, "198.18.1.1", 7, kOp);
+  const auto took = std::chrono::steady_clock::now() - w0;
+  const bool scan_running_after = !done;
+  reader.join();
+  INFO("the change took " << ms(took) << " ms while the scan ran");
+  REQUIRE(w.ok());
+  REQUIRE(scan_running_before);
+  CHECK(scan_running_after);
 }
 
 TEST_CASE("A corrupt state file stops the start; nothing is reset") {
