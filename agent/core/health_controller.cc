@@ -99,21 +99,37 @@ void HealthController::OnProbeResult(const std::string& id, const probes::ProbeR
   last_probe_[id] = absl::StrCat(result.ok ? "ok: " : "FAILED: ", result.detail);
 }
 
+ProbePlan PlanProbe(const v1::VipKey& vip, bool has_probe, const v1::ProbeSpec& probe) {
+  ProbePlan p;
+  p.port = static_cast<uint16_t>(probe.port() != 0 ? probe.port() : vip.port());
+  if (p.port == 0) {
+    p.none = "no probe port (a VIP of every port needs probe.port)";
+  } else if (vip.protocol() == v1::UDP && probe.kind() != v1::ProbeSpec::UDP &&
+             (!has_probe || probe.port() == 0)) {
+    p.none = "no UDP probe (probe { kind: UDP udp_request: ... })";
+  }
+  return p;
+}
+
 absl::Status HealthController::SyncTargets(const StandaloneEngine::HealthInputs& in) {
   std::map<std::string, probes::ProbeTarget> want;
   std::map<std::string, std::string> defs;
+  unprobed_.clear();
   for (const StandaloneEngine::HealthPool& pool : in.pools) {
     auto vip = IpAddress::Parse(pool.key.address());
     if (!vip.ok()) continue;
     for (const StandaloneEngine::HealthBackend& b : pool.backends) {
       if (b.backend_id == 0) continue;
-      // A VIP of every port needs the probe's own port.
-      if (pool.key.port() == 0 && b.probe.port() == 0) continue;
+      const ProbePlan plan = PlanProbe(pool.key, b.has_probe, b.probe);
+      if (!plan.none.empty()) {
+        unprobed_[TargetId(pool.key_text, b.address)] = plan.none;
+        continue;
+      }
       auto addr = IpAddress::Parse(b.address);
       if (!addr.ok()) continue;
       probes::ProbeTarget t;
       t.vip = *vip;
-      t.port = static_cast<uint16_t>(pool.key.port());
+      t.port = plan.port;
       t.backend = *addr;
       t.backend_id = b.backend_id;
       t.spec = b.probe;
@@ -330,7 +346,12 @@ absl::Status HealthController::Evaluate() {
           p != probes.end() && p->second.has_result) {
         bi.probe = p->second.summary;
       }
-      if (b.backend_id != 0) bi.counters = SnapshotOf(b.counters);
+      // The passive signals are TCP's (SYN retransmissions, client RSTs,
+      // handshake and first-response times, per new flow); a UDP flow has
+      // none of them, so a UDP pool's counters would only ever say "fine".
+      if (b.backend_id != 0 && pool.key.protocol() != v1::UDP) {
+        bi.counters = SnapshotOf(b.counters);
+      }
       input.backends.push_back(std::move(bi));
     }
     auto r = health::Next(prev, input, now, params);
@@ -363,7 +384,10 @@ absl::Status HealthController::Evaluate() {
       d.mark.set_weight_score(static_cast<uint32_t>(bs->applied_weight_score));
       d.mark.set_score(static_cast<uint32_t>(out.score));
       d.mark.set_state(std::string(out.state_name));
-      d.pin = out.state == health::HealthState::kPinned;
+      // Only a pin made in this evaluation: a backend that was pinned when
+      // the inputs were read may have been released since (the operator's
+      // `lbctl backend release`), and re-pinning it would undo that.
+      d.pin = out.state == health::HealthState::kPinned && b.mode != BackendMode::kPinned;
       decisions.push_back(d);
 
       // A weight change that no action explains (the score moved within
@@ -382,7 +406,14 @@ absl::Status HealthController::Evaluate() {
       bv.state = std::string(out.state_name);
       bv.ramp_percent = static_cast<uint32_t>(out.ramp_percent);
       bv.conditions = out.conditions;
-      if (auto lp = last_probe.find(TargetId(pool.key_text, b.address)); lp != last_probe.end()) {
+      const std::string id = TargetId(pool.key_text, b.address);
+      if (auto u = unprobed_.find(id); u != unprobed_.end()) {
+        // Nothing checks it but the passive signals: without them this
+        // evaluation, nobody knows.
+        bv.conditions.push_back("no_probe");
+        bv.last_probe = u->second;
+        if (!out.evaluated) bv.state = "unchecked";
+      } else if (auto lp = last_probe.find(id); lp != last_probe.end()) {
         bv.last_probe = lp->second;
       }
     }

@@ -50,6 +50,17 @@
 
 namespace ballast::core {
 
+// Whether a backend of `vip` is probed, at which port, or why not. A VIP of
+// every port (port 0) needs probe.port; a UDP VIP needs a UDP probe (or a
+// TCP-based one on its own probe.port: a TCP service beside the UDP one). A
+// backend without a probe shows `unchecked` in status while no passive
+// signal covers it either, never `healthy`.
+struct ProbePlan {
+  uint16_t port = 0;  // the port probed (probe.port, else the VIP's)
+  std::string none;   // non-empty: not probed, and why
+};
+ProbePlan PlanProbe(const v1::VipKey& vip, bool has_probe, const v1::ProbeSpec& probe);
+
 struct HealthControllerOptions {
   int probe_workers = 8;
   uint32_t mark_base = BALLAST_PROBE_MARK_BASE;
@@ -126,6 +137,7 @@ class HealthController {
   std::map<std::string, health::PoolState> pools_;  // by VIP text
   std::map<std::string, std::string> target_defs_;  // id -> serialized definition
   std::vector<probes::ProbeTarget> forwarded_;      // last given to forward_hook_
+  std::map<std::string, std::string> unprobed_;     // target id -> why it has no probe
   absl::Time last_now_ = absl::InfinitePast();      // the last evaluation's `now`
 };
 

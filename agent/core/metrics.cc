@@ -318,7 +318,8 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
                    [](const v1::BackendStatus& b) { return b.score(); });
     w.Family("ballast_backend_health", "gauge",
              "Always 1; the state label is what health checking decided (healthy, degraded, "
-             "ramping, down, pinned). Absent while health checking is off.");
+             "ramping, down, pinned; unchecked: no probe and no passive data). Absent while "
+             "health checking is off.");
     for (const BackendRow& r : rows) {
       if (r.b->health().empty()) continue;
       w.Sample("ballast_backend_health", absl::StrCat(r.labels, ",", Label("state", r.b->health())),

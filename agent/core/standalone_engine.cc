@@ -1209,6 +1209,7 @@ absl::StatusOr<StandaloneEngine::HealthInputs> StandaloneEngine::ReadHealthInput
         hb.has_mark = true;
         hb.mark = o->health();
       }
+      hb.has_probe = b.has_probe();
       hb.probe = b.probe();
       if (hb.backend_id != 0) {
         auto st = dp_->BackendStats(hb.backend_id);

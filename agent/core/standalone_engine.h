@@ -176,6 +176,7 @@ class StandaloneEngine final : public Engine {
     bool has_mark = false;
     v1::HealthMark mark;               // valid when has_mark
     ballast_backend_stats counters{};  // cumulative, summed over CPUs
+    bool has_probe = false;            // the config gives a probe spec (else the default)
     v1::ProbeSpec probe;
   };
   struct HealthPool {
@@ -197,7 +198,7 @@ class StandaloneEngine final : public Engine {
     std::string address;
     bool clear = false;  // remove the mark (health checking was turned off)
     v1::HealthMark mark;
-    bool pin = false;  // flap damping pinned it out
+    bool pin = false;  // flap damping pinned it out, in this evaluation
   };
   // One automated action: audited (actor "automation") and sent as an event.
   struct HealthRecord {
@@ -218,7 +219,8 @@ class StandaloneEngine final : public Engine {
   // last probe per backend and the fleet guard per VIP, shown by GetStatus().
   struct BackendHealthView {
     uint32_t score = 100;
-    std::string state;  // healthy | degraded | ramping | down | pinned
+    std::string state;  // healthy | degraded | ramping | down | pinned | unchecked (no probe, no
+                        // passive data)
     uint32_t ramp_percent = 100;
     std::vector<std::string> conditions;
     std::string last_probe;

@@ -42,12 +42,6 @@ struct CurlFree {
   void operator()(curl_slist* l) const { curl_slist_free_all(l); }
 };
 
-std::string Excerpt(const std::string& body) {
-  std::string e = absl::CHexEscape(body.substr(0, 80));
-  if (body.size() > 80) e += "...";
-  return Cat("\"", e, "\"");
-}
-
 class HttpProber : public Prober {
  public:
   explicit HttpProber(const v1::ProbeSpec& spec)

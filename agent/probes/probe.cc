@@ -30,6 +30,8 @@ absl::StatusOr<std::unique_ptr<Prober>> MakeProber(const v1::ProbeSpec& spec) {
       return MakeTlsProber(spec);
     case v1::ProbeSpec::GRPC:
       return MakeGrpcProber(spec);
+    case v1::ProbeSpec::UDP:
+      return MakeUdpProber(spec);
     default:
       return MakeTcpProber(spec);
   }

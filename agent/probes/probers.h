@@ -14,6 +14,7 @@ std::unique_ptr<Prober> MakeTcpProber(const v1::ProbeSpec& spec);
 absl::StatusOr<std::unique_ptr<Prober>> MakeHttpProber(const v1::ProbeSpec& spec);  // HTTP, HTTPS
 absl::StatusOr<std::unique_ptr<Prober>> MakeTlsProber(const v1::ProbeSpec& spec);
 absl::StatusOr<std::unique_ptr<Prober>> MakeGrpcProber(const v1::ProbeSpec& spec);
+std::unique_ptr<Prober> MakeUdpProber(const v1::ProbeSpec& spec);
 
 }  // namespace ballast::probes
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 #include "agent/dataplane/strcat.h"
 
@@ -108,6 +109,12 @@ absl::StatusOr<UniqueFd> ConnectTcp(const Endpoint& endpoint, Clock::time_point 
     return absl::UnavailableError(Cat("connect: ", std::strerror(err)));
   }
   return fd;
+}
+
+std::string Excerpt(const std::string& body) {
+  std::string e = absl::CHexEscape(body.substr(0, 80));
+  if (body.size() > 80) e += "...";
+  return Cat("\"", e, "\"");
 }
 
 }  // namespace ballast::probes

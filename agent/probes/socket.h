@@ -34,6 +34,9 @@ long MsLeft(Clock::time_point deadline);
 // "3.1 ms"
 std::string FormatLatency(std::chrono::nanoseconds d);
 
+// The first 80 bytes of a reply, C-escaped and quoted, for messages.
+std::string Excerpt(const std::string& body);
+
 }  // namespace ballast::probes
 
 #endif  // BALLAST_AGENT_PROBES_SOCKET_H_

@@ -84,6 +84,8 @@ const char* KindName(v1::ProbeSpec::Kind kind) {
       return "GRPC";
     case v1::ProbeSpec::TLS:
       return "TLS";
+    case v1::ProbeSpec::UDP:
+      return "UDP";
     default:
       return "unknown";
   }
@@ -93,12 +95,13 @@ absl::Status ValidateProbeSpec(const v1::ProbeSpec& spec, std::string_view field
   const Where at(field_path);
   if (!v1::ProbeSpec::Kind_IsValid(spec.kind())) {
     return at.Invalid("kind", Cat(static_cast<int>(spec.kind()),
-                                  " is not a probe kind (TCP, HTTP, HTTPS, GRPC, TLS)"));
+                                  " is not a probe kind (TCP, HTTP, HTTPS, GRPC, TLS, UDP)"));
   }
   const v1::ProbeSpec::Kind kind = KindOf(spec);
   const bool http = kind == v1::ProbeSpec::HTTP || kind == v1::ProbeSpec::HTTPS;
   const bool tls = kind == v1::ProbeSpec::HTTPS || kind == v1::ProbeSpec::TLS;
   const bool grpc = kind == v1::ProbeSpec::GRPC;
+  const bool udp = kind == v1::ProbeSpec::UDP;
   const std::string kind_name = KindName(kind);
 
   // Fields of other kinds are refused, so a typo in `kind` cannot silently
@@ -113,8 +116,11 @@ absl::Status ValidateProbeSpec(const v1::ProbeSpec& spec, std::string_view field
   if (!spec.http_host().empty()) s.Update(only(http, "http_host", "HTTP and HTTPS"));
   if (!spec.http_status().empty()) s.Update(only(http, "http_status", "HTTP and HTTPS"));
   if (!spec.http_method().empty()) s.Update(only(http, "http_method", "HTTP and HTTPS"));
-  if (!spec.body_contains().empty()) s.Update(only(http, "body_contains", "HTTP and HTTPS"));
-  if (!spec.body_regex().empty()) s.Update(only(http, "body_regex", "HTTP and HTTPS"));
+  if (!spec.body_contains().empty()) {
+    s.Update(only(http || udp, "body_contains", "HTTP, HTTPS and UDP"));
+  }
+  if (!spec.body_regex().empty()) s.Update(only(http || udp, "body_regex", "HTTP, HTTPS and UDP"));
+  if (!spec.udp_request().empty()) s.Update(only(udp, "udp_request", "UDP"));
   if (!spec.tls_ca_file().empty()) s.Update(only(tls, "tls_ca_file", "HTTPS and TLS"));
   if (spec.tls_insecure()) s.Update(only(tls, "tls_insecure", "HTTPS and TLS"));
   if (!spec.tls_server_name().empty()) s.Update(only(tls, "tls_server_name", "HTTPS and TLS"));
@@ -124,6 +130,10 @@ absl::Status ValidateProbeSpec(const v1::ProbeSpec& spec, std::string_view field
   if (!spec.grpc_expect().empty()) s.Update(only(grpc, "grpc_expect", "GRPC"));
   if (!s.ok()) return s;
 
+  if (spec.udp_request().size() > kMaxUdpRequest) {
+    return at.Invalid("udp_request", Cat("is ", spec.udp_request().size(), " bytes, at most ",
+                                         kMaxUdpRequest, " (one datagram within any path MTU)"));
+  }
   if (!spec.http_method().empty() && !IsToken(spec.http_method())) {
     return at.Invalid("http_method", Cat("\"", spec.http_method(),
                                          "\" is not an upper-case HTTP method (GET, HEAD, ...)"));

@@ -24,6 +24,10 @@ namespace ballast::probes {
 
 absl::Status ValidateProbeSpec(const v1::ProbeSpec& spec, std::string_view field_path);
 
+// Largest udp_request: one datagram that fits any path (1280-byte IPv6
+// minimum, less the outer header of the encapsulation and the headers).
+inline constexpr size_t kMaxUdpRequest = 1024;
+
 // Effective values (defaults applied).
 v1::ProbeSpec::Kind KindOf(const v1::ProbeSpec& spec);            // UNSPECIFIED -> TCP
 std::string HttpMethodOf(const v1::ProbeSpec& spec);              // "" -> "GET"

@@ -2,6 +2,8 @@
 // weights in the state, the file and the data plane; pins and the operator's
 // release; marks survive a restart; turning health checking off clears them;
 // HealthSettings validation.
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "agent/core/health_controller.h"
@@ -137,7 +139,7 @@ TEST_CASE("A pin evicts the backend; release clears it and leaves it down until 
   st = e->GetStatus();
   CHECK(B3(*st).state() == "active");
   CHECK(B3(*st).effective_weight() == 0);  // down until health checking promotes it
-  const v1::State state = e->State();  // FindOverride points into it
+  const v1::State state = e->State();      // FindOverride points into it
   const v1::BackendOverride* o = FindOverride(state, kVip4, kB3);
   REQUIRE(o != nullptr);
   CHECK_FALSE(o->pinned());
@@ -159,6 +161,86 @@ TEST_CASE("With health checking off, the controller clears every mark") {
   const v1::State state = e->State();
   CHECK(FindOverride(state, kVip4, kB3) == nullptr);
   RequireTableFollowsStatus(*e);
+}
+
+// The controller reads its inputs, runs the machine, then stores the
+// decisions; an operator's release can land in between. The decision must
+// not pin the backend again: only a pin the machine made in this very
+// evaluation is a pin to store (health_flap once saw the release undone).
+TEST_CASE("A release between the controller's read and its apply is not undone") {
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  v1::Config cfg = SmallConfig();
+  cfg.mutable_global()->mutable_health();
+  // Port-0 VIPs without probe ports: nothing is probed, so this test sends
+  // no packet anywhere.
+  for (v1::Vip& v : *cfg.mutable_vips()) v.mutable_key()->set_port(0);
+  auto e = StartEngine(dir, &clock, cfg);
+  const v1::VipKey any4 = Key("198.18.0.10", 0);
+  StandaloneEngine::HealthDecision pin = Mark(false, 100, 40, "pinned", /*pin=*/true);
+  pin.vip = any4;
+  REQUIRE(e->ApplyHealth({pin}, {{"pin", VipKeyText(any4), kB3, "{}", "pinned"}}).ok());
+
+  HealthControllerOptions o;
+  bool released = false;
+  o.decision_gate = [&](std::vector<StandaloneEngine::HealthDecision>* decisions,
+                        std::vector<StandaloneEngine::HealthRecord>*) {
+    const bool about_b3 = std::any_of(decisions->begin(), decisions->end(), [&](const auto& d) {
+      return d.address == kB3 && d.mark.state() == "pinned";
+    });
+    if (about_b3 && !released) released = e->Release(any4, kB3, kOp).ok();
+  };
+  HealthController hc(e.get(), &clock, std::move(o), nullptr);
+  REQUIRE(hc.Evaluate().ok());
+  REQUIRE(released);
+  {
+    const v1::State state = e->State();
+    const v1::BackendOverride* ov = FindOverride(state, any4, kB3);
+    REQUIRE(ov != nullptr);
+    CHECK_FALSE(ov->pinned());
+  }
+  // The next evaluation sees the release: down, not pinned, until promoted.
+  clock.AdvanceMs(200);
+  REQUIRE(hc.Evaluate().ok());
+  const v1::State state = e->State();
+  const v1::BackendOverride* ov = FindOverride(state, any4, kB3);
+  REQUIRE(ov != nullptr);
+  CHECK_FALSE(ov->pinned());
+  CHECK(ov->health().state() == "down");
+}
+
+// Which backends are probed, and at which port. Those that are not show
+// `unchecked` in status unless passive signals cover them.
+TEST_CASE("PlanProbe: port-0 VIPs need probe.port, UDP VIPs a UDP probe") {
+  auto spec = [](v1::ProbeSpec::Kind kind, uint32_t port) {
+    v1::ProbeSpec p;
+    p.set_kind(kind);
+    p.set_port(port);
+    return p;
+  };
+  const v1::VipKey tcp80 = Key("198.18.0.10", 80);
+  v1::VipKey tcp_any = Key("198.18.0.10", 0);
+  v1::VipKey udp53 = Key("198.18.0.10", 53);
+  udp53.set_protocol(v1::UDP);
+
+  CHECK(PlanProbe(tcp80, false, {}).none.empty());  // the default TCP connect
+  CHECK(PlanProbe(tcp80, false, {}).port == 80);
+  CHECK(PlanProbe(tcp80, true, spec(v1::ProbeSpec::HTTP, 8080)).port == 8080);
+
+  CHECK_THAT(PlanProbe(tcp_any, false, {}).none, Catch::Contains("needs probe.port"));
+  CHECK_THAT(PlanProbe(tcp_any, true, spec(v1::ProbeSpec::HTTP, 0)).none,
+             Catch::Contains("needs probe.port"));
+  CHECK(PlanProbe(tcp_any, true, spec(v1::ProbeSpec::HTTP, 80)).none.empty());
+  CHECK(PlanProbe(tcp_any, true, spec(v1::ProbeSpec::HTTP, 80)).port == 80);
+
+  // A UDP VIP: no TCP connect to a UDP port by default.
+  CHECK_THAT(PlanProbe(udp53, false, {}).none, Catch::Contains("no UDP probe"));
+  CHECK_THAT(PlanProbe(udp53, true, spec(v1::ProbeSpec::TCP, 0)).none,
+             Catch::Contains("no UDP probe"));
+  CHECK(PlanProbe(udp53, true, spec(v1::ProbeSpec::UDP, 0)).none.empty());
+  CHECK(PlanProbe(udp53, true, spec(v1::ProbeSpec::UDP, 0)).port == 53);
+  // A TCP service beside the UDP one, on its own port (DNS over TCP).
+  CHECK(PlanProbe(udp53, true, spec(v1::ProbeSpec::TCP, 53)).none.empty());
 }
 
 TEST_CASE("HealthSettings: every field's range and the rules between fields") {

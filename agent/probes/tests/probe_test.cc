@@ -1,5 +1,14 @@
 // Every probe kind against real servers on loopback: success and each
 // failure mode, with the detail an operator reads.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+
 #include <catch2/catch.hpp>
 
 #include <google/protobuf/text_format.h>
@@ -54,6 +63,89 @@ TEST_CASE("TCP: connect, refused, timeout") {
   CHECK_THAT(timeout.detail, Catch::Contains("SYN not answered"));
   CHECK(Clock::now() - start < std::chrono::milliseconds(1000));
   CHECK(timeout.latency >= std::chrono::milliseconds(250));
+}
+
+// A UDP server on loopback for the UDP probe: answers each datagram with
+// "<name> <datagram>", or stays silent.
+class UdpEcho {
+ public:
+  UdpEcho(std::string name, bool answer) : name_(std::move(name)), answer_(answer) {
+    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~UdpEcho() {
+    stop_ = true;
+    shutdown(fd_, SHUT_RDWR);  // wakes recvfrom
+    thread_.join();
+    close(fd_);
+  }
+  int port() const { return port_; }
+  int received() const { return received_; }
+
+ private:
+  void Serve() {
+    char buf[2048];
+    for (;;) {
+      sockaddr_storage from{};
+      socklen_t len = sizeof from;
+      const ssize_t n = recvfrom(fd_, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
+      if (n < 0 || stop_) return;  // (0 is an empty datagram)
+      ++received_;
+      if (!answer_) continue;
+      const std::string reply = name_ + " " + std::string(buf, static_cast<size_t>(n));
+      sendto(fd_, reply.data(), reply.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
+    }
+  }
+  std::string name_;
+  bool answer_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<int> received_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST_CASE("UDP: reply, body assertions, refused, silence") {
+  UdpEcho echo("b1", true);
+  auto ok = RunSpec(R"(kind: UDP udp_request: "ping\x00" body_contains: "b1 ping")", echo.port());
+  CHECK(ok.ok);
+  CHECK_THAT(ok.detail, Catch::StartsWith("UDP reply of 8 bytes from 127.0.0.1:" +
+                                          std::to_string(echo.port()) + " (direct) in "));
+  CHECK(echo.received() == 1);
+  CHECK(RunSpec(R"(kind: UDP udp_request: "q" body_regex: "^b[0-9] q$")", echo.port()).ok);
+  CHECK(RunSpec("kind: UDP", echo.port()).ok);  // an empty datagram, any reply
+
+  auto wrong = RunSpec(R"(kind: UDP udp_request: "ping" body_contains: "b2")", echo.port());
+  CHECK_FALSE(wrong.ok);
+  CHECK_THAT(wrong.detail, Catch::Contains("reply does not contain \"b2\" (reply \"b1 ping\")"));
+  auto unmatched = RunSpec(R"(kind: UDP udp_request: "ping" body_regex: "^pong")", echo.port());
+  CHECK_FALSE(unmatched.ok);
+  CHECK_THAT(unmatched.detail, Catch::Contains("does not match /^pong/"));
+
+  // Nothing bound to the port: the kernel's ICMP port unreachable.
+  UdpEcho* gone = new UdpEcho("b9", true);
+  const int closed = gone->port();
+  delete gone;
+  auto refused = RunSpec(R"(kind: UDP udp_request: "ping")", closed);
+  CHECK_FALSE(refused.ok);
+  CHECK_THAT(refused.detail, Catch::Contains("refused (ICMP port unreachable"));
+
+  UdpEcho silent("b2", false);
+  const auto start = Clock::now();
+  auto timeout = RunSpec(R"(kind: UDP udp_request: "ping")", silent.port(), 300);
+  CHECK_FALSE(timeout.ok);
+  CHECK_THAT(timeout.detail, Catch::Contains("no reply within"));
+  CHECK(timeout.latency >= std::chrono::milliseconds(250));
+  CHECK(Clock::now() - start < std::chrono::milliseconds(1000));
+  CHECK(silent.received() == 1);
 }
 
 TEST_CASE("HTTP: status, body, regex, user agent, timeout") {

@@ -42,6 +42,10 @@ TEST_CASE("valid specs of every kind pass") {
   CHECK(ValidateProbeSpec(Spec("kind: HTTPS tls_insecure: true tls_server_name: \"web.test\""), "p")
             .ok());
   CHECK(ValidateProbeSpec(Spec("kind: TLS tls_ca_file: \"/dev/null\""), "p").ok());
+  CHECK(ValidateProbeSpec(Spec("kind: UDP udp_request: \"\\x00\\x01ping\" body_contains: \"pong\" "
+                               "body_regex: \"^pong [0-9]+$\""),
+                          "p")
+            .ok());
   CHECK(ValidateProbeSpec(Spec(Grpc("grpc_request_text: \"from: 'probe'\" "
                                     "grpc_expect: 'name == \"b1\"' grpc_expect: 'healthy == true' "
                                     "grpc_expect: 'message contains \"from b1\"'")),
@@ -57,8 +61,16 @@ TEST_CASE("errors name the field and the problem") {
         "vips[0].backends[1].probe.http_method: \"get me\" is not an upper-case HTTP method "
         "(GET, HEAD, ...)");
   CHECK(Error("kind: TCP body_regex: \"x\"") ==
-        "vips[0].backends[1].probe.body_regex: is only used by HTTP and HTTPS probes (this probe "
-        "is TCP)");
+        "vips[0].backends[1].probe.body_regex: is only used by HTTP, HTTPS and UDP probes (this "
+        "probe is TCP)");
+  CHECK(Error("kind: HTTP udp_request: \"x\"") ==
+        "vips[0].backends[1].probe.udp_request: is only used by UDP probes (this probe is HTTP)");
+  CHECK(Error("kind: UDP udp_request: \"" + std::string(1025, 'x') + "\"") ==
+        "vips[0].backends[1].probe.udp_request: is 1025 bytes, at most 1024 (one datagram within "
+        "any path MTU)");
+  CHECK(Error("kind: UDP http_path: \"/\"") ==
+        "vips[0].backends[1].probe.http_path: is only used by HTTP and HTTPS probes (this probe "
+        "is UDP)");
   CHECK(Error("kind: HTTP tls_insecure: true") ==
         "vips[0].backends[1].probe.tls_insecure: is only used by HTTPS and TLS probes (this probe "
         "is HTTP)");
