@@ -100,7 +100,8 @@ EffectiveTimeouts TimeoutsOf(const v1::Global& g) {
   const v1::Timeouts& t = g.timeouts();
   return EffectiveTimeouts{t.tcp_idle_s() ? t.tcp_idle_s() : 300,
                            t.udp_idle_s() ? t.udp_idle_s() : 30, t.linger_s() ? t.linger_s() : 10,
-                           t.syn_idle_s() ? t.syn_idle_s() : 5};
+                           t.syn_idle_s() ? t.syn_idle_s() : 5,
+                           t.syn_retry_ms() ? t.syn_retry_ms() : 200};
 }
 
 uint32_t DrainTimeoutOf(const v1::Global& g) {
@@ -369,6 +370,15 @@ absl::Status ValidateGlobal(const v1::Global& g, const FieldPath& at) {
   }
   if (auto s = CheckOptionalRange(t.syn_idle_s(), 1, 600, 5, tat.Child("syn_idle_s")); !s.ok()) {
     return s;
+  }
+  if (auto s = CheckOptionalRange(t.syn_retry_ms(), 10, 60000, 200, tat.Child("syn_retry_ms"));
+      !s.ok()) {
+    return s;
+  }
+  if (const EffectiveTimeouts e = TimeoutsOf(g); e.syn_retry_ms >= uint64_t{e.syn_idle_s} * 1000) {
+    return tat.Child("syn_retry_ms")
+        .Invalid(absl::StrCat(e.syn_retry_ms, " ms is not below syn_idle_s (", e.syn_idle_s,
+                              " s): a handshake is forgotten before its SYN could be retried"));
   }
   if (auto s = CheckOptionalRange(g.drain_timeout_s(), 1, 86400, 300, at.Child("drain_timeout_s"));
       !s.ok()) {

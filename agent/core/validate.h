@@ -38,7 +38,7 @@ inline constexpr uint32_t kMaxNameBytes = 256;
 // ---- effective values (0 = default) ---------------------------------------------
 uint32_t EffectiveTableSize(const v1::Vip& vip);
 struct EffectiveTimeouts {
-  uint32_t tcp_idle_s, udp_idle_s, linger_s, syn_idle_s;
+  uint32_t tcp_idle_s, udp_idle_s, linger_s, syn_idle_s, syn_retry_ms;
 };
 EffectiveTimeouts TimeoutsOf(const v1::Global& global);
 uint32_t DrainTimeoutOf(const v1::Global& global);  // seconds, default 300

@@ -601,9 +601,21 @@ absl::Status Dataplane::SetSettings(const Settings& s) {
                                           " is out of range 1..", s.icmp_too_big_per_s,
                                           " (the rate per second)"));
   }
-  // The budget first: a failure leaves the settings map as it was.
+  if (s.syn_retry_ns >= s.syn_idle_ns) {
+    return absl::InvalidArgumentError(Cat("SYN retry age ", s.syn_retry_ns,
+                                          " ns is not below the syn idle timeout ", s.syn_idle_ns,
+                                          " ns"));
+  }
+  // The budget and the handshake settings first: a failure leaves the
+  // settings map as it was.
   if (absl::Status st = SetIcmpBudget(s.icmp_too_big_per_s, s.icmp_too_big_burst); !st.ok()) {
     return st;
+  }
+  ballast_handshake_settings hs = {};
+  hs.syn_retry_ns = s.syn_retry_ns;
+  const uint32_t zero = 0;
+  if (bpf_map_update_elem(map_fd("handshake_settings"), &zero, &hs, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, "writing the handshake_settings map");
   }
   ballast_settings v = {};
   std::memcpy(v.src4, s.src4.bytes().data(), sizeof(v.src4));
@@ -636,6 +648,11 @@ absl::StatusOr<Settings> Dataplane::GetSettings() const {
   s.linger_ns = v.linger_ns;
   s.syn_idle_ns = v.syn_idle_ns;
   s.fib_ttl_ns = v.fib_ttl_ns;
+  ballast_handshake_settings hs = {};
+  if (bpf_map_lookup_elem(map_fd("handshake_settings"), &key, &hs) != 0) {
+    return ErrnoStatus(errno, "reading the handshake_settings map");
+  }
+  s.syn_retry_ns = hs.syn_retry_ns;
   // Every CPU holds the same configuration; CPU 0's is read back.
   auto budget = ReadPerCpu<ballast_icmp_budget>(map_fd("icmp_budget"), 0, "icmp_budget");
   if (!budget.ok()) return budget.status();

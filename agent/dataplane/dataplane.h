@@ -23,7 +23,8 @@
 // /sys/fs/bpf/ballast):
 //  - Each map of the program is pinned at <pin_dir>/<map name> (names are the
 //    ABI names: vips, vip_refs, vip_filter, backends, maglev_tables, flows, handshakes,
-//    settings, icmp_budget, nexthops, backend_stats, vip_stats, verdicts, clock_cache). Open()
+//    settings, handshake_settings, icmp_budget, nexthops, backend_stats, vip_stats, verdicts,
+//    clock_cache). Open()
 //    reuses the pinned maps when they exist (their contents, including the flow table, survive) and
 //    pins the ones that do not. The program is pinned at <pin_dir>/prog_xdp_lb.
 //  - Restart with the same build: the pinned program is *adopted* (prog_fd()
@@ -106,7 +107,10 @@ struct Settings {
   uint64_t udp_idle_ns = 30'000'000'000ull;       // UDP flow idle timeout: 30 s
   uint64_t linger_ns = 10'000'000'000ull;         // after FIN/RST: 10 s
   uint64_t syn_idle_ns = 5'000'000'000ull;        // unfinished handshake forgotten after 5 s
-  uint64_t fib_ttl_ns = 1'000'000'000ull;         // cached next hop trusted for 1 s
+  // A repeated SYN this long after the last one goes to the next choice
+  // (0 = never); in the `handshake_settings` map.
+  uint64_t syn_retry_ns = 200'000'000ull;
+  uint64_t fib_ttl_ns = 1'000'000'000ull;  // cached next hop trusted for 1 s
   // ICMP too-big answers per second on each CPU (0 = no limit), and how many
   // may go out back to back (1..per_s). Kept in the `icmp_budget` map.
   uint32_t icmp_too_big_per_s = kDefaultIcmpTooBigPerS;

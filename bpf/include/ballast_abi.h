@@ -228,6 +228,24 @@ struct ballast_settings {
 	__u64 fib_ttl_ns;  /* how long a cached next hop is trusted */
 };
 
+/* Value of the single-entry `handshake_settings` array (key 0): settings of
+ * the handshake slots added after `settings` was pinned by earlier builds
+ * (a separate map keeps that one's layout). `reserved` is zero: room for
+ * later settings without another layout change. */
+struct ballast_handshake_settings {
+	/* A pure SYN whose slot holds an earlier SYN of its connection at least
+	 * this old (the client got no SYN-ACK and retransmitted) goes to the
+	 * flow's next choice (ballast_choice_hash) instead of the backend that
+	 * did not answer. 0 = never. */
+	__u64 syn_retry_ns;
+	__u64 reserved[3];
+};
+
+/* The flow's choices after the table's pick: choice seeds 1..this are
+ * tried, in order, for a backend that is neither the table's pick nor the
+ * one the last SYN went to. */
+#define BALLAST_CHOICE_SEEDS 8
+
 /* ---- ICMP too-big rate limit ------------------------------------------- */
 
 /* Value of the per-CPU `icmp_budget` array (key 0): how many ICMP too-big

@@ -82,6 +82,22 @@ BALLAST_HASH_INLINE __u32 ballast_word(const __u8 *p)
 #endif
 }
 
+/* The slot a flow's choice `seed` (1..BALLAST_CHOICE_SEEDS) looks up in a
+ * Maglev table of M entries is ballast_choice_hash(flow hash, seed) % M: a
+ * 32-bit finalizer (murmur3's fmix32) of the flow hash and the seed, so
+ * every router derives the same choices from the same table. */
+BALLAST_HASH_INLINE __u32 ballast_choice_hash(__u32 flow_hash, __u32 seed)
+{
+	__u32 h = flow_hash + seed * 0x9e3779b9u;
+
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
 /* Hash of a flow key. Only src, dst, sport, dport, proto and family count. */
 BALLAST_HASH_INLINE __u32 ballast_flow_hash(const struct ballast_flow_key *k)
 {

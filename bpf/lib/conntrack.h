@@ -18,7 +18,11 @@
  *    next packet is re-steered.
  *  - A handshake under way follows the current table: a repeated SYN goes to
  *    the backend the table picks now, and counts as a SYN retransmission
- *    against the backend that did not answer. The client's ACK that
+ *    against the backend that did not answer. When the slot's SYN is at
+ *    least syn_retry_ns old (the client's retransmission, not a duplicate),
+ *    it goes to the flow's next choice instead (maglev_next_choice): a host
+ *    that stopped answering costs a connection one retransmission, not one
+ *    per retransmission until the health checks catch up. The client's ACK that
  *    completes the handshake stays with the backend the SYN went to (its
  *    slot), and creates the `flows` entry.
  *  - A SYN on a tuple that has a `flows` entry is a new connection: the
@@ -203,6 +207,20 @@ handshake_victim(struct ballast_handshake_set *set, const struct ballast_setting
 	return v;
 }
 
+/* Whether the SYN in slot `h` is old enough (settings' syn_retry_ns) that
+ * this repeated SYN is the client's retransmission, not a duplicate. */
+static __always_inline int syn_retry_due(const struct ballast_handshake *h, __u64 now)
+{
+	struct ballast_handshake_settings *hs;
+	__u32 zero = 0;
+
+	hs = bpf_map_lookup_elem(&handshake_settings, &zero);
+	if (!hs || hs->syn_retry_ns == 0)
+		return 0;
+	return handshake_time(now) - h->syn_time >=
+	       (__u32)(hs->syn_retry_ns >> BALLAST_HANDSHAKE_TIME_SHIFT);
+}
+
 /* Fills slot `h` in two 8-byte stores, time first (see struct
  * ballast_handshake). */
 static __always_inline void handshake_write(struct ballast_handshake *h, const struct pkt *p,
@@ -210,6 +228,50 @@ static __always_inline void handshake_write(struct ballast_handshake *h, const s
 {
 	*(__u64 *)&h->ports = *(const __u32 *)&p->key.sport | (__u64)handshake_time(now) << 32;
 	*(__u64 *)&h->hash = p->hash | (__u64)id << 32;
+}
+
+/* Where a retransmitted SYN goes when its last SYN went to `last` and got
+ * no answer, `first` being the table's pick now. The flow's second and
+ * third choices are the first two usable backends, over choice seeds
+ * 1..BALLAST_CHOICE_SEEDS of the same table, other than `first`. Then:
+ * after `first`, the second; after the second, the third; after anything
+ * else (the third, or a backend the table no longer picks), `first`. So
+ * the choices go first, second, third, first..., the same on every router;
+ * `first` when there is no other. */
+static __always_inline __u32 maglev_next_choice(__u32 vip_id, struct pkt *p, __u32 first,
+						__u32 last)
+{
+	__u32 zero = 0, idx, *m, *id, seed, second = BALLAST_INVALID_ID, third = BALLAST_INVALID_ID;
+	struct ballast_backend *be;
+	void *table;
+
+	table = bpf_map_lookup_elem(&maglev_tables, &vip_id);
+	if (!table)
+		return first;
+	m = bpf_map_lookup_elem(table, &zero);
+	if (!m || *m == 0)
+		return first;
+#pragma unroll
+	for (seed = 1; seed <= BALLAST_CHOICE_SEEDS; seed++) {
+		idx = ballast_choice_hash(flow_hash_of(p), seed) % *m + 1;
+		id = bpf_map_lookup_elem(table, &idx);
+		if (!id || *id == BALLAST_INVALID_ID || *id == first || *id == second)
+			continue;
+		be = bpf_map_lookup_elem(&backends, id);
+		if (!backend_usable(be))
+			continue;
+		if (second == BALLAST_INVALID_ID) {
+			second = *id;
+			continue;
+		}
+		third = *id;
+		break;
+	}
+	if (last == first)
+		return second != BALLAST_INVALID_ID ? second : first;
+	if (last == second)
+		return third != BALLAST_INVALID_ID ? third : first;
+	return first;
 }
 
 /* A pure SYN: a new connection (the `flows` entry of its tuple, if any, is
@@ -236,6 +298,10 @@ static __always_inline __u32 handshake_syn(const struct ballast_vip_meta *vip, s
 	}
 	if (id == BALLAST_INVALID_ID)
 		return id;
+	if (h && syn_retry_due(h, now))
+		/* The client got no SYN-ACK within the retry age: not to the
+		 * backend that did not answer again, to the next choice. */
+		id = maglev_next_choice(vip->vip_id, p, id, old);
 	if (id != old)
 		count_new_flow(id);
 	if (!h && set)

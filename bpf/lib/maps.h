@@ -150,6 +150,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } clock_cache SEC(".maps");
 
+/* Handshake-slot settings added later (struct ballast_handshake_settings). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ballast_handshake_settings);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} handshake_settings SEC(".maps");
+
 /* enum ballast_verdict -> packets. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

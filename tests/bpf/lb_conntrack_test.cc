@@ -173,6 +173,110 @@ TEST_CASE("A SYN on a tuple with a flow is a new connection: the flow is replace
   CHECK(fx.Flow(kKey)->backend_id == 2);
 }
 
+// Ages the SYN in `key`'s slot by `ns` (as if it had been sent that long
+// before the last one).
+void AgeHandshake(LbFixture& fx, const ballast_flow_key& key, uint64_t ns) {
+  ballast_handshake_set set = fx.HandshakeSet(key);
+  bool found = false;
+  for (ballast_handshake& h : set.way) {
+    if (h.backend_id != BALLAST_INVALID_ID && h.hash == ballast_flow_hash(&key)) {
+      h.syn_time -= static_cast<uint32_t>(ns >> BALLAST_HANDSHAKE_TIME_SHIFT);
+      found = true;
+    }
+  }
+  REQUIRE(found);
+  fx.SetHandshakeSet(key, set);
+}
+
+// The client got no SYN-ACK and retransmitted: after syn_retry_ns (200 ms
+// by default, below Linux's 1 s initial RTO), the repeated SYN goes to the
+// flow's next choice, not to the backend that did not answer. A repeat
+// sooner is a duplicate and stays. The choices are the same on every
+// router (the table and ballast_choice_hash), never an unusable backend.
+TEST_CASE("A retransmitted SYN goes to the flow's next choice", "[lb][conntrack][retry]") {
+  LbFixture fx;
+  SetUpLab(fx);  // kVipTcp4: a cycling table over backends 1, 2, 3
+  const uint64_t retry_ns = dataplane::Settings{}.syn_retry_ns;
+  REQUIRE(retry_ns == 200'000'000ull);
+  // A client port whose flow has three distinct choices (most have).
+  uint16_t port = 42000;
+  ballast_flow_key key;
+  uint32_t first = 0, second = 0, third = 0;
+  for (; port < 42100; ++port) {
+    key = FlowKey(Lab::Client4(), Lab::Vip4(), port, 80, IPPROTO_TCP);
+    first = fx.Predict(kVipTcp4, key);
+    second = fx.PredictNext(kVipTcp4, key, first, first);
+    third = fx.PredictNext(kVipTcp4, key, first, second);
+    if (second != first && third != first && third != second) break;
+  }
+  INFO("port " << port << ": choices " << first << ", " << second << ", " << third);
+  REQUIRE(port < 42050);
+  const auto seg = [&](uint8_t flags, uint32_t seq, uint32_t ack) {
+    return FromClient4().Tcp(port, 80, flags, seq, ack).Build();
+  };
+
+  REQUIRE(BackendOf(fx, fx.Run(seg(tcp::kSyn, 100, 0))) == first);
+  SECTION("a repeat under the retry age is a duplicate: same backend") {
+    // 20 ms under it: the time this test itself takes between the two SYNs
+    // adds to the age.
+    AgeHandshake(fx, key, retry_ns - 20'000'000ull);
+    CHECK(BackendOf(fx, fx.Run(seg(tcp::kSyn, 100, 0))) == first);
+    CHECK(fx.BackendStats(first).syn_retransmits == 1);
+    CHECK(fx.Handshake(key)->backend_id == first);
+  }
+  SECTION("at the retry age: the next choice, and the ACK follows it") {
+    AgeHandshake(fx, key, retry_ns);
+    const Outcome o = fx.Run(seg(tcp::kSyn, 100, 0));
+    REQUIRE(o.verdict == BALLAST_V_TX);
+    CHECK(BackendOf(fx, o) == second);
+    CHECK(fx.BackendStats(first).syn_retransmits == 1);  // counted on the one that was silent
+    CHECK(fx.BackendStats(second).new_flows == 1);
+    CHECK(fx.Handshake(key)->backend_id == second);
+    // A third SYN a retry age later: neither the first nor the second; a
+    // fourth: the first again.
+    AgeHandshake(fx, key, retry_ns);
+    CHECK(BackendOf(fx, fx.Run(seg(tcp::kSyn, 100, 0))) == third);
+    CHECK(fx.BackendStats(second).syn_retransmits == 1);
+    CHECK(fx.PredictNext(kVipTcp4, key, first, third) == first);
+    CHECK(BackendOf(fx, fx.Run(seg(tcp::kAck, 101, 5001))) == third);
+    const auto f = fx.Flow(key);
+    REQUIRE(f);
+    CHECK(f->backend_id == third);
+    CHECK(fx.BackendStats(third).handshake_count == 1);
+  }
+  SECTION("an unusable next choice is skipped") {
+    fx.SetBackendState(second, BALLAST_BACKEND_EVICTED);
+    AgeHandshake(fx, key, retry_ns);
+    const uint32_t want = fx.PredictNext(kVipTcp4, key, first, first, {second});
+    CHECK(want != second);
+    CHECK(BackendOf(fx, fx.Run(seg(tcp::kSyn, 100, 0))) == want);
+  }
+  SECTION("the table moved the flow off the silent backend: its new pick") {
+    // (health checking demoted it between the two SYNs)
+    std::vector<uint32_t> others;
+    for (uint32_t id : {1u, 2u, 3u}) {
+      if (id != first) others.push_back(id);
+    }
+    fx.SetTable(kVipTcp4, CyclingTable(others));
+    const uint32_t now_first = fx.Predict(kVipTcp4, key);
+    REQUIRE(now_first != first);
+    AgeHandshake(fx, key, retry_ns);
+    CHECK(BackendOf(fx, fx.Run(seg(tcp::kSyn, 100, 0))) == now_first);
+  }
+  SECTION("no other backend: the SYN stays where it was") {
+    fx.SetUniformTable(kVipTcp4, first);
+    AgeHandshake(fx, key, retry_ns);
+    CHECK(BackendOf(fx, fx.Run(seg(tcp::kSyn, 100, 0))) == first);
+  }
+  SECTION("syn_retry_ns 0 turns it off") {
+    dataplane::Settings s = *fx.dp().GetSettings();
+    s.syn_retry_ns = 0;
+    fx.SetSettings(s);
+    AgeHandshake(fx, key, retry_ns * 2);
+    CHECK(BackendOf(fx, fx.Run(seg(tcp::kSyn, 100, 0))) == first);
+  }
+}
+
 TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
           "[lb][conntrack][handshake]") {
   LbFixture fx;

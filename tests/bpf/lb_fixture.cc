@@ -1,5 +1,7 @@
 #include "tests/bpf/lb_fixture.h"
 
+#include <algorithm>
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -169,6 +171,21 @@ Outcome LbFixture::Run(const Bytes& frame, uint32_t ingress_ifindex) {
   REQUIRE(moved == 1);
   REQUIRE(o.verdict != BALLAST_V_MAX);
   return o;
+}
+
+uint32_t LbFixture::PredictNext(uint32_t vip_id, const ballast_flow_key& key, uint32_t first,
+                                uint32_t last, const std::set<uint32_t>& unusable) const {
+  const auto& t = tables_.at(vip_id);
+  const uint32_t hash = ballast_flow_hash(&key);
+  std::vector<uint32_t> next;  // the second and third choices
+  for (uint32_t seed = 1; seed <= BALLAST_CHOICE_SEEDS && next.size() < 2; ++seed) {
+    const uint32_t id = t[ballast_choice_hash(hash, seed) % t.size()];
+    if (id == BALLAST_INVALID_ID || id == first || unusable.count(id)) continue;
+    if (std::find(next.begin(), next.end(), id) == next.end()) next.push_back(id);
+  }
+  if (last == first) return next.empty() ? first : next[0];
+  if (!next.empty() && last == next[0]) return next.size() > 1 ? next[1] : first;
+  return first;
 }
 
 uint32_t LbFixture::Predict(uint32_t vip_id, const ballast_flow_key& key) const {

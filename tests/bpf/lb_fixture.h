@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -106,6 +107,13 @@ class LbFixture {
   // ---- CHECK ----
   // The backend the table of vip_id picks for `key` (ballast_flow_hash % M).
   uint32_t Predict(uint32_t vip_id, const ballast_flow_key& key) const;
+  // Where a retransmitted SYN goes after `last`, the table's pick being
+  // `first` (maglev_next_choice, written again from its comment): the
+  // second and third choices are the first two backends over choice seeds
+  // 1..BALLAST_CHOICE_SEEDS not in `unusable` and other than `first`;
+  // after `first` the second, after the second the third, else `first`.
+  uint32_t PredictNext(uint32_t vip_id, const ballast_flow_key& key, uint32_t first, uint32_t last,
+                       const std::set<uint32_t>& unusable = {}) const;
   // Backend id whose address is `outer_dst` (0 if none).
   uint32_t BackendAt(const Addr& outer_dst) const;
   std::optional<ballast_flow> Flow(const ballast_flow_key& key) const;

@@ -9,7 +9,8 @@ Connection: close), for a bounded time, and records one line per attempt:
 `backend` is parsed from the test backend's (or nginx's) answer. The run
 stops by itself after --seconds; SIGTERM stops it early. At the end a JSON
 summary goes to stdout: attempts, ok, failed, failures by error, answers by
-backend.
+backend; for fresh connections also the longest connect time, the 99th
+percentile and how many took 1 s or more (a retransmitted SYN).
 
 Only for lab addresses (198.18.0.0/15, 2001:db8::/32): anything else is
 refused.
@@ -26,12 +27,17 @@ import time
 LAB_NETS = [ipaddress.ip_network("198.18.0.0/15"), ipaddress.ip_network("2001:db8::/32")]
 
 
-def one(addr, port, host_header, timeout):
+def one(addr, port, host_header, timeout, connect_times):
     fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
-        s.connect((addr, port))
+        t0 = time.time()
+        try:
+            s.connect((addr, port))
+        except socket.timeout:
+            return False, "connect_timeout"
+        connect_times.append(time.time() - t0)  # list.append is atomic
         s.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nUser-Agent: connload\r\n"
                    "Connection: close\r\n\r\n" % host_header).encode())
         data = b""
@@ -143,6 +149,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     lock = threading.Lock()
     lines = []
+    connect_times = []  # seconds, of the fresh connections that were made
     end = time.time() + a.seconds
 
     def worker(n):
@@ -154,7 +161,7 @@ def main():
                 ok, what = ka.request()
                 what = "%s w%d.c%d" % (what, n, ka.conn_id)
             else:
-                ok, what = one(a.addr, a.port, a.addr, a.timeout)
+                ok, what = one(a.addr, a.port, a.addr, a.timeout, connect_times)
             with lock:
                 lines.append("%.6f %d %s" % (t0, 1 if ok else 0, what))
             if gap:
@@ -180,6 +187,12 @@ def main():
         else:
             summary["failed"] += 1
             summary["errors"][what] = summary["errors"].get(what, 0) + 1
+    if connect_times:
+        ct = sorted(connect_times)
+        summary["connect_ms_max"] = round(ct[-1] * 1000, 1)
+        summary["connect_ms_p99"] = round(ct[min(len(ct) - 1, int(len(ct) * 0.99))] * 1000, 1)
+        # a connection that needed a SYN retransmission (Linux: after 1 s)
+        summary["connects_over_1s"] = sum(1 for t in ct if t >= 1.0)
     print(json.dumps(summary, sort_keys=True))
 
 

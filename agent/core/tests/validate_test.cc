@@ -149,6 +149,16 @@ TEST_CASE("ValidateConfig names the field and the allowed range of every bad inp
       {"syn idle out of range",
        [](v1::Config& c) { c.mutable_global()->mutable_timeouts()->set_syn_idle_s(1000); },
        "global.timeouts.syn_idle_s: 1000 is out of range 1..600 (0 = default 5)"},
+      {"syn retry out of range",
+       [](v1::Config& c) { c.mutable_global()->mutable_timeouts()->set_syn_retry_ms(5); },
+       "global.timeouts.syn_retry_ms: 5 is out of range 10..60000 (0 = default 200)"},
+      {"syn retry not below syn idle",
+       [](v1::Config& c) {
+         c.mutable_global()->mutable_timeouts()->set_syn_idle_s(2);
+         c.mutable_global()->mutable_timeouts()->set_syn_retry_ms(2000);
+       },
+       "global.timeouts.syn_retry_ms: 2000 ms is not below syn_idle_s (2 s): a handshake is "
+       "forgotten before its SYN could be retried"},
       {"drain timeout out of range",
        [](v1::Config& c) { c.mutable_global()->set_drain_timeout_s(100000); },
        "global.drain_timeout_s: 100000 is out of range 1..86400 (0 = default 300)"},
