@@ -32,7 +32,7 @@ say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
 if [[ $(id -u) -ne 0 ]]; then
-  die "must run as root (it installs Debian packages and mounts bpffs); try: sudo $0"
+  die "must run as root (it installs Debian packages and mounts bpffs): run it from a root shell"
 fi
 command -v dpkg-query >/dev/null || die "dpkg-query not found: this script supports Debian 12 only"
 
