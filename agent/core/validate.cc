@@ -54,6 +54,19 @@ bool IsLoopback(const IpAddress& a) {
   return b[15] == 1;
 }
 
+// ::ffff:a.b.c.d: an IPv4 address written as IPv6. Accepted, it would be a
+// second spelling of a.b.c.d (a duplicate backend the duplicate check
+// cannot see) and an "IPv6" backend of an IPv4 path, and ::ffff:127.0.0.1
+// would slip past the loopback check.
+bool IsV4Mapped(const IpAddress& a) {
+  if (a.is_v4()) return false;
+  const auto& b = a.bytes();
+  for (int i = 0; i < 10; ++i) {
+    if (b[i] != 0) return false;
+  }
+  return b[10] == 0xff && b[11] == 0xff;
+}
+
 bool Printable(absl::string_view s) {
   for (char c : s) {
     const auto u = static_cast<unsigned char>(c);
@@ -193,6 +206,15 @@ absl::Status ValidateAddress(absl::string_view address, const FieldPath& at) {
                                    "2001:db8::10)"));
   }
   if (a->is_unspecified()) return at.Invalid(absl::StrCat(address, " is the unspecified address"));
+  if (IsV4Mapped(*a)) {
+    const auto& b = a->bytes();
+    return at.Invalid(absl::StrCat(address, " is an IPv4-mapped IPv6 address: write it as ",
+                                   IpAddress::V4(&b[12]).ToString()));
+  }
+  if (a->is_v4() && a->bytes()[0] == 255 && a->bytes()[1] == 255 && a->bytes()[2] == 255 &&
+      a->bytes()[3] == 255) {
+    return at.Invalid(absl::StrCat(address, " is the broadcast address"));
+  }
   if (IsMulticast(*a)) return at.Invalid(absl::StrCat(address, " is a multicast address"));
   if (IsLoopback(*a)) return at.Invalid(absl::StrCat(address, " is a loopback address"));
   return absl::OkStatus();
@@ -295,6 +317,10 @@ absl::Status ValidateBackend(const v1::Backend& b, const v1::VipKey& vip, const 
     return at.Child("address").Invalid(absl::StrCat(
         b.address(), " is IPv4 but VIP ", VipKeyText(vip),
         " is IPv6: the data plane cannot carry IPv6 in IPv4 (use an IPv6 backend address)"));
+  }
+  if (vip_addr.ok() && addr.ok() && *vip_addr == *addr) {
+    return at.Child("address").Invalid(
+        absl::StrCat(b.address(), " is the VIP's own address: a backend is another host"));
   }
   if (b.has_probe()) return ValidateProbe(b.probe(), at.Child("probe"));
   return absl::OkStatus();

@@ -70,6 +70,31 @@ TEST_CASE("ValidateConfig names the field and the allowed range of every bad inp
        [](v1::Config& c) { *c.mutable_vips(1)->add_backends() = MakeBackend("198.18.1.7", 1); },
        "vips[1].backends[2].address: 198.18.1.7 is IPv4 but VIP [2001:db8:10::10]:443/tcp is "
        "IPv6: the data plane cannot carry IPv6 in IPv4 (use an IPv6 backend address)"},
+      {"backend address IPv4-mapped",
+       [](v1::Config& c) {
+         c.mutable_vips(1)->mutable_backends(0)->set_address("::ffff:198.18.11.2");
+       },
+       "vips[1].backends[0].address: ::ffff:198.18.11.2 is an IPv4-mapped IPv6 address: write "
+       "it as 198.18.11.2"},
+      {"backend address IPv4-mapped loopback",
+       [](v1::Config& c) {
+         c.mutable_vips(1)->mutable_backends(0)->set_address("::ffff:127.0.0.1");
+       },
+       "vips[1].backends[0].address: ::ffff:127.0.0.1 is an IPv4-mapped IPv6 address: write it "
+       "as 127.0.0.1"},
+      {"VIP address IPv4-mapped",
+       [](v1::Config& c) { c.mutable_vips(1)->mutable_key()->set_address("::ffff:198.18.0.10"); },
+       "vips[1].key.address: ::ffff:198.18.0.10 is an IPv4-mapped IPv6 address: write it as "
+       "198.18.0.10"},
+      {"backend address broadcast",
+       [](v1::Config& c) {
+         c.mutable_vips(0)->mutable_backends(0)->set_address("255.255.255.255");
+       },
+       "vips[0].backends[0].address: 255.255.255.255 is the broadcast address"},
+      {"backend address the VIP's",
+       [](v1::Config& c) { c.mutable_vips(0)->mutable_backends(0)->set_address("198.18.0.10"); },
+       "vips[0].backends[0].address: 198.18.0.10 is the VIP's own address: a backend is another "
+       "host"},
       {"backend address loopback",
        [](v1::Config& c) { c.mutable_vips(0)->mutable_backends(0)->set_address("127.0.0.1"); },
        "vips[0].backends[0].address: 127.0.0.1 is a loopback address"},
