@@ -8,9 +8,13 @@
 # run, answer lbctl within 2 s, and keep forwarding. Throughout: new
 # connections through the VIP (connload), a /metrics scrape loop and an
 # lbctl status loop, with health checking on (probes every 200 ms), so every
-# thread of the agent has work when it wakes. Run it with LBAGENT pointing
-# at an AddressSanitizer or ThreadSanitizer build to look deeper
-# (docs/testing.md). Needs root.
+# thread of the agent has work when it wakes. To look deeper, point LBAGENT
+# at a sanitizer build of the agent, e.g.
+#   cmake -S . -B /tmp/build-asan -DCMAKE_CXX_FLAGS=-fsanitize=address \
+#     -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address && make -C /tmp/build-asan lbagent
+#   ASAN_OPTIONS=detect_leaks=0 LBAGENT=/tmp/build-asan/tools/lbagent/lbagent \
+#     CYCLES=50 STOP_S=5 tests/e2e/health_stopcont.sh
+# (-fsanitize=thread the same way). Needs root.
 source "$(dirname "${BASH_SOURCE[0]}")/health_lib.sh"
 
 CYCLES=${CYCLES:-25}
