@@ -34,6 +34,8 @@ health_cleanup() {
   if [[ -n ${STATE:-} && ($rc -ne 0 || $FAILED -ne 0) ]]; then
     echo "---- lbagent log (last 30 lines) ----" >&2
     tail -n 30 "$STATE/agent/lbagent.log" >&2 2>/dev/null || true
+    # KEEP_AGENT_LOG=FILE: the whole log survives the lab (sanitizer runs).
+    [[ -n ${KEEP_AGENT_LOG:-} ]] && cp "$STATE/agent/lbagent.log" "$KEEP_AGENT_LOG" 2>/dev/null
     echo "---- audit (last 40 records) ----" >&2
     lbctl audit --since 10m 2>/dev/null | tail -n 40 >&2 || true
   fi

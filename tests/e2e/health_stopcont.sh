@@ -14,7 +14,10 @@
 #     -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address && make -C /tmp/build-asan lbagent
 #   ASAN_OPTIONS=detect_leaks=0 LBAGENT=/tmp/build-asan/tools/lbagent/lbagent \
 #     CYCLES=50 STOP_S=5 tests/e2e/health_stopcont.sh
-# (-fsanitize=thread the same way). Needs root.
+# (-fsanitize=thread the same way; KEEP_AGENT_LOG=FILE keeps the agent's
+# whole log). ThreadSanitizer reports races inside Debian's libgrpc, which
+# is not built with it and so hides its own synchronisation from it. Needs
+# root.
 source "$(dirname "${BASH_SOURCE[0]}")/health_lib.sh"
 
 CYCLES=${CYCLES:-25}
