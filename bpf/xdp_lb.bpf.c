@@ -32,7 +32,8 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 				   const struct ballast_settings *s, __u64 now, __u32 fwd_tx,
 				   __u32 fwd_redirect)
 {
-	struct ballast_neigh_meta unresolved = {};
+	/* written by nexthop_get() on NEXTHOP_NO_NEIGH only */
+	struct ballast_neigh_meta unresolved;
 	struct ballast_backend_stats *bs;
 	struct ballast_nexthop *nh = 0;
 	enum nexthop_result nr;

@@ -64,6 +64,7 @@ static __always_inline enum nexthop_result nexthop_get(struct xdp_md *ctx, __u32
 		/* The kernel filled in the device and the next hop (the
 		 * gateway, or the destination on a connected route) before it
 		 * looked for the neighbour. */
+		__builtin_memset(unresolved, 0, sizeof(*unresolved));
 		unresolved->ifindex = fib.ifindex;
 		if (fib.family == AF_INET) {
 			unresolved->family = BALLAST_FAMILY_V4;
