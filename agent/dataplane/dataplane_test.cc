@@ -45,6 +45,7 @@
 #include "agent/dataplane/ip_address.h"
 #include "agent/dataplane/verdict.h"
 #include "agent/dataplane/xdp_attach.h"
+#include "tests/lib/netns.h"
 
 using ballast::IpAddress;
 using namespace ballast::dataplane;
@@ -57,19 +58,8 @@ void RequireRoot() {
   }
 }
 
-std::string Run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return "popen failed";
-  char buf[512];
-  while (fgets(buf, sizeof(buf), p) != nullptr) out += buf;
-  const int rc = pclose(p);
-  if (rc != 0)
-    out = "exit " + std::to_string(rc) + ": " + out;
-  else
-    out.clear();
-  return out;  // empty on success
-}
+using ballast::pktgen::RunCommand;
+const auto& Run = RunCommand;
 
 // A private bpf filesystem mounted on a temporary directory.
 class TempBpffs {
@@ -133,39 +123,19 @@ CATCH_REGISTER_LISTENER(PrivateLibxdpBpffs)
 // the test thread is inside the namespace.
 class TestNetns {
  public:
-  TestNetns() : name_("ballast-dpt-" + std::to_string(getpid())) {
-    Run("ip netns del " + name_);
-    std::string err;  // sequenced: each command runs only after the previous one
-    for (const std::string& cmd :
-         {"ip netns add " + name_,
-          "ip -n " + name_ + " link add name dpt0 type veth peer name dpt1",
-          "ip -n " + name_ + " link set dev dpt0 up", "ip -n " + name_ + " link set dev dpt1 up"}) {
-      if (err.empty()) err = Run(cmd);
-    }
-    if (!err.empty()) {
-      Run("ip netns del " + name_);
-      FAIL("creating netns " << name_ << " with veths: " << err);
-    }
-    orig_ = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-    const int ns = open(("/run/netns/" + name_).c_str(), O_RDONLY | O_CLOEXEC);
-    const bool ok = orig_ >= 0 && ns >= 0 && setns(ns, CLONE_NEWNET) == 0;
-    if (ns >= 0) close(ns);
-    if (!ok) {
-      Run("ip netns del " + name_);
-      FAIL("entering netns " << name_ << ": " << strerror(errno));
-    }
-  }
-  ~TestNetns() {
-    if (orig_ >= 0) {
-      setns(orig_, CLONE_NEWNET);
-      close(orig_);
-    }
-    Run("ip netns del " + name_);
+  TestNetns() {
+    const std::string name = "ballast-dpt-" + std::to_string(getpid());
+    const std::string n = "ip -n " + name + " ";
+    auto ns = ballast::pktgen::ScopedNetns::Create(
+        name, {n + "link add name dpt0 type veth peer name dpt1", n + "link set dev dpt0 up",
+               n + "link set dev dpt1 up"});
+    INFO(ns.status().ToString());
+    REQUIRE(ns.ok());
+    ns_ = std::move(*ns);
   }
 
  private:
-  std::string name_;
-  int orig_ = -1;
+  std::unique_ptr<ballast::pktgen::ScopedNetns> ns_;
 };
 
 uint32_t MapId(int fd) {

@@ -241,19 +241,15 @@ static __always_inline void handshake_write(struct ballast_handshake *h, const s
 static __always_inline __u32 maglev_next_choice(__u32 vip_id, struct pkt *p, __u32 first,
 						__u32 last)
 {
-	__u32 zero = 0, idx, *m, *id, seed, second = BALLAST_INVALID_ID, third = BALLAST_INVALID_ID;
+	__u32 idx, m = 0, *id, seed, second = BALLAST_INVALID_ID, third = BALLAST_INVALID_ID;
+	void *table = maglev_table_of(vip_id, &m);
 	struct ballast_backend *be;
-	void *table;
 
-	table = bpf_map_lookup_elem(&maglev_tables, &vip_id);
 	if (!table)
-		return first;
-	m = bpf_map_lookup_elem(table, &zero);
-	if (!m || *m == 0)
 		return first;
 #pragma unroll
 	for (seed = 1; seed <= BALLAST_CHOICE_SEEDS; seed++) {
-		idx = ballast_choice_hash(flow_hash_of(p), seed) % *m + 1;
+		idx = ballast_choice_hash(flow_hash_of(p), seed) % m + 1;
 		id = bpf_map_lookup_elem(table, &idx);
 		if (!id || *id == BALLAST_INVALID_ID || *id == first || *id == second)
 			continue;

@@ -22,20 +22,33 @@ static __always_inline __u32 flow_hash_of(struct pkt *p)
 	return p->hash;
 }
 
-/* Returns the backend_id the VIP's table gives this flow, or
- * BALLAST_INVALID_ID when the VIP has no table or the slot is empty. */
-static __always_inline __u32 maglev_pick(__u32 vip_id, struct pkt *p)
+/* The VIP's current table and its size M (entry 0), or NULL when it has
+ * none or it is empty. */
+static __always_inline void *maglev_table_of(__u32 vip_id, __u32 *size)
 {
-	__u32 zero = 0, idx, *m, *id;
+	__u32 zero = 0, *m;
 	void *table;
 
 	table = bpf_map_lookup_elem(&maglev_tables, &vip_id);
 	if (!table)
-		return BALLAST_INVALID_ID;
+		return 0;
 	m = bpf_map_lookup_elem(table, &zero);
 	if (!m || *m == 0)
+		return 0;
+	*size = *m;
+	return table;
+}
+
+/* Returns the backend_id the VIP's table gives this flow, or
+ * BALLAST_INVALID_ID when the VIP has no table or the slot is empty. */
+static __always_inline __u32 maglev_pick(__u32 vip_id, struct pkt *p)
+{
+	__u32 idx, m = 0, *id;
+	void *table = maglev_table_of(vip_id, &m);
+
+	if (!table)
 		return BALLAST_INVALID_ID;
-	idx = flow_hash_of(p) % *m + 1;
+	idx = flow_hash_of(p) % m + 1;
 	id = bpf_map_lookup_elem(table, &idx);
 	return id ? *id : BALLAST_INVALID_ID;
 }
