@@ -21,13 +21,6 @@
 
 #include "common.h"
 
-#ifndef AF_INET
-#define AF_INET 2
-#endif
-#ifndef AF_INET6
-#define AF_INET6 10
-#endif
-
 SEC("tc")
 int tc_neigh(struct __sk_buff *skb)
 {

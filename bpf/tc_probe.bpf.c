@@ -38,12 +38,6 @@
 #ifndef IP_DF
 #define IP_DF 0x4000
 #endif
-#ifndef AF_INET
-#define AF_INET 2
-#endif
-#ifndef AF_INET6
-#define AF_INET6 10
-#endif
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -53,13 +53,8 @@ class HttpProber : public Prober {
         statuses_(HttpStatusesOf(spec)),
         body_contains_(spec.body_contains()),
         ca_file_(spec.tls_ca_file()),
-        insecure_(spec.tls_insecure()) {
-    if (!spec.body_regex().empty()) {
-      RE2::Options opts;
-      opts.set_log_errors(false);
-      regex_ = std::make_unique<RE2>(spec.body_regex(), opts);
-    }
-  }
+        insecure_(spec.tls_insecure()),
+        regex_(BodyRegexOf(spec)) {}
 
   ProbeResult Run(const Endpoint& ep, Clock::time_point deadline) const override {
     const auto start = Clock::now();

@@ -117,4 +117,11 @@ std::string Excerpt(const std::string& body) {
   return Cat("\"", e, "\"");
 }
 
+std::unique_ptr<RE2> BodyRegexOf(const v1::ProbeSpec& spec) {
+  if (spec.body_regex().empty()) return nullptr;
+  RE2::Options opts;
+  opts.set_log_errors(false);
+  return std::make_unique<RE2>(spec.body_regex(), opts);
+}
+
 }  // namespace ballast::probes

@@ -6,6 +6,11 @@
 
 #include <sys/socket.h>
 
+#include <memory>
+#include <string>
+
+#include <re2/re2.h>
+
 #include "absl/status/statusor.h"
 #include "agent/dataplane/bpf_util.h"
 #include "agent/probes/probe.h"
@@ -36,6 +41,10 @@ std::string FormatLatency(std::chrono::nanoseconds d);
 
 // The first 80 bytes of a reply, C-escaped and quoted, for messages.
 std::string Excerpt(const std::string& body);
+
+// The compiled body_regex of a spec (null when it has none). The spec
+// passed ValidateProbeSpec, so the pattern compiles.
+std::unique_ptr<RE2> BodyRegexOf(const v1::ProbeSpec& spec);
 
 }  // namespace ballast::probes
 

@@ -32,13 +32,9 @@ using dataplane::UniqueFd;
 class UdpProber : public Prober {
  public:
   explicit UdpProber(const v1::ProbeSpec& spec)
-      : request_(spec.udp_request()), body_contains_(spec.body_contains()) {
-    if (!spec.body_regex().empty()) {
-      RE2::Options opts;
-      opts.set_log_errors(false);
-      regex_ = std::make_unique<RE2>(spec.body_regex(), opts);
-    }
-  }
+      : request_(spec.udp_request()),
+        body_contains_(spec.body_contains()),
+        regex_(BodyRegexOf(spec)) {}
 
   ProbeResult Run(const Endpoint& ep, Clock::time_point deadline) const override {
     const auto start = Clock::now();

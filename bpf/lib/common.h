@@ -25,6 +25,15 @@ struct ballast_icmphdr {
 	__be32 rest; /* unused / next-hop MTU (v4: low 16 bits) / MTU (v6) */
 };
 
+/* Address families of bpf_fib_lookup() and bpf_redirect_neigh() (the
+ * libc headers that define them do not build for -target bpf). */
+#ifndef AF_INET
+#define AF_INET 2
+#endif
+#ifndef AF_INET6
+#define AF_INET6 10
+#endif
+
 #define ICMP_ECHOREPLY 0
 #define ICMP_DEST_UNREACH 3
 #define ICMP_ECHO 8

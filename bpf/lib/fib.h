@@ -16,13 +16,6 @@
 #include "common.h"
 #include "maps.h"
 
-#ifndef AF_INET
-#define AF_INET 2
-#endif
-#ifndef AF_INET6
-#define AF_INET6 10
-#endif
-
 enum nexthop_result {
 	NEXTHOP_OK = 0,
 	NEXTHOP_NO_NEIGH, /* route known, neighbour not resolved yet */
