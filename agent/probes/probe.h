@@ -54,6 +54,9 @@ struct ProbeResult {
   // One line an operator can read, e.g. "HTTP 503 from 198.18.0.10:80 via
   // backend 198.18.1.2 (want 200)" or "HTTP 200 from ... in 3.1 ms".
   std::string detail;
+  // The agent itself did not run for part of the probe (PauseWatch): the
+  // verdict says nothing about the backend and is not counted.
+  bool discarded = false;
 };
 
 class Prober {

@@ -25,6 +25,7 @@ Endpoint EndpointOf(const ProbeTarget& t, uint32_t mark_base) {
 
 ProbeScheduler::ProbeScheduler(Options options, Callback callback)
     : options_(options), callback_(std::move(callback)), rng_(std::random_device{}()) {
+  if (options_.watch_pauses) pause_watch_ = std::make_unique<PauseWatch>();
   const int n = std::clamp(options_.workers, 1, 64);
   dispatcher_ = std::thread([this] { DispatchLoop(); });
   for (int i = 0; i < n; ++i) workers_.emplace_back([this] { WorkerLoop(); });
@@ -161,8 +162,18 @@ void ProbeScheduler::WorkerLoop() {
     jobs_.pop_front();
     lock.unlock();
 
-    const auto deadline = Clock::now() + std::chrono::milliseconds(TimeoutMsOf(job.def.spec));
-    const ProbeResult result = job.prober->Run(EndpointOf(job.def, options_.mark_base), deadline);
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::milliseconds(TimeoutMsOf(job.def.spec));
+    ProbeResult result = job.prober->Run(EndpointOf(job.def, options_.mark_base), deadline);
+    if (pause_watch_ != nullptr) {
+      const auto paused = pause_watch_->PauseDuring(start, Clock::now());
+      if (paused > Clock::duration::zero()) {
+        result.discarded = true;
+        result.detail = Cat("not counted: the agent did not run for ",
+                            std::chrono::duration_cast<std::chrono::milliseconds>(paused).count(),
+                            " ms during the probe (", result.detail, ")");
+      }
+    }
 
     lock.lock();
     auto it = targets_.find(job.id);

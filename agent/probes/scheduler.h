@@ -29,6 +29,10 @@
 // Lifetime: Shutdown() (also run by the destructor) stops dispatching, waits
 // for running probes to end (each is bounded by its timeout) and joins the
 // threads; results that finish after Shutdown() began are dropped.
+//
+// Pauses: a probe that overlaps a pause of this process (it was stopped or
+// got no CPU for longer than PauseWatch's threshold) is delivered with
+// `discarded` set and its detail saying so.
 #ifndef BALLAST_AGENT_PROBES_SCHEDULER_H_
 #define BALLAST_AGENT_PROBES_SCHEDULER_H_
 
@@ -46,6 +50,7 @@
 
 #include "absl/status/status.h"
 #include "agent/dataplane/ip_address.h"
+#include "agent/probes/pause_watch.h"
 #include "agent/probes/probe.h"
 #include "ballast/v1/config.pb.h"
 #include "ballast_probe_abi.h"
@@ -72,6 +77,9 @@ class ProbeScheduler {
     int workers = 4;  // 1..64 probes in flight at once
     uint32_t mark_base = BALLAST_PROBE_MARK_BASE;
     bool spread_start = true;  // first probe at a random point of the first interval
+    // Results of probes that overlap a pause of this process are delivered
+    // with `discarded` set (pause_watch.h).
+    bool watch_pauses = true;
   };
 
   ProbeScheduler(Options options, Callback callback);
@@ -118,6 +126,7 @@ class ProbeScheduler {
 
   const Options options_;
   const Callback callback_;
+  std::unique_ptr<PauseWatch> pause_watch_;  // set when options_.watch_pauses
 
   mutable std::mutex mu_;
   std::condition_variable dispatch_cv_;  // targets changed, or stop
