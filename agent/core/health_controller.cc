@@ -8,6 +8,7 @@
 #include "agent/core/health_settings.h"
 #include "agent/core/log.h"
 #include "agent/core/names.h"
+#include "agent/probes/spec.h"
 
 namespace ballast::core {
 
@@ -52,6 +53,19 @@ absl::Time Now(const Clock* clock, absl::Time* last) {
   return t;
 }
 
+// The agent's monotonic clock as an absl::Time (for durations only).
+absl::Time MonotonicNow(const Clock* clock) {
+  return absl::UnixEpoch() + absl::Nanoseconds(static_cast<int64_t>(clock->NowMonotonicNs()));
+}
+
+// How long a probe verdict stands without a newer one: until the next probe
+// of the target has had its interval, jitter and timeout.
+absl::Duration VerdictStandsFor(const v1::ProbeSpec& spec) {
+  const uint32_t interval = probes::IntervalMsOf(spec);
+  const uint32_t jitter = std::min<uint32_t>(spec.jitter_ms(), interval / 2);
+  return absl::Milliseconds(interval + jitter + probes::TimeoutMsOf(spec));
+}
+
 }  // namespace
 
 HealthController::HealthController(StandaloneEngine* engine, const Clock* clock,
@@ -85,17 +99,13 @@ HealthCounters HealthController::Counters() const {
 
 void HealthController::OnProbeResult(const std::string& id, const probes::ProbeResult& result) {
   std::lock_guard<std::mutex> lock(mu_);
-  ProbeAccum& a = accum_[id];
-  a.has_result = true;
-  if (result.ok) {
-    ++a.summary.successes;
-    a.summary.success_latency_sum += absl::FromChrono(result.latency);
-    ++counters_.probes_ok;
-  } else {
-    ++a.summary.failures;
-    ++counters_.probes_failed;
+  if (result.discarded) {  // the agent did not run for part of it: no verdict on the backend
+    ++counters_.probes_discarded;
+    last_probe_[id] = result.detail;
+    return;
   }
-  a.last_detail = result.detail;
+  verdicts_.Add(id, result.ok, absl::FromChrono(result.latency), MonotonicNow(clock_));
+  ++(result.ok ? counters_.probes_ok : counters_.probes_failed);
   last_probe_[id] = absl::StrCat(result.ok ? "ok: " : "FAILED: ", result.detail);
 }
 
@@ -179,7 +189,7 @@ absl::Status HealthController::SyncTargets(const StandaloneEngine::HealthInputs&
       note(scheduler_->Remove(it->first));
       {
         std::lock_guard<std::mutex> lock(mu_);
-        accum_.erase(it->first);
+        verdicts_.Forget(it->first);
         last_probe_.erase(it->first);
       }
       it = target_defs_.erase(it);
@@ -198,7 +208,7 @@ absl::Status HealthController::SyncTargets(const StandaloneEngine::HealthInputs&
       note(s);
       if (s.ok()) it->second = defs[id];
       std::lock_guard<std::mutex> lock(mu_);
-      accum_.erase(id);
+      verdicts_.Forget(id);
     }
   }
   return first;
@@ -289,7 +299,7 @@ absl::Status HealthController::Evaluate() {
     pools_.clear();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      accum_.clear();
+      verdicts_.Clear();
       last_probe_.clear();
     }
     std::vector<StandaloneEngine::HealthDecision> clear;
@@ -318,11 +328,18 @@ absl::Status HealthController::Evaluate() {
 
   const absl::Time now = Now(clock_, &last_now_);
   const int64_t now_unix_ms = clock_->NowUnixMs();
-  std::map<std::string, ProbeAccum> probes;
+  // Each target's probe verdict for this evaluation (probe_verdicts.h).
+  std::map<std::string, health::ProbeSummary> probes;
   std::map<std::string, std::string> last_probe;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    probes.swap(accum_);
+    const absl::Time mono = MonotonicNow(clock_);
+    for (const StandaloneEngine::HealthPool& pool : in->pools) {
+      for (const StandaloneEngine::HealthBackend& b : pool.backends) {
+        const std::string id = TargetId(pool.key_text, b.address);
+        if (auto v = verdicts_.Take(id, mono, VerdictStandsFor(b.probe))) probes[id] = *v;
+      }
+    }
     last_probe = last_probe_;
   }
 
@@ -342,9 +359,8 @@ absl::Status HealthController::Evaluate() {
       bi.key = b.address;
       bi.nominal_weight = b.nominal_weight;
       bi.operator_state = OperatorStateOf(b.mode);
-      if (auto p = probes.find(TargetId(pool.key_text, b.address));
-          p != probes.end() && p->second.has_result) {
-        bi.probe = p->second.summary;
+      if (auto p = probes.find(TargetId(pool.key_text, b.address)); p != probes.end()) {
+        bi.probe = p->second;
       }
       // The passive signals are TCP's (SYN retransmissions, client RSTs,
       // handshake and first-response times, per new flow); a UDP flow has

@@ -44,6 +44,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "agent/core/clock.h"
+#include "agent/core/probe_verdicts.h"
 #include "agent/core/standalone_engine.h"
 #include "agent/health/machine.h"
 #include "agent/probes/scheduler.h"
@@ -79,6 +80,7 @@ struct HealthCounters {
   uint64_t evaluation_errors = 0;
   uint64_t probes_ok = 0;
   uint64_t probes_failed = 0;
+  uint64_t probes_discarded = 0;  // overlapped a pause of the agent (probes/pause_watch.h)
   std::map<std::string, uint64_t> actions;  // by action kind
   int64_t last_evaluation_unix_ms = 0;
 };
@@ -105,12 +107,6 @@ class HealthController {
   HealthCounters Counters() const;
 
  private:
-  struct ProbeAccum {
-    health::ProbeSummary summary;
-    std::string last_detail;
-    bool has_result = false;
-  };
-
   void OnProbeResult(const std::string& id, const probes::ProbeResult& result);
   absl::Status SyncTargets(const StandaloneEngine::HealthInputs& in);
   void StopProbes();
@@ -127,7 +123,7 @@ class HealthController {
   std::unique_ptr<probes::ProbeScheduler> scheduler_;
 
   mutable std::mutex mu_;                          // guards the members below
-  std::map<std::string, ProbeAccum> accum_;        // by target id
+  ProbeVerdicts verdicts_;                         // by target id
   std::map<std::string, std::string> last_probe_;  // by target id
   HealthCounters counters_;
   uint32_t eval_interval_ms_ = 1000;

@@ -167,9 +167,11 @@ void Observe(std::vector<Work>& work, absl::Time now, const Params& p) {
     if (w.in->probe) {
       if (auto ms = ProbeLatencyMs(*w.in->probe)) {
         auto& recent = w.st.recent_probe_ms;
-        recent.push_back(*ms);
-        if (recent.size() > kProbeLatencyWindow)
-          recent.erase(recent.begin(), recent.end() - kProbeLatencyWindow);
+        if (!w.in->probe->carried || recent.empty()) {
+          recent.push_back(*ms);
+          if (recent.size() > kProbeLatencyWindow)
+            recent.erase(recent.begin(), recent.end() - kProbeLatencyWindow);
+        }
         w.value[kProbeLatency] = Median(recent);
       }
     }

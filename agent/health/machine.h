@@ -19,7 +19,7 @@
 //   1. Passive: the counter snapshot is diffed with the previous one
 //      (passive.h); a missing previous snapshot or a counter reset gives no
 //      passive data this time. Probe summary: the probes finished in the
-//      interval (optional).
+//      interval, or the last interval's again (`carried`), or none.
 //   2. Each signal is compared with the backend's baseline and the pool's
 //      median of the same signal; score 0..100 (score.h). When neither side
 //      has an opinion the backend is "not evaluated": the score is kept and

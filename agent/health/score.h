@@ -50,6 +50,10 @@ struct ProbeSummary {
   uint32_t failures = 0;
   // Sum of the latencies of the successful probes (mean = sum / successes).
   absl::Duration success_latency_sum = absl::ZeroDuration();
+  // No probe finished in this interval: the previous interval's verdict,
+  // which stands until the next probe is due (core/probe_verdicts.h). Its
+  // latency is not a new sample.
+  bool carried = false;
 };
 
 // Mean latency of the successful probes in milliseconds; nullopt when none.

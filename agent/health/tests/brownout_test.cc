@@ -161,5 +161,25 @@ TEST_CASE("one slow probe among fast ones is a hiccup, not a slowdown") {
   CHECK(s.Out("a").score < 100);
 }
 
+TEST_CASE("a carried probe verdict is not a new latency sample") {
+  testing::Sim s;
+  testing::TrafficPool pool;
+  for (int i = 0; i < 20; ++i) s.Step(pool.Next());
+  // One slow probe, then two evaluations that see its verdict again
+  // (evaluations twice as frequent as probes): still one sample of 20 ms
+  // among 2 ms ones, so nothing moves.
+  pool.probes["a"] = testing::ProbeOk(20);
+  s.Step(pool.Next());
+  pool.probes["a"].carried = true;
+  for (int i = 0; i < 2; ++i) {
+    s.Step(pool.Next());
+    CHECK(s.Out("a").score == 100);
+  }
+  // A second slow probe (not carried) is a slowdown, as above.
+  pool.probes["a"].carried = false;
+  s.Step(pool.Next());
+  CHECK(s.Out("a").score < 100);
+}
+
 }  // namespace
 }  // namespace ballast::health

@@ -69,6 +69,25 @@ TEST_CASE("a neutral evaluation breaks the bad streak") {
   CHECK(s.Out("a").state == HealthState::kDown);
 }
 
+TEST_CASE("a failing probe carried between probes keeps the bad streak under mild passive doubt") {
+  // Evaluations twice as frequent as probes: every other one has no new
+  // probe result. Real traffic to "a" is mildly wrong (its score alone would
+  // be neutral). Without the carried verdict those evaluations were neutral
+  // and broke the bad streak every time: "a" was never demoted.
+  Sim s;
+  testing::TrafficPool pool;
+  for (int i = 0; i < 20; ++i) s.Step(pool.Next());
+  pool.traffic["a"].first_response_ms = 25.0;  // 2.5x its peers: penalty ~ 26
+  int evals = 0;
+  for (; evals < 10 && s.Out("a").state != HealthState::kDown; ++evals) {
+    pool.probes["a"] = ProbeFail();
+    pool.probes["a"].carried = evals % 2 == 1;
+    s.Step(pool.Next());
+  }
+  CHECK(s.Out("a").state == HealthState::kDown);
+  CHECK(evals == s.p.demote_after);
+}
+
 TEST_CASE("eleven good evaluations do not promote, the twelfth does") {
   Sim s;
   Demote(s);
