@@ -22,12 +22,16 @@ file(MAKE_DIRECTORY ${BALLAST_BPF_OUT})
 file(GLOB_RECURSE BALLAST_BPF_HEADERS CONFIGURE_DEPENDS
      ${CMAKE_SOURCE_DIR}/bpf/*.h)
 
+if(BALLAST_WERROR)
+  set(BALLAST_BPF_WERROR -Werror)
+endif()
+
 function(ballast_bpf_object name source)
   set(obj ${BALLAST_BPF_OUT}/${name}.bpf.o)
   set(skel ${BALLAST_BPF_OUT}/${name}.skel.h)
   add_custom_command(
     OUTPUT ${obj}
-    COMMAND ${BPF_CLANG} -target bpf -O2 -g -Wall -Werror
+    COMMAND ${BPF_CLANG} -target bpf -O2 -g -Wall ${BALLAST_BPF_WERROR}
             -D__TARGET_ARCH_${BALLAST_BPF_ARCH}
             -I${CMAKE_SOURCE_DIR}/bpf/include -I${CMAKE_SOURCE_DIR}/bpf/lib
             -idirafter ${BALLAST_MULTIARCH_INCLUDE}

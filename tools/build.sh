@@ -26,6 +26,7 @@ if ((setup)); then
 fi
 
 build_type=${CMAKE_BUILD_TYPE:-RelWithDebInfo}
-cmake -S "$repo" -B "$repo/build" -DCMAKE_BUILD_TYPE="$build_type" "${cmake_args[@]}"
+# Warnings are errors here (development and CI), not in a plain cmake build.
+cmake -S "$repo" -B "$repo/build" -DCMAKE_BUILD_TYPE="$build_type" -DBALLAST_WERROR=ON "${cmake_args[@]}"
 make -C "$repo/build" -j"$jobs"
 printf 'build: ok (%s)\n' "$repo/build"

@@ -115,11 +115,13 @@ absl::StatusOr<bpf_map_info> GetMapInfo(int map_fd) {
 absl::Status CheckOnBpffs(const std::string& dir) {
   std::string probe = dir;
   while (!probe.empty() && !PathExists(probe)) {
+    // Truncated in place: `probe = probe.substr(...)` draws a false
+    // -Wrestrict from GCC 12 at -O3 (a Release build).
     const size_t slash = probe.find_last_of('/');
-    probe = slash == std::string::npos ? "" : probe.substr(0, slash);
-    if (probe.empty() && dir.front() == '/') probe = "/";
+    probe.resize(slash == std::string::npos ? 0 : slash);
+    if (probe.empty() && dir.front() == '/') probe.assign(1, '/');
   }
-  if (probe.empty()) probe = ".";
+  if (probe.empty()) probe.assign(1, '.');
   struct statfs st = {};
   if (statfs(probe.c_str(), &st) != 0) {
     return ErrnoStatus(errno, Cat("statfs ", probe, " (checking pin dir ", dir, ")"));
