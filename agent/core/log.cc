@@ -1,9 +1,11 @@
 #include "agent/core/log.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 
 #include "agent/core/clock.h"
 #include "agent/core/json.h"
@@ -14,6 +16,7 @@ namespace {
 
 std::atomic<int> g_log_fd{2};
 std::atomic<int> g_min_level{static_cast<int>(LogLevel::kInfo)};
+std::atomic<bool> g_journal_prefix{false};
 
 }  // namespace
 
@@ -63,7 +66,10 @@ std::string FormatLogLine(int64_t unix_ms, LogLevel level, absl::string_view msg
 
 void Log(LogLevel level, absl::string_view msg, std::initializer_list<LogField> fields) {
   if (static_cast<int>(level) < g_min_level.load(std::memory_order_relaxed)) return;
-  const std::string line = FormatLogLine(SystemClock().NowUnixMs(), level, msg, fields);
+  std::string line = FormatLogLine(SystemClock().NowUnixMs(), level, msg, fields);
+  if (g_journal_prefix.load(std::memory_order_relaxed)) {
+    line.insert(0, std::string(SyslogPrefix(level)));
+  }
   const int fd = g_log_fd.load(std::memory_order_relaxed);
   size_t off = 0;
   while (off < line.size()) {
@@ -78,5 +84,31 @@ void Log(LogLevel level, absl::string_view msg, std::initializer_list<LogField> 
 
 void SetLogFd(int fd) { g_log_fd.store(fd); }
 void SetMinLogLevel(LogLevel level) { g_min_level.store(static_cast<int>(level)); }
+void SetJournalPriorityPrefix(bool on) { g_journal_prefix.store(on); }
+
+absl::string_view SyslogPrefix(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "<7>";
+    case LogLevel::kInfo:
+      return "<6>";
+    case LogLevel::kWarning:
+      return "<4>";
+    case LogLevel::kError:
+      return "<3>";
+  }
+  return "<6>";
+}
+
+bool IsJournalStream(int fd, const char* journal_stream) {
+  if (journal_stream == nullptr) return false;
+  unsigned long long dev = 0, ino = 0;
+  char rest = 0;
+  if (sscanf(journal_stream, "%llu:%llu%c", &dev, &ino, &rest) != 2) return false;
+  struct stat st = {};
+  if (fstat(fd, &st) != 0) return false;
+  return static_cast<unsigned long long>(st.st_dev) == dev &&
+         static_cast<unsigned long long>(st.st_ino) == ino;
+}
 
 }  // namespace ballast::core

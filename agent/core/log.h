@@ -55,6 +55,16 @@ void Log(LogLevel level, absl::string_view msg, std::initializer_list<LogField> 
 void SetLogFd(int fd);
 void SetMinLogLevel(LogLevel level);
 
+// journald: with the prefix on, each line starts with the syslog priority of
+// its level ("<3>" error, "<4>" warning, "<6>" info, "<7>" debug), which
+// journald strips and stores as the entry's priority, so `journalctl -p err`
+// finds the errors. Off by default (a terminal or a file gets plain JSON).
+void SetJournalPriorityPrefix(bool on);
+absl::string_view SyslogPrefix(LogLevel level);
+// Whether fd's file is the stream that $JOURNAL_STREAM ("DEV:INODE", set by
+// systemd for a unit's stdout/stderr) names. `journal_stream` may be null.
+bool IsJournalStream(int fd, const char* journal_stream);
+
 }  // namespace ballast::core
 
 #endif  // BALLAST_AGENT_CORE_LOG_H_

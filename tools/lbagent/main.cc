@@ -595,6 +595,8 @@ int main(int argc, char** argv) {
     return ballast::kExitUsage;
   }
   ballast::core::SetMinLogLevel(args.log_level);
+  ballast::core::SetJournalPriorityPrefix(
+      ballast::core::IsJournalStream(2, getenv("JOURNAL_STREAM")));
   if (args.version) {
     printf("lbagent %s\n", BALLAST_VERSION);
     return ballast::kExitOk;

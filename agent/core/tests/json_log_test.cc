@@ -1,4 +1,5 @@
 // JSON text helpers and the structured log line.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -59,6 +60,49 @@ TEST_CASE("Log writes whole lines to the configured fd and honours the level") {
   close(fds[0]);
   REQUIRE(got.find("hidden") == std::string::npos);
   REQUIRE(got.find("\"msg\":\"shown\",\"fields\":{\"n\":1}}\n") != std::string::npos);
+}
+
+TEST_CASE("journald: each line starts with its level's syslog priority when the prefix is on") {
+  CHECK(SyslogPrefix(LogLevel::kError) == "<3>");
+  CHECK(SyslogPrefix(LogLevel::kWarning) == "<4>");
+  CHECK(SyslogPrefix(LogLevel::kInfo) == "<6>");
+  CHECK(SyslogPrefix(LogLevel::kDebug) == "<7>");
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  SetLogFd(fds[1]);
+  SetJournalPriorityPrefix(true);
+  Log(LogLevel::kError, "broken");
+  Log(LogLevel::kWarning, "odd");
+  SetJournalPriorityPrefix(false);
+  Log(LogLevel::kInfo, "plain");
+  SetLogFd(2);
+  close(fds[1]);
+  std::string got;
+  char buf[1024];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) got.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  CHECK(got.rfind("<3>{\"ts\":", 0) == 0);
+  CHECK(got.find("\n<4>{\"ts\":") != std::string::npos);
+  CHECK(got.find("\n{\"ts\":") != std::string::npos);  // "plain": no prefix
+  CHECK(got.find("\n<6>") == std::string::npos);
+}
+
+TEST_CASE("journald: the prefix is for the stream $JOURNAL_STREAM names, nothing else") {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  struct stat st = {};
+  REQUIRE(fstat(fds[1], &st) == 0);
+  const std::string mine = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  const std::string other = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino + 1);
+  CHECK(IsJournalStream(fds[1], mine.c_str()));
+  CHECK_FALSE(IsJournalStream(fds[1], other.c_str()));
+  CHECK_FALSE(IsJournalStream(fds[1], nullptr));  // not started by systemd
+  CHECK_FALSE(IsJournalStream(fds[1], ""));
+  CHECK_FALSE(IsJournalStream(fds[1], (mine + "x").c_str()));
+  CHECK_FALSE(IsJournalStream(-1, mine.c_str()));
+  close(fds[0]);
+  close(fds[1]);
 }
 
 }  // namespace
