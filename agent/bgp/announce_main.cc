@@ -100,6 +100,7 @@ bool ParseVips(const std::vector<std::string>& in, bool announce, std::map<VipPr
 int main(int argc, char** argv) {
   CLI::App app{"ballast-announce: announce and withdraw VIPs through BIRD's control socket"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("ballast-announce ") + BALLAST_VERSION);
   std::string socket = "/run/bird/bird.ctl";
   std::vector<std::string> announce, withdraw, vips, render;
   std::string interval_text = "1s";

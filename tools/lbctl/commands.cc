@@ -562,6 +562,7 @@ int RunLbctl(int argc, const char* const* argv, std::FILE* out, std::FILE* err) 
   Args args;
   CLI::App app{"lbctl: operate ballast's lbagent (layer-4 load balancer)", "lbctl"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("lbctl ") + BALLAST_VERSION);
   app.add_option("--socket", args.socket, "lbagent's admin unix socket")->capture_default_str();
   CLI::Option* addr =
       app.add_option("--addr", args.addr, "lbagent's admin TCP listener HOST:PORT (mutual TLS)");

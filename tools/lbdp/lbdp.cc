@@ -594,6 +594,7 @@ int CmdDecapStats(const Global& g, const std::string& dev) {
 int main(int argc, char** argv) {
   CLI::App app{"lbdp: program ballast's XDP data plane (maps pinned under --pin-dir)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("lbdp ") + BALLAST_VERSION);
   Global g;
   app.add_option("--pin-dir", g.pin_dir, "bpffs directory of the pinned maps and program")
       ->capture_default_str();
@@ -700,6 +701,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);

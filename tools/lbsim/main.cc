@@ -252,6 +252,10 @@ int Main(int argc, char** argv) {
       std::cout << kUsage;
       return kExitOk;
     }
+    if (a == "--version") {
+      std::cout << "lbsim " << BALLAST_VERSION << "\n";
+      return kExitOk;
+    }
     if (a == "--metrics") {
       o.metrics = true;
       continue;

@@ -101,6 +101,10 @@ int ParseFlags(int argc, char** argv, Flags* f) {
       std::fputs(kUsage.data(), stdout);
       return 0;
     }
+    if (a == "--version") {
+      std::printf("ballast-testbackend %s\n", BALLAST_VERSION);
+      return 0;
+    }
     if (a.substr(0, 2) != "--") return Usage(absl::StrCat("unexpected argument '", a, "'"));
     std::string flag(a);
     std::string value;
