@@ -123,7 +123,18 @@ expect 0 ctl status
 grep -q 'VIP 198.18.0.10:80/tcp "web"' "$TMP/out" || fail "status has no VIP header"
 grep -q '198.18.1.2' "$TMP/out" || fail "status has no backend row"
 
-expect 0 ctl vip add '[2001:db8:10::10]:443/tcp' --table-size 7 --backend '[2001:db8:1::1]:50'
+expect 0 ctl vip add '[2001:db8:10::10]:443/tcp' --table-size 7 --backend '2001:db8:1::1,weight=50'
+ctl --json vip list | grep -q '"weight": 50' || fail "--backend ADDR,weight=50 did not set weight 50"
+# ADDR:N was the weight until 0.1; everywhere else it is a port: refused, saying so.
+expect 2 ctl vip add 198.18.0.77:80/tcp --backend 198.18.12.2:3
+grep -q "reads as a port.*198.18.12.2,weight=3" "$TMP/err" ||
+  fail "--backend ADDR:N is not refused with the new form: $(cat "$TMP/err")"
+expect 3 ctl backend weight 198.18.0.77:80/tcp 198.18.12.2 1 # nothing was added
+# Global flags after the command, as before it.
+expect 0 ctl vip list --json
+grep -q '"weight": 50' "$TMP/out" || fail "'vip list --json' did not print JSON"
+expect 0 ctl status --json
+grep -q '"vips"' "$TMP/out" || fail "'status --json' did not print JSON"
 expect 4 ctl vip add '[2001:db8:10::10]:443/tcp'
 expect 2 ctl backend weight 198.18.0.10:80/tcp 198.18.1.1 3000
 grep -q 'out of range 0..1000' "$TMP/err" || fail "weight error does not name the range"

@@ -13,8 +13,8 @@ constexpr char kVipForm[] =
     "write ADDR:PORT/PROTO, e.g. 198.18.0.10:80/tcp, [2001:db8::10]:443/tcp, or "
     "198.18.0.10:0/udp for all ports";
 constexpr char kBackendForm[] =
-    "write ADDR or ADDR:WEIGHT, e.g. 198.18.1.10, 198.18.1.10:50, 2001:db8::1 or "
-    "[2001:db8::1]:50";
+    "write ADDR or ADDR,weight=N, e.g. 198.18.1.10, 198.18.1.10,weight=50, 2001:db8::1 or "
+    "2001:db8::1,weight=50";
 
 absl::Status Bad(absl::string_view text, absl::string_view why, absl::string_view form) {
   return absl::InvalidArgumentError(absl::StrCat("'", text, "' ", why, ": ", form));
@@ -114,37 +114,50 @@ std::string FormatVipKey(const v1::VipKey& key) {
 
 absl::StatusOr<BackendSpec> ParseBackendSpec(absl::string_view text) {
   BackendSpec spec;
-  absl::string_view host = text, weight;
-  bool has_weight = false;
-  if (!text.empty() && text.front() == '[') {
-    size_t close = text.find(']');
-    if (close == absl::string_view::npos) return Bad(text, "has '[' without ']'", kBackendForm);
-    host = text.substr(1, close - 1);
-    absl::string_view rest = text.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') return Bad(text, "has text after ']'", kBackendForm);
-      weight = rest.substr(1);
-      has_weight = true;
-    }
-  } else {
-    size_t first = text.find(':');
-    if (first != absl::string_view::npos && text.find(':', first + 1) == absl::string_view::npos) {
-      // Exactly one colon: IPv4 with a weight.
-      host = text.substr(0, first);
-      weight = text.substr(first + 1);
-      has_weight = true;
-    }
-    // Several colons: a bare IPv6 address without a weight.
+  absl::string_view host = text, options;
+  if (size_t comma = text.find(','); comma != absl::string_view::npos) {
+    host = text.substr(0, comma);
+    options = text.substr(comma + 1);
   }
-  std::optional<std::string> addr = Canonical(host);
-  if (host.empty() || !addr) {
+  absl::string_view bare = host;
+  if (bare.size() >= 2 && bare.front() == '[' && bare.back() == ']') {
+    bare = bare.substr(1, bare.size() - 2);
+  }
+  std::optional<std::string> addr = Canonical(bare);
+  if (!addr) {
+    // ADDR:N meant weight N until 0.1; everywhere else (ipvsadm, HAProxy,
+    // Katran's tools) it is a port, and a backend here has no port.
+    size_t colon = host.rfind(':');
+    const bool v6_port = !host.empty() && host.front() == '[' && colon != absl::string_view::npos &&
+                         colon > 0 && host[colon - 1] == ']';
+    const bool v4_port = host.find(':') == colon && colon != absl::string_view::npos;
+    if ((v4_port || v6_port) && AllDigits(host.substr(colon + 1))) {
+      absl::string_view a = host.substr(0, colon);
+      if (v6_port) a = a.substr(1, a.size() - 2);
+      if (Canonical(a)) {
+        const absl::string_view n = host.substr(colon + 1);
+        return Bad(text,
+                   absl::StrCat("has ':", n,
+                                "', which reads as a port, and a backend has no port of its own "
+                                "(it serves the VIP's); for weight ",
+                                n, " write ", a, ",weight=", n,
+                                " (earlier lbctl read ADDR:N as the weight)"),
+                   kBackendForm);
+      }
+    }
     return Bad(text, absl::StrCat("has '", host, "', which is not an IPv4 or IPv6 address"),
                kBackendForm);
   }
-  if (!text.empty() && text.front() == '[' && addr->find(':') == std::string::npos) {
+  if (host.front() == '[' && addr->find(':') == std::string::npos) {
     return Bad(text, "has an IPv4 address in brackets", kBackendForm);
   }
-  if (has_weight) {
+  if (text.find(',') != absl::string_view::npos) {
+    constexpr absl::string_view kWeight = "weight=";
+    if (options.substr(0, kWeight.size()) != kWeight) {
+      return Bad(text, absl::StrCat("has option '", options, "'; the only one is weight=N"),
+                 kBackendForm);
+    }
+    absl::string_view weight = options.substr(kWeight.size());
     uint32_t w = 0;
     if (!AllDigits(weight) || !absl::SimpleAtoi(weight, &w)) {
       return Bad(text, absl::StrCat("has weight '", weight, "', not a whole number"), kBackendForm);

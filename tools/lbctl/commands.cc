@@ -150,7 +150,8 @@ void VipAddOptions(CLI::App& cmd, Args& a) {
   cmd.add_option("--table-size", a.table_size,
                  "Maglev table size: a prime in 7..1048573 (default 65537)");
   cmd.add_option("--name", a.name, "free text for operators");
-  cmd.add_option("--backend", a.backends, "ADDR[:WEIGHT], repeatable; weight 0..1000, default 100");
+  cmd.add_option("--backend", a.backends,
+                 "ADDR[,weight=N], repeatable; weight 0..1000, default 100");
 }
 
 absl::Status RunVipAdd(Session& s, const Args& a, std::FILE* out) {
@@ -582,11 +583,14 @@ int RunLbctl(int argc, const char* const* argv, std::FILE* out, std::FILE* err) 
     if (noun == nullptr) {
       noun = app.add_subcommand(std::string(c.noun),
                                 c.verb.empty() ? std::string(c.help) : NounHelp(c.noun));
+      // Global flags anywhere: `lbctl status --json` as `lbctl --json status`.
+      noun->fallthrough();
     }
     CLI::App* leaf = noun;
     if (!c.verb.empty()) {
       noun->require_subcommand(1);
       leaf = noun->add_subcommand(std::string(c.verb), std::string(c.help));
+      leaf->fallthrough();
     }
     c.add_options(*leaf, args);
     command_of[leaf] = &c;

@@ -85,11 +85,12 @@ TEST_CASE("ParseBackendSpec: address with an optional weight", "[lbctl][address]
   };
   const Case cases[] = {
       {"198.18.1.10", "198.18.1.10", std::nullopt},
-      {"198.18.1.10:50", "198.18.1.10", 50},
-      {"198.18.1.10:0", "198.18.1.10", 0},
+      {"198.18.1.10,weight=50", "198.18.1.10", 50},
+      {"198.18.1.10,weight=0", "198.18.1.10", 0},
       {"2001:db8::1", "2001:db8::1", std::nullopt},
       {"[2001:db8::1]", "2001:db8::1", std::nullopt},
-      {"[2001:db8::1]:75", "2001:db8::1", 75},
+      {"2001:db8::1,weight=75", "2001:db8::1", 75},
+      {"[2001:db8::1],weight=75", "2001:db8::1", 75},
       {"2001:0db8::0001", "2001:db8::1", std::nullopt},
   };
   for (const Case& c : cases) {
@@ -104,20 +105,43 @@ TEST_CASE("ParseBackendSpec: address with an optional weight", "[lbctl][address]
 TEST_CASE("ParseBackendSpec rejects bad input", "[lbctl][address]") {
   const char* bad[] = {"",
                        "198.18.1",
-                       "198.18.1.10:",
-                       "198.18.1.10:x",
-                       "198.18.1.10:-5",
+                       "198.18.1.10,",
+                       "198.18.1.10,weight=",
+                       "198.18.1.10,weight=x",
+                       "198.18.1.10,weight=-5",
+                       "198.18.1.10,w=5",
+                       "198.18.1.10,weight=5,weight=6",
                        "[2001:db8::1",
                        "[2001:db8::1]50",
-                       "[198.18.1.10]:5",
-                       "host:5",
-                       "198.18.1.10:99999999999"};
+                       "[198.18.1.10]",
+                       "host,weight=5",
+                       "198.18.1.10,weight=99999999999"};
   for (const char* text : bad) {
     INFO(text);
     absl::StatusOr<BackendSpec> spec = ParseBackendSpec(text);
     REQUIRE_FALSE(spec.ok());
     CHECK(spec.status().code() == absl::StatusCode::kInvalidArgument);
-    CHECK_THAT(std::string(spec.status().message()), Catch::Contains("ADDR:WEIGHT"));
+    CHECK_THAT(std::string(spec.status().message()), Catch::Contains("ADDR,weight=N"));
+  }
+}
+
+TEST_CASE("ParseBackendSpec: ADDR:N is refused, saying it reads as a port now",
+          "[lbctl][address]") {
+  struct Case {
+    const char* text;
+    const char* hint;
+  };
+  const Case cases[] = {
+      {"198.18.12.2:3", "198.18.12.2,weight=3"},
+      {"[2001:db8::1]:50", "2001:db8::1,weight=50"},
+      {"198.18.12.2:80,weight=3", "198.18.12.2,weight=80"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    absl::StatusOr<BackendSpec> spec = ParseBackendSpec(c.text);
+    REQUIRE_FALSE(spec.ok());
+    CHECK_THAT(std::string(spec.status().message()), Catch::Contains("reads as a port"));
+    CHECK_THAT(std::string(spec.status().message()), Catch::Contains(c.hint));
   }
 }
 

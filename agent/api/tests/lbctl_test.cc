@@ -51,7 +51,7 @@ struct Fixture {
 
 TEST_CASE_METHOD(Fixture, "lbctl vip add with backends, then list and status", "[lbctl]") {
   LbctlResult r = Run({"vip", "add", "198.18.0.10:80/tcp", "--name", "web", "--table-size", "251",
-                       "--backend", "198.18.1.1:50", "--backend", "[2001:db8::1]"});
+                       "--backend", "198.18.1.1,weight=50", "--backend", "[2001:db8::1]"});
   REQUIRE(r.exit_code == 0);
   CHECK(r.out == "added VIP 198.18.0.10:80/tcp with 2 backends\n");
   std::vector<v1::Vip> vips = engine.ListVips();
@@ -91,6 +91,14 @@ TEST_CASE_METHOD(Fixture, "lbctl --json prints the API message in protobuf's JSO
   CHECK_THAT(r.out, Catch::Contains("\"tableSize\": 0"));  // defaults printed too
 
   r = Run({"--json", "backend", "weight", "[2001:db8::10]:443/tcp", "2001:db8::2", "7"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == "{}\n");
+
+  // Global flags after the command work as before it.
+  r = Run({"vip", "list", "--json"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("\"protocol\": \"TCP\""));
+  r = Run({"backend", "weight", "[2001:db8::10]:443/tcp", "2001:db8::2", "8", "--json"});
   REQUIRE(r.exit_code == 0);
   CHECK(r.out == "{}\n");
 }
