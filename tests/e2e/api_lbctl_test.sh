@@ -124,7 +124,8 @@ grep -q 'VIP 198.18.0.10:80/tcp "web"' "$TMP/out" || fail "status has no VIP hea
 grep -q '198.18.1.2' "$TMP/out" || fail "status has no backend row"
 
 expect 0 ctl vip add '[2001:db8:10::10]:443/tcp' --table-size 7 --backend '2001:db8:1::1,weight=50'
-ctl --json vip list | grep -q '"weight": 50' || fail "--backend ADDR,weight=50 did not set weight 50"
+expect 0 ctl --json vip list
+grep -q '"weight": 50' "$TMP/out" || fail "--backend ADDR,weight=50 did not set weight 50"
 # ADDR:N was the weight until 0.1; everywhere else it is a port: refused, saying so.
 expect 2 ctl vip add 198.18.0.77:80/tcp --backend 198.18.12.2:3
 grep -q "reads as a port.*198.18.12.2,weight=3" "$TMP/err" ||
