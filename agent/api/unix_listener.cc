@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace ballast::api {
 namespace {
@@ -57,6 +58,20 @@ absl::Status MakeParents(const std::string& path) {
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(
         absl::StrCat("admin.socket_path: ", dir, " is not a directory"));
+  }
+  // Whoever may write the directory may replace the socket with their own,
+  // and lbctl would then talk to an impostor.
+  if (st.st_uid != 0 && st.st_uid != geteuid()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("admin.socket_path: ", dir, " belongs to uid ", st.st_uid,
+                     "; the admin socket's directory must belong to root (e.g. /run/ballast)"));
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("admin.socket_path: ", dir, " is writable by its group or by others (mode ",
+                     absl::StrFormat("%04o", st.st_mode & 07777),
+                     "), who could replace the admin socket; use a directory only "
+                     "root can write (e.g. /run/ballast, mode 0755)"));
   }
   return absl::OkStatus();
 }

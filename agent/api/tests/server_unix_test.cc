@@ -145,6 +145,41 @@ TEST_CASE("unix socket: stale socket replaced, live socket and non-socket refuse
   }
 }
 
+TEST_CASE("unix socket: refused in a directory others could write or that is not root's",
+          "[server][unix]") {
+  REQUIRE(geteuid() == 0);  // chown to another user needs root; fail loudly otherwise
+  TempDir dir;
+  const std::string sub = dir.Join("run");
+  REQUIRE(mkdir(sub.c_str(), 0755) == 0);
+  const std::string path = sub + "/lbagent.sock";
+  RecordingEngine engine;
+  struct Case {
+    mode_t mode;
+    uid_t uid;
+    const char* why;
+  };
+  const Case cases[] = {
+      {0777, 0, "writable by its group or by others (mode 0777)"},
+      {01777, 0, "(mode 1777)"},  // sticky /tmp-like: others can still pre-create names
+      {0775, 0, "(mode 0775)"},
+      {0755, 65534, "belongs to uid 65534"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.why);
+    REQUIRE(chmod(sub.c_str(), c.mode) == 0);
+    REQUIRE(chown(sub.c_str(), c.uid, 0) == 0);
+    auto server = StartAdminServer(engine, Access(path), QuietOptions());
+    REQUIRE_FALSE(server.ok());
+    CHECK(server.status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK_THAT(std::string(server.status().message()), Catch::Contains(c.why));
+    CHECK(access(path.c_str(), F_OK) != 0);  // no socket was made
+  }
+  REQUIRE(chown(sub.c_str(), 0, 0) == 0);
+  REQUIRE(chmod(sub.c_str(), 0755) == 0);
+  auto server = StartAdminServer(engine, Access(path), QuietOptions());
+  CHECK(server.ok());
+}
+
 TEST_CASE("unix callers are recorded as operator:unix:uid=<uid>", "[server][unix]") {
   TempDir dir;
   const std::string path = dir.Join("lbagent.sock");
