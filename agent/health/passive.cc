@@ -66,10 +66,14 @@ PassiveValues DerivePassive(const CounterSnapshot& d, const Params& p, absl::Dur
   const double flows = static_cast<double>(d.new_flows);
   const double hs = static_cast<double>(d.handshake_count);
   const double fr = static_cast<double>(d.first_response_count);
-  set(Signal::kSynRetransmitRatio, d.new_flows,
-      d.new_flows ? static_cast<double>(d.syn_retransmits) / flows : 0);
-  set(Signal::kClientRstRatio, d.new_flows,
-      d.new_flows ? static_cast<double>(d.client_rsts) / flows : 0);
+  // Ratios of events to new flows, at most 1: more events than flows (a
+  // client's retransmissions, resets of flows begun in an earlier interval)
+  // say no more than "every flow".
+  const auto per_flow = [&](uint64_t events) {
+    return d.new_flows ? std::min(1.0, static_cast<double>(events) / flows) : 0.0;
+  };
+  set(Signal::kSynRetransmitRatio, d.new_flows, per_flow(d.syn_retransmits));
+  set(Signal::kClientRstRatio, d.new_flows, per_flow(d.client_rsts));
   // A handshake or a first response that completes just after the interval
   // ends is not missing. With arrivals spread over an interval of length I and
   // completions taking `mean_ns`, about total * mean / I of them are still in

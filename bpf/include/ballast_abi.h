@@ -163,6 +163,10 @@ enum ballast_flow_state {
 /* flow flags */
 #define BALLAST_FLOW_F_PAYLOAD_SEEN 0x1u  /* first client payload recorded */
 #define BALLAST_FLOW_F_RESPONSE_SEEN 0x2u /* first response time recorded */
+/* The router saw the flow's handshake (it came from a `handshakes` slot, not
+ * adopted mid-stream): only such a flow's first client RST is counted
+ * (client_rsts), so spoofed RSTs cannot forge the passive signal. */
+#define BALLAST_FLOW_F_HANDSHAKE_SEEN 0x4u
 
 /* Value of the `flows` LRU hash. */
 struct ballast_flow {

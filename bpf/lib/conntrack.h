@@ -140,10 +140,13 @@ static __always_inline void flow_insert(const struct ballast_vip_meta *vip, stru
 		f.state = BALLAST_FLOW_CLOSING;
 	else
 		f.state = BALLAST_FLOW_ESTABLISHED;
-	if (first_payload && p->payload_len > 0) {
-		f.payload_ns = now;
-		f.payload_ack = p->ack_seq;
-		f.flags = BALLAST_FLOW_F_PAYLOAD_SEEN;
+	if (first_payload) {
+		f.flags = BALLAST_FLOW_F_HANDSHAKE_SEEN;
+		if (p->payload_len > 0) {
+			f.payload_ns = now;
+			f.payload_ack = p->ack_seq;
+			f.flags |= BALLAST_FLOW_F_PAYLOAD_SEEN;
+		}
 	}
 	bpf_map_update_elem(&flows, &p->key, &f, BPF_ANY);
 }
@@ -393,7 +396,11 @@ static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct
 	__u8 flags = p->tcp_flags;
 
 	if (flags & TCP_RST) {
-		if (bs)
+		/* Once per flow, and only for a flow whose handshake this
+		 * router saw: a thousand RSTs on one flow, or RSTs sent after
+		 * spoofed ACKs that adopted flows, are not a thousand resets. */
+		if (bs && f->state != BALLAST_FLOW_CLOSING &&
+		    (f->flags & BALLAST_FLOW_F_HANDSHAKE_SEEN))
 			bs->client_rsts += 1;
 		f->state = BALLAST_FLOW_CLOSING;
 		f->last_seen_ns = now;

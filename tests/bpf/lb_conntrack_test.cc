@@ -512,7 +512,25 @@ TEST_CASE("FIN and RST: the flow lingers on its backend; client RSTs are counted
     CHECK(fx.BackendStats(1).client_rsts == 1);
     fx.SetUniformTable(kVipTcp4, 2);
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kRst, 101, 0))) == 1);
-    CHECK(fx.BackendStats(1).client_rsts == 2);
+    CHECK(fx.BackendStats(1).client_rsts == 1);  // a flow's reset counts once
+  }
+  SECTION("a thousand RSTs on one flow count as one") {
+    for (int i = 0; i < 1000; ++i) {
+      REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kRst, 101 + static_cast<uint32_t>(i), 0))) == 1);
+    }
+    CHECK(fx.BackendStats(1).client_rsts == 1);
+  }
+  SECTION("RSTs on a flow adopted mid-stream (no handshake seen) are not counted") {
+    fx.SetUniformTable(kVipTcp4, 2);
+    const uint16_t port = kPort + 1;
+    const ballast_flow_key other = FlowKey(Lab::Client4(), Lab::Vip4(), port, 80, IPPROTO_TCP);
+    // A spoofer's ACK adopts a flow from the table, then its RST.
+    CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 7000, 1).Build())) == 2);
+    REQUIRE(fx.Flow(other));
+    CHECK((fx.Flow(other)->flags & BALLAST_FLOW_F_HANDSHAKE_SEEN) == 0);
+    CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kRst, 7001, 0).Build())) == 2);
+    CHECK(fx.BackendStats(2).client_rsts == 0);
+    CHECK(fx.Flow(kKey)->flags & BALLAST_FLOW_F_HANDSHAKE_SEEN);  // the real one has it
   }
   SECTION("a new SYN on the closed tuple is a new connection on the current table") {
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kRst, 101, 0))) == 1);

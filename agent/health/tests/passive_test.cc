@@ -86,6 +86,15 @@ TEST_CASE("passive signals are ratios per new flow and mean times") {
   CHECK(v.any());
 }
 
+TEST_CASE("event ratios are at most 1: more RSTs or retransmissions than flows say 'every flow'") {
+  Params p;
+  // 20 new flows; 1,000 client RSTs (a flood) and 60 SYN retransmissions.
+  CounterSnapshot d{20, 1200, 60, 1000, 2000000, 20, 0, 0};
+  PassiveValues v = DerivePassive(d, p);
+  CHECK(Value(v, Signal::kClientRstRatio) == 1.0);
+  CHECK(Value(v, Signal::kSynRetransmitRatio) == 1.0);
+}
+
 TEST_CASE("handshakes completing flows of the previous interval do not make a negative ratio") {
   Params p;
   CounterSnapshot d{20, 120, 0, 0, 2200000, 22, 0, 0};
