@@ -359,6 +359,7 @@ absl::Status HealthController::Evaluate() {
       bi.key = b.address;
       bi.nominal_weight = b.nominal_weight;
       bi.operator_state = OperatorStateOf(b.mode);
+      bi.unprobed = unprobed_.count(TargetId(pool.key_text, b.address)) > 0;
       if (auto p = probes.find(TargetId(pool.key_text, b.address)); p != probes.end()) {
         bi.probe = p->second;
       }

@@ -357,8 +357,17 @@ void Transition(Work& w, absl::Time now, const std::string& pool, const Params& 
     }
     return;
   }
-  // Down.
-  if (w.score.evaluated && st.good_streak >= p.promote_after && now >= st.cooldown_until) {
+  // Down. A backend nothing probes gets no data while down (no traffic):
+  // each evaluation without data counts towards a trial, so that a backend
+  // its traffic demoted is not left out for good. A trial that fails is a
+  // flap like any other (cooldown, then pinned at pin_flaps).
+  const bool trial = w.in->unprobed && !w.score.evaluated;
+  if (trial) {
+    ++st.good_streak;
+    w.good_streak_seen = st.good_streak;
+  }
+  if ((w.score.evaluated || trial) && st.good_streak >= p.promote_after &&
+      now >= st.cooldown_until) {
     const int streak = st.good_streak;
     st.in_service = true;
     st.ramp_step = 0;
@@ -366,9 +375,13 @@ void Transition(Work& w, absl::Time now, const std::string& pool, const Params& 
     st.good_streak = st.bad_streak = 0;
     st.last_promotion = now;
     AddAction(w, ActionKind::kPromote, now, pool,
-              absl::StrFormat("promoted after %d consecutive good evaluations (score %d); "
-                              "weight at %s of nominal",
-                              streak, st.score, FormatPercent(p.ramp_percents[0])));
+              trial ? absl::StrFormat("promoted for a trial after %d evaluations without data: "
+                                      "nothing probes it, so only its traffic can show that it "
+                                      "recovered; weight at %s of nominal",
+                                      streak, FormatPercent(p.ramp_percents[0]))
+                    : absl::StrFormat("promoted after %d consecutive good evaluations (score %d); "
+                                      "weight at %s of nominal",
+                                      streak, st.score, FormatPercent(p.ramp_percents[0])));
   }
 }
 

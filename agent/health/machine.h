@@ -137,6 +137,10 @@ struct BackendInput {
   OperatorState operator_state = OperatorState::kActive;
   std::optional<ProbeSummary> probe;        // probes finished in the interval, if any
   std::optional<CounterSnapshot> counters;  // cumulative data-plane counters, if read
+  // Nothing probes this backend (no probe configured for it): only its
+  // traffic can judge it, and down it has none. An evaluation without data
+  // then counts towards promoting it for a trial at the first ramp step.
+  bool unprobed = false;
 };
 
 struct PoolInput {
