@@ -438,6 +438,14 @@ absl::Status CheckTotals(const v1::Config& config, const FieldPath& at) {
     return at.Child("vips").Invalid(
         absl::StrCat(total, " backends in total; at most ", kMaxBackendsTotal, " across all VIPs"));
   }
+  uint64_t slots = 0;
+  for (const v1::Vip& vip : config.vips()) slots += EffectiveTableSize(vip);
+  if (slots > kMaxTotalTableSlots) {
+    return at.Child("vips").Invalid(
+        absl::StrCat(slots, " Maglev table slots in total (", slots * 4 / (1024 * 1024),
+                     " MiB in the kernel); at most ", kMaxTotalTableSlots,
+                     " across all VIPs: give some VIPs a smaller table_size"));
+  }
   return absl::OkStatus();
 }
 

@@ -34,6 +34,10 @@ inline constexpr uint32_t kMinTableSize = 7;
 inline constexpr uint32_t kDefaultTableSize = BALLAST_DEFAULT_TABLE_SIZE;  // 65537
 inline constexpr uint32_t kMaxTableSize = BALLAST_MAX_TABLE_SIZE;          // 1048573
 inline constexpr uint32_t kMaxNameBytes = 256;
+// Maglev slots of all VIPs together (4 bytes each in the kernel, and as
+// much again in the agent): 256 MiB of tables, room for every VIP at the
+// default size (1023 x 65537) or 64 at the largest.
+inline constexpr uint64_t kMaxTotalTableSlots = uint64_t{1} << 26;
 
 // ---- effective values (0 = default) ---------------------------------------------
 uint32_t EffectiveTableSize(const v1::Vip& vip);

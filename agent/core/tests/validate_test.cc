@@ -148,6 +148,17 @@ TEST_CASE("ValidateConfig names the field and the allowed range of every bad inp
          }
        },
        "vips: 16384 backends in total; at most 16383 across all VIPs"},
+      {"too many Maglev slots in total",
+       [](v1::Config& c) {
+         c.clear_vips();
+         for (int i = 0; i < 65; ++i) {
+           v1::Vip* v = c.add_vips();
+           *v->mutable_key() = Key("198.18.0." + std::to_string(i + 1), 80);
+           v->set_table_size(1048573);
+         }
+       },
+       "vips: 68157245 Maglev table slots in total (259 MiB in the kernel); at most 67108864 "
+       "across all VIPs: give some VIPs a smaller table_size"},
       {"IPv4 backends without source_v4",
        [](v1::Config& c) { c.mutable_global()->clear_source_v4(); },
        "global.source_v4: required: backend 198.18.1.1 of vip 198.18.0.10:80/tcp is IPv4, and "
