@@ -144,6 +144,13 @@ absl::StatusOr<int64_t> EtcdStore::Save(const v1::State& next, int64_t base_revi
                                         WriteKind kind) {
   const std::string key = state_key();
   const std::string bytes = DeterministicBytes(next);
+  if (bytes.size() > options_.max_state_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the replicated state would be ", bytes.size(), " bytes, over the ",
+        options_.max_state_bytes, " that fit in one etcd request (etcd's --max-request-bytes, ",
+        "1572864 by default, less room for the transaction); nothing was written: remove VIPs "
+        "or backends, or raise etcd's limit"));
+  }
   std::vector<etcd::Compare> compares;
   if (base_revision == 0) {
     compares.push_back(etcd::Compare::Missing(key));

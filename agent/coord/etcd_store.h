@@ -37,6 +37,11 @@ struct EtcdStoreOptions {
   // Called (on the writer's thread) when a fenced write was rejected: this
   // node is no longer the leader.
   std::function<void(const absl::Status&)> on_fenced;
+  // The largest state written. etcd refuses a request over its
+  // --max-request-bytes (1.5 MiB by default) with a bare "request is too
+  // large"; the write carries the state, its compares and the fence, so the
+  // default leaves 64 KiB for those.
+  size_t max_state_bytes = 1572864 - 65536;
 };
 
 class EtcdStore final : public Store {

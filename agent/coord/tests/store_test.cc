@@ -96,6 +96,31 @@ TEST_CASE("writes compare the state's revision: a stale writer gets ABORTED", "[
   CHECK(now->state.config().vips(0).backends(0).weight() == 2);
 }
 
+TEST_CASE("a state too large for one etcd request is refused, naming the limit", "[store]") {
+  auto etcd = EtcdCluster::Start(1);
+  auto client = MakeClient(etcd->endpoints());
+  EtcdStoreOptions o{"/t", TempPath("s.cache"), nullptr};
+  CHECK(o.max_state_bytes == 1572864 - 65536);  // etcd's default request limit, less room
+  o.max_state_bytes = 2000;
+  EtcdStore s(*client, o);
+  auto r1 = s.Save(StateWithWeight(1), 0, WriteKind::kOperator);
+  REQUIRE(r1.ok());
+  v1::State big = StateWithWeight(2);
+  for (int i = 0; i < 200; ++i) {  // about 4 KB
+    big.mutable_config()->mutable_vips(0)->add_backends()->set_address(
+        absl::StrCat("198.19.", i / 250, ".", i % 250 + 1));
+  }
+  auto r2 = s.Save(big, *r1, WriteKind::kOperator);
+  REQUIRE_FALSE(r2.ok());
+  CHECK(r2.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(std::string(r2.status().message()), Catch::Contains("over the 2000 that fit"));
+  CHECK_THAT(std::string(r2.status().message()), Catch::Contains("--max-request-bytes"));
+  auto now = s.Load();  // nothing written
+  REQUIRE(now.ok());
+  CHECK(now->revision == *r1);
+  CHECK(now->state.config().vips(0).backends(0).weight() == 1);
+}
+
 TEST_CASE("automated writes need the leader's fence; a stale leader is rejected", "[store]") {
   auto etcd = EtcdCluster::Start(1);
   auto client = MakeClient(etcd->endpoints());
