@@ -109,14 +109,30 @@ TEST_CASE("kill -9 during state writes leaves the old or the new state, 200 time
   int interrupted = 0;  // kills that left <file>.tmp behind: a write was cut short
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 200; ++i) {
+    // The child says when it starts saving: the random delay counts from
+    // there, not from fork(). And it saves the state the file already has
+    // (a) once before that: a forked child's first save takes several times
+    // as long as the others (its pages are copied on write), longer than
+    // the whole delay here, so that every kill landed before any write
+    // (saw_b == 0, interrupted == 0 in CI).
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
     const pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+      close(ready[0]);
       StateStore child(path);
+      if (!child.Save(a).ok()) _exit(3);
+      const char go = 1;
+      if (write(ready[1], &go, 1) != 1) _exit(4);
       for (uint64_t n = 0;; ++n) {
         if (!child.Save(n % 2 == 0 ? b : a).ok()) _exit(3);
       }
     }
+    close(ready[1]);
+    char go = 0;
+    REQUIRE(read(ready[0], &go, 1) == 1);
+    close(ready[0]);
     usleep(static_cast<useconds_t>(delay_us(rng)));
     REQUIRE(kill(pid, SIGKILL) == 0);
     int status = 0;
