@@ -44,13 +44,13 @@ TEST_CASE("A log line is one JSON object with ts, level, msg and fields") {
   REQUIRE(f.at("neg").number_value() == -5);
 }
 
-TEST_CASE("Log writes whole lines to the configured fd and honours the level") {
+// What `log` writes through Log(), read back from a pipe.
+template <typename F>
+std::string Logged(F log) {
   int fds[2];
   REQUIRE(pipe(fds) == 0);
   SetLogFd(fds[1]);
-  SetMinLogLevel(LogLevel::kInfo);
-  Log(LogLevel::kDebug, "hidden");
-  Log(LogLevel::kInfo, "shown", {{"n", 1}});
+  log();
   SetLogFd(2);
   close(fds[1]);
   std::string got;
@@ -58,6 +58,15 @@ TEST_CASE("Log writes whole lines to the configured fd and honours the level") {
   ssize_t n;
   while ((n = read(fds[0], buf, sizeof(buf))) > 0) got.append(buf, static_cast<size_t>(n));
   close(fds[0]);
+  return got;
+}
+
+TEST_CASE("Log writes whole lines to the configured fd and honours the level") {
+  SetMinLogLevel(LogLevel::kInfo);
+  const std::string got = Logged([] {
+    Log(LogLevel::kDebug, "hidden");
+    Log(LogLevel::kInfo, "shown", {{"n", 1}});
+  });
   REQUIRE(got.find("hidden") == std::string::npos);
   REQUIRE(got.find("\"msg\":\"shown\",\"fields\":{\"n\":1}}\n") != std::string::npos);
 }
@@ -67,21 +76,13 @@ TEST_CASE("journald: each line starts with its level's syslog priority when the 
   CHECK(SyslogPrefix(LogLevel::kWarning) == "<4>");
   CHECK(SyslogPrefix(LogLevel::kInfo) == "<6>");
   CHECK(SyslogPrefix(LogLevel::kDebug) == "<7>");
-  int fds[2];
-  REQUIRE(pipe(fds) == 0);
-  SetLogFd(fds[1]);
-  SetJournalPriorityPrefix(true);
-  Log(LogLevel::kError, "broken");
-  Log(LogLevel::kWarning, "odd");
-  SetJournalPriorityPrefix(false);
-  Log(LogLevel::kInfo, "plain");
-  SetLogFd(2);
-  close(fds[1]);
-  std::string got;
-  char buf[1024];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof(buf))) > 0) got.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
+  const std::string got = Logged([] {
+    SetJournalPriorityPrefix(true);
+    Log(LogLevel::kError, "broken");
+    Log(LogLevel::kWarning, "odd");
+    SetJournalPriorityPrefix(false);
+    Log(LogLevel::kInfo, "plain");
+  });
   CHECK(got.rfind("<3>{\"ts\":", 0) == 0);
   CHECK(got.find("\n<4>{\"ts\":") != std::string::npos);
   CHECK(got.find("\n{\"ts\":") != std::string::npos);  // "plain": no prefix
