@@ -68,7 +68,10 @@ class Prober {
 };
 
 // Builds the prober of spec.kind(). The spec must pass ValidateProbeSpec()
-// (spec.h); the same checks run here and their error is returned.
+// (spec.h); the same checks run here and their error is returned. When its
+// files fail CheckProbeFiles() (a CA bundle or descriptor set missing on
+// this host), the prober's every run fails saying why, and checks them
+// again, until they are right.
 absl::StatusOr<std::unique_ptr<Prober>> MakeProber(const v1::ProbeSpec& spec);
 
 }  // namespace ballast::probes

@@ -150,9 +150,8 @@ absl::Status ValidateProbeSpec(const v1::ProbeSpec& spec, std::string_view field
                         Cat("\"", spec.body_regex(), "\" does not compile (RE2): ", re.error()));
     }
   }
-  if (!spec.tls_ca_file().empty() && access(spec.tls_ca_file().c_str(), R_OK) != 0) {
-    return at.Invalid("tls_ca_file",
-                      Cat("cannot read ", spec.tls_ca_file(), ": ", std::strerror(errno)));
+  if (!spec.tls_ca_file().empty() && spec.tls_ca_file().front() != '/') {
+    return at.Invalid("tls_ca_file", Cat("\"", spec.tls_ca_file(), "\" is not an absolute path"));
   }
   if (spec.tls_insecure() && !spec.tls_ca_file().empty()) {
     return at.Invalid("tls_insecure",
@@ -176,6 +175,21 @@ absl::Status ValidateProbeSpec(const v1::ProbeSpec& spec, std::string_view field
                             spec.grpc_method() +
                             " (protoc --include_imports --descriptor_set_out)");
     }
+    if (spec.grpc_descriptor_set().front() != '/') {
+      return at.Invalid("grpc_descriptor_set",
+                        Cat("\"", spec.grpc_descriptor_set(), "\" is not an absolute path"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckProbeFiles(const v1::ProbeSpec& spec, std::string_view field_path) {
+  const Where at(field_path);
+  if (!spec.tls_ca_file().empty() && access(spec.tls_ca_file().c_str(), R_OK) != 0) {
+    return at.Invalid("tls_ca_file",
+                      Cat("cannot read ", spec.tls_ca_file(), ": ", std::strerror(errno)));
+  }
+  if (KindOf(spec) == v1::ProbeSpec::GRPC) {
     auto schema = GrpcSchema::Load(spec.grpc_descriptor_set(), spec.grpc_method());
     if (!schema.ok()) {
       const bool file_problem =

@@ -2,13 +2,18 @@
 //
 // ValidateProbeSpec() checks what agent/core/validate.cc does not: the
 // fields that only one kind uses (HTTP method, body regex, TLS options, gRPC
-// descriptor set, request text and assertions) and that each one works —
-// the regex compiles (RE2), the descriptor set loads and defines the
-// method, the request text parses as the method's input message, and every
-// assertion names an existing field with a literal of its type. Errors are
-// InvalidArgument "<field_path>.<field>: <problem>".
+// method and descriptor set) and that each is well formed (the regex
+// compiles, file paths are absolute). It reads no file: a configuration is
+// valid or not whatever the files on this host are.
 //
-// Stateless and thread-safe. Reads the descriptor set file from disk.
+// CheckProbeFiles() checks what needs the files: the CA bundle is readable,
+// the descriptor set loads and defines the method, the request text parses
+// as the method's input message, and every assertion names an existing
+// field with a literal of its type. MakeProber() runs it; a probe whose
+// files are missing or wrong is a failing probe, not an invalid config.
+//
+// Errors of both are InvalidArgument "<field_path>.<field>: <problem>".
+// Stateless and thread-safe.
 #ifndef BALLAST_AGENT_PROBES_SPEC_H_
 #define BALLAST_AGENT_PROBES_SPEC_H_
 
@@ -23,6 +28,7 @@
 namespace ballast::probes {
 
 absl::Status ValidateProbeSpec(const v1::ProbeSpec& spec, std::string_view field_path);
+absl::Status CheckProbeFiles(const v1::ProbeSpec& spec, std::string_view field_path);
 
 // Largest udp_request: one datagram that fits any path (1280-byte IPv6
 // minimum, less the outer header of the encapsulation and the headers).

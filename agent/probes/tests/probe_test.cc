@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include <google/protobuf/text_format.h>
 
 #include "agent/probes/probe.h"
@@ -292,6 +294,31 @@ TEST_CASE("gRPC: a real method, assertions on the reply, user agent") {
   auto timeout = RunSpec(base, full.port(), 300);
   CHECK_FALSE(timeout.ok);
   CHECK_THAT(timeout.detail, Catch::Contains("SYN not answered"));
+}
+
+TEST_CASE("a probe whose descriptor set is missing fails saying why, and runs once it is there") {
+  testing::GrpcBackend b1("b1", true);
+  testing::TempDir dir;
+  const std::string late = dir.path() + "/late.desc";
+  auto prober =
+      MakeProber(Spec("kind: GRPC grpc_method: \"/ballast.testing.v1.TestBackend/Hello\" "
+                      "grpc_descriptor_set: \"" +
+                      late + "\" grpc_expect: 'name == \"b1\"'"));
+  REQUIRE(prober.ok());  // a missing file is a failing probe, not an invalid spec
+  auto run = [&] {
+    return (*prober)->Run(Local(b1.port()), Clock::now() + std::chrono::milliseconds(1000));
+  };
+  ProbeResult missing = run();
+  CHECK_FALSE(missing.ok);
+  CHECK_THAT(missing.detail, Catch::StartsWith("GRPC probe to 127.0.0.1:"));
+  CHECK_THAT(missing.detail, Catch::Contains("cannot run: probe.grpc_descriptor_set: cannot read "
+                                             "descriptor set " +
+                                             late));
+  std::filesystem::copy_file(kDesc, late);
+  ProbeResult ok = run();
+  INFO(ok.detail);
+  CHECK(ok.ok);
+  CHECK_THAT(ok.detail, Catch::EndsWith(", 1 assertion(s) hold"));
 }
 
 }  // namespace

@@ -23,6 +23,15 @@ std::string Error(const std::string& text) {
   return std::string(s.message());
 }
 
+// The error of a spec that validates but whose files do not check out.
+std::string FilesError(const std::string& text) {
+  REQUIRE(ValidateProbeSpec(Spec(text), "vips[0].backends[1].probe").ok());  // reads no file
+  absl::Status s = CheckProbeFiles(Spec(text), "vips[0].backends[1].probe");
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  return std::string(s.message());
+}
+
 const std::string kDesc = BALLAST_TESTBACKEND_DESC;
 const std::string kHello = "/ballast.testing.v1.TestBackend/Hello";
 
@@ -74,7 +83,7 @@ TEST_CASE("errors name the field and the problem") {
   CHECK(Error("kind: HTTP tls_insecure: true") ==
         "vips[0].backends[1].probe.tls_insecure: is only used by HTTPS and TLS probes (this probe "
         "is HTTP)");
-  CHECK(Error("kind: TLS tls_ca_file: \"/nonexistent/ca.pem\"") ==
+  CHECK(FilesError("kind: TLS tls_ca_file: \"/nonexistent/ca.pem\"") ==
         "vips[0].backends[1].probe.tls_ca_file: cannot read /nonexistent/ca.pem: No such file or "
         "directory");
   CHECK(Error("kind: HTTPS tls_ca_file: \"/dev/null\" tls_insecure: true")
@@ -84,31 +93,37 @@ TEST_CASE("errors name the field and the problem") {
   CHECK(
       Error("kind: GRPC grpc_descriptor_set: \"/x\"") ==
       "vips[0].backends[1].probe.grpc_method: required for GRPC probes (\"/pkg.Service/Method\")");
+  CHECK(Error("kind: TLS tls_ca_file: \"ca.pem\"") ==
+        "vips[0].backends[1].probe.tls_ca_file: \"ca.pem\" is not an absolute path");
+  CHECK(Error("kind: GRPC grpc_method: \"/a.B/C\" grpc_descriptor_set: \"x.desc\"") ==
+        "vips[0].backends[1].probe.grpc_descriptor_set: \"x.desc\" is not an absolute path");
   CHECK(Error("kind: HTTP grpc_expect: \"a == 1\"")
             .starts_with("vips[0].backends[1].probe.grpc_expect: is only used by GRPC"));
 }
 
 TEST_CASE("gRPC specs are checked against the descriptor set") {
-  CHECK(Error("kind: GRPC grpc_method: \"/x.Y/Z\" grpc_descriptor_set: \"/nonexistent.desc\"") ==
-        "vips[0].backends[1].probe.grpc_descriptor_set: cannot read descriptor set "
-        "/nonexistent.desc: No such file or directory");
-  CHECK(Error("kind: GRPC grpc_method: \"/x.Y/Z\" grpc_descriptor_set: \"/etc/hostname\"") ==
+  CHECK(
+      FilesError("kind: GRPC grpc_method: \"/x.Y/Z\" grpc_descriptor_set: \"/nonexistent.desc\"") ==
+      "vips[0].backends[1].probe.grpc_descriptor_set: cannot read descriptor set "
+      "/nonexistent.desc: No such file or directory");
+  CHECK(FilesError("kind: GRPC grpc_method: \"/x.Y/Z\" grpc_descriptor_set: \"/etc/hostname\"") ==
         "vips[0].backends[1].probe.grpc_descriptor_set: /etc/hostname is not a FileDescriptorSet "
         "(make it with protoc --include_imports --descriptor_set_out)");
-  CHECK(Error("kind: GRPC grpc_method: \"/ballast.testing.v1.Nope/Hello\" grpc_descriptor_set: \"" +
-              kDesc + "\"") ==
+  CHECK(FilesError(
+            "kind: GRPC grpc_method: \"/ballast.testing.v1.Nope/Hello\" grpc_descriptor_set: \"" +
+            kDesc + "\"") ==
         "vips[0].backends[1].probe.grpc_descriptor_set: descriptor set " + kDesc +
             " has no service ballast.testing.v1.Nope (it has: ballast.testing.v1.TestBackend)");
-  CHECK(Error("kind: GRPC grpc_method: \"/ballast.testing.v1.TestBackend/Bye\" "
-              "grpc_descriptor_set: \"" +
-              kDesc + "\"") ==
+  CHECK(FilesError("kind: GRPC grpc_method: \"/ballast.testing.v1.TestBackend/Bye\" "
+                   "grpc_descriptor_set: \"" +
+                   kDesc + "\"") ==
         "vips[0].backends[1].probe.grpc_method: service ballast.testing.v1.TestBackend has no "
         "method Bye (it has: Hello)");
-  CHECK(Error(Grpc("grpc_request_text: \"frm: 'x'\"")) ==
+  CHECK(FilesError(Grpc("grpc_request_text: \"frm: 'x'\"")) ==
         "vips[0].backends[1].probe.grpc_request_text: not a ballast.testing.v1.HelloRequest in "
         "text format: 1:4: Message type \"ballast.testing.v1.HelloRequest\" has no field named "
         "\"frm\".");
-  CHECK(Error(Grpc("grpc_expect: 'name == \"b1\"' grpc_expect: 'nmae == \"b1\"'")) ==
+  CHECK(FilesError(Grpc("grpc_expect: 'name == \"b1\"' grpc_expect: 'nmae == \"b1\"'")) ==
         "vips[0].backends[1].probe.grpc_expect[1]: \"nmae == \"b1\"\": "
         "ballast.testing.v1.HelloReply has no field nmae (fields: name, message, healthy)");
 }
