@@ -194,10 +194,10 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
       for (const v1::VipOwnerStatus& o : c.owners()) {
         w.Sample("ballast_vip_owner", Label("vip", o.vip()), uint64_t{o.owner() ? 1u : 0u});
       }
-      w.Family("ballast_vip_fenced_packets", "counter",
+      w.Family("ballast_vip_fenced_packets_total", "counter",
                "Packets of the active/standby VIP dropped past its owner deadline.");
       for (const v1::VipOwnerStatus& o : c.owners()) {
-        w.Sample("ballast_vip_fenced_packets", Label("vip", o.vip()), o.fenced());
+        w.Sample("ballast_vip_fenced_packets_total", Label("vip", o.vip()), o.fenced());
       }
     }
     w.Family("ballast_config_differences", "gauge",
@@ -277,7 +277,7 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
                [](const v1::VipStatus& v) { return v.packets(); });
     vip_family("ballast_vip_bytes_total", "counter", "Bytes to the VIP.",
                [](const v1::VipStatus& v) { return v.bytes(); });
-    vip_family("ballast_vip_dropped_total", "counter",
+    vip_family("ballast_vip_dropped_packets_total", "counter",
                "Packets to the VIP that were dropped (no backend, fenced, too big, ...).",
                [](const v1::VipStatus& v) { return v.dropped(); });
     vip_family("ballast_vip_table_size", "gauge", "Slots of the VIP's Maglev table.",

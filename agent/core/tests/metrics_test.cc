@@ -94,14 +94,31 @@ TEST_CASE("Without a status only agent and process families are written, with up
   REQUIRE(text.find("ballast_backend_") == std::string::npos);
 }
 
-TEST_CASE("promtool check metrics accepts the output") {
+TEST_CASE("promtool check metrics accepts the output, standalone and in cluster mode") {
   testing::TempDir dir;
-  const v1::StatusResponse s = SampleStatus();
+  v1::StatusResponse s = SampleStatus();
+  SECTION("standalone") {}
+  SECTION("cluster, with an active/standby VIP") {
+    v1::Coordination* c = s.mutable_coordination();
+    c->set_mode("cluster");
+    c->set_node("r1");
+    c->set_up(true);
+    c->set_live_nodes(2);
+    v1::VipOwnerStatus* o = c->add_owners();
+    o->set_vip("198.18.0.10:80/tcp");
+    o->set_owner(true);
+    o->set_fenced(12);
+  }
   auto proc = ReadProcessStats();
   REQUIRE(proc.ok());
   REQUIRE(proc->resident_bytes > 0);
   REQUIRE(proc->start_time_seconds > 1.6e9);
   const std::string text = RenderMetrics(&s, EngineHealth{}, &*proc);
+  if (s.coordination().mode() == "cluster") {
+    REQUIRE(text.find("ballast_vip_fenced_packets_total{vip=\"198.18.0.10:80/tcp\"} 12\n") !=
+            std::string::npos);
+    REQUIRE(text.find("ballast_coordination_up 1\n") != std::string::npos);
+  }
   const std::string file = dir.File("metrics.txt");
   std::ofstream(file) << text;
   if (access("/usr/bin/promtool", X_OK) != 0) {
