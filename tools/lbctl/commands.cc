@@ -4,6 +4,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -135,11 +136,28 @@ absl::StatusOr<v1::Config> ReadConfig(const std::string& path) {
 
 // ---- status ---------------------------------------------------------------------
 
+void StatusOptions(CLI::App& cmd, Args& a) {
+  cmd.add_option("VIP", a.vip, "only this VIP, e.g. 198.18.0.10:80/tcp (default: every VIP)");
+}
+
 absl::Status RunStatus(Session& s, const Args& a, std::FILE* out) {
+  std::string only;
+  if (!a.vip.empty()) {
+    LBCTL_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
+    only = FormatVipKey(key);
+  }
   LBCTL_ASSIGN_OR_RETURN(c, s.client());
   v1::StatusResponse resp;
   LBCTL_RETURN_IF_ERROR(
       c->Call(c->status(), &v1::Status::Stub::GetStatus, v1::StatusRequest(), &resp));
+  if (!only.empty()) {
+    auto* vips = resp.mutable_vips();
+    vips->erase(
+        std::remove_if(vips->begin(), vips->end(),
+                       [&](const v1::VipStatus& v) { return FormatVipKey(v.key()) != only; }),
+        vips->end());
+    if (vips->empty()) return absl::NotFoundError(absl::StrCat("vip ", only, " does not exist"));
+  }
   return Emit(a, out, resp, FormatStatus(resp, absl::Now()));
 }
 
@@ -502,8 +520,8 @@ absl::Status RunTeardown(Session& s, const Args& a, std::FILE* out) {
 }
 
 constexpr Command kCommands[] = {
-    {"status", "", "per VIP and backend: weights, state, slots, flows, counters", NoOptions,
-     RunStatus},
+    {"status", "", "per VIP and backend: weights, state, slots, flows, counters (VIP: only it)",
+     StatusOptions, RunStatus},
     {"vip", "add", "add a VIP, optionally with backends", VipAddOptions, RunVipAdd},
     {"vip", "del", "delete a VIP and its backends", VipArg, RunVipDel},
     {"vip", "list", "list VIPs and their backends", NoOptions, RunVipList},

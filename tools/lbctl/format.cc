@@ -202,9 +202,8 @@ std::string FormatVips(const v1::ListVipsResponse& resp) {
   for (const v1::Vip& vip : resp.vips()) {
     std::vector<std::string> backends;
     for (const v1::Backend& b : vip.backends()) {
-      const bool v6 = b.address().find(':') != std::string::npos;
-      backends.push_back(v6 ? absl::StrCat("[", b.address(), "]:", b.weight())
-                            : absl::StrCat(b.address(), ":", b.weight()));
+      // As --backend takes it.
+      backends.push_back(absl::StrCat(b.address(), ",weight=", b.weight()));
     }
     t.AddRow({FormatVipKey(vip.key()), vip.name().empty() ? "-" : vip.name(),
               vip.table_size() == 0 ? "default" : absl::StrCat(vip.table_size()),

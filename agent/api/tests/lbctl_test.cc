@@ -66,7 +66,7 @@ TEST_CASE_METHOD(Fixture, "lbctl vip add with backends, then list and status", "
   r = Run({"vip", "list"});
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("198.18.0.10:80/tcp  web"));
-  CHECK_THAT(r.out, Catch::Contains("198.18.1.1:50 [2001:db8::1]:100"));
+  CHECK_THAT(r.out, Catch::Contains("198.18.1.1,weight=50 2001:db8::1,weight=100"));
 
   r = Run({"status"});
   REQUIRE(r.exit_code == 0);
@@ -74,6 +74,17 @@ TEST_CASE_METHOD(Fixture, "lbctl vip add with backends, then list and status", "
   CHECK_THAT(r.out, Catch::Contains("BACKEND"));
   CHECK_THAT(r.out, Catch::Contains("HS-MS"));
   CHECK_THAT(r.out, Catch::Contains("2001:db8::1"));
+
+  // One VIP: only its section; an unknown one is not found (3), a malformed one invalid (2).
+  REQUIRE(Run({"vip", "add", "198.18.0.11:80/tcp", "--backend", "198.18.1.9"}).exit_code == 0);
+  r = Run({"status", "198.18.0.11:80/tcp"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("VIP 198.18.0.11:80/tcp"));
+  CHECK_THAT(r.out, !Catch::Contains("VIP 198.18.0.10:80/tcp"));
+  r = Run({"status", "198.18.0.12:80/tcp"});
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.err, Catch::Contains("vip 198.18.0.12:80/tcp does not exist"));
+  CHECK(Run({"status", "198.18.0.12"}).exit_code == 2);
 }
 
 TEST_CASE_METHOD(Fixture, "lbctl --json prints the API message in protobuf's JSON mapping",
