@@ -5,6 +5,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -622,6 +623,17 @@ int RunLbctl(int argc, const char* const* argv, std::FILE* out, std::FILE* err) 
     Print(out, o.str());
     Print(err, er.str());
     return code == 0 ? kExitOk : kExitInvalid;
+  }
+  // Where the agent is, when neither --socket nor --addr says: $LBCTL_ADDR,
+  // else $LBCTL_SOCKET, else the default socket.
+  if (app.get_option("--socket")->count() == 0 && addr->count() == 0) {
+    const char* env_addr = std::getenv("LBCTL_ADDR");
+    const char* env_socket = std::getenv("LBCTL_SOCKET");
+    if (env_addr != nullptr && *env_addr != '\0') {
+      args.addr = env_addr;
+    } else if (env_socket != nullptr && *env_socket != '\0') {
+      args.socket = env_socket;
+    }
   }
 
   const CLI::App* leaf = &app;

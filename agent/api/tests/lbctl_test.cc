@@ -75,6 +75,21 @@ TEST_CASE_METHOD(Fixture, "lbctl vip add with backends, then list and status", "
   CHECK_THAT(r.out, Catch::Contains("HS-MS"));
   CHECK_THAT(r.out, Catch::Contains("2001:db8::1"));
 
+  // The socket from the environment when --socket is not given.
+  setenv("LBCTL_SOCKET", dir.Join("lbagent.sock").c_str(), 1);
+  r = testing::RunLbctlCaptured({"vip", "list"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("198.18.0.10:80/tcp  web"));
+  // $LBCTL_ADDR wins over $LBCTL_SOCKET (here: refused, no certificates);
+  // a flag wins over both.
+  setenv("LBCTL_ADDR", "127.0.0.1:1", 1);
+  r = testing::RunLbctlCaptured({"vip", "list"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--addr needs --cacert"));
+  CHECK(Run({"vip", "list"}).exit_code == 0);
+  unsetenv("LBCTL_ADDR");
+  unsetenv("LBCTL_SOCKET");
+
   // One VIP: only its section; an unknown one is not found (3), a malformed one invalid (2).
   REQUIRE(Run({"vip", "add", "198.18.0.11:80/tcp", "--backend", "198.18.1.9"}).exit_code == 0);
   r = Run({"status", "198.18.0.11:80/tcp"});
