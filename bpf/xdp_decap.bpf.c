@@ -12,7 +12,13 @@
  *   encapsulated, for us, inner header present  -> strip, XDP_PASS  (decapped)
  *   encapsulated, for us, inner header missing   -> XDP_DROP         (bad_inner)
  *   IPv4 outer for us, checksum or length wrong  -> XDP_DROP         (bad_outer)
+ *   for us, outer source not in decap_sources    -> XDP_DROP         (bad_source)
+ *   for us, inner destination not in decap_vips  -> XDP_DROP         (not_vip)
  *   anything else                                 -> XDP_PASS as is   (pass)
+ *
+ * The last two checks are on once their set has been given (decap_policy):
+ * with them, only the routers can send packets through the tunnel, and only
+ * to the VIPs this host serves; without them it is an open tunnel.
  *
  * Not handled (passed untouched): outer IPv4 fragments, outer IPv6 extension
  * headers, QinQ. The outer IPv4 header is checked as the kernel's ip_rcv
@@ -51,6 +57,31 @@ struct {
 	__type(value, __u32);
 } decap_addrs SEC(".maps");
 
+/* Outer sources allowed to send encapsulated packets here (prefixes). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, DECAP_MAX_ADDRS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct ballast_decap_prefix);
+	__type(value, __u32);
+} decap_sources SEC(".maps");
+
+/* Inner destinations served here (the VIPs on this host). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DECAP_MAX_ADDRS);
+	__type(key, struct ballast_decap_addr);
+	__type(value, __u32);
+} decap_vips SEC(".maps");
+
+/* [0]: BALLAST_DECAP_CHECK_* bits. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} decap_policy SEC(".maps");
+
 /* enum ballast_decap_verdict -> packets. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -77,6 +108,58 @@ static __always_inline int is_local(const void *addr, __u32 len, __u8 family)
 		__builtin_memset(key.addr + 4, 0, 12);
 	key.family = family;
 	return bpf_map_lookup_elem(&decap_addrs, &key) != NULL;
+}
+
+static __always_inline __u32 policy_flags(void)
+{
+	__u32 zero = 0, *f = bpf_map_lookup_elem(&decap_policy, &zero);
+
+	return f ? *f : 0;
+}
+
+/* May `addr` (outer source) send encapsulated packets here? */
+static __always_inline int source_ok(const void *addr, __u32 len, __u8 family, __u32 flags)
+{
+	struct ballast_decap_prefix key = {};
+
+	if (!(flags & BALLAST_DECAP_CHECK_SOURCE))
+		return 1;
+	key.family = family;
+	if (len == 4) {
+		__builtin_memcpy(key.addr, addr, 4);
+		key.prefixlen = 8 + 32;
+	} else {
+		__builtin_memcpy(key.addr, addr, 16);
+		key.prefixlen = 8 + 128;
+	}
+	return bpf_map_lookup_elem(&decap_sources, &key) != NULL;
+}
+
+/* Is the inner packet at data + off (header checked by inner_ok) for a VIP
+ * served here? */
+static __always_inline int inner_vip_ok(void *data, void *data_end, __u32 off, __u16 inner_proto,
+					__u32 flags)
+{
+	struct ballast_decap_addr key = {};
+
+	if (!(flags & BALLAST_DECAP_CHECK_VIP))
+		return 1;
+	if (inner_proto == ETH_P_IP) {
+		struct iphdr *ip = data + off;
+
+		if ((void *)(ip + 1) > data_end)
+			return 0;
+		__builtin_memcpy(key.addr, &ip->daddr, 4);
+		key.family = BALLAST_FAMILY_V4;
+	} else {
+		struct ipv6hdr *ip6 = data + off;
+
+		if ((void *)(ip6 + 1) > data_end)
+			return 0;
+		__builtin_memcpy(key.addr, &ip6->daddr, 16);
+		key.family = BALLAST_FAMILY_V6;
+	}
+	return bpf_map_lookup_elem(&decap_vips, &key) != NULL;
 }
 
 /* Is a complete inner header of `inner_proto` (ETH_P_IP / ETH_P_IPV6) at
@@ -173,7 +256,7 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct iphdr *ip = data + l2_len;
-	__u32 outer_len;
+	__u32 outer_len, flags;
 
 	if ((void *)(ip + 1) > data_end)
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
@@ -189,6 +272,11 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 	outer_len = ip->ihl * 4;
 	if (!inner_ok(data, data_end, l2_len + outer_len, ETH_P_IP))
 		return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
+	flags = policy_flags();
+	if (!source_ok(&ip->saddr, 4, BALLAST_FAMILY_V4, flags))
+		return count(BALLAST_DECAP_V_BAD_SOURCE, XDP_DROP);
+	if (!inner_vip_ok(data, data_end, l2_len + outer_len, ETH_P_IP, flags))
+		return count(BALLAST_DECAP_V_NOT_VIP, XDP_DROP);
 	return strip_outer(ctx, l2_len, outer_len, ETH_P_IP);
 }
 
@@ -198,6 +286,7 @@ static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ipv6hdr *ip6 = data + l2_len;
 	__u16 inner_proto;
+	__u32 flags;
 
 	if ((void *)(ip6 + 1) > data_end)
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
@@ -213,6 +302,11 @@ static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
 	if (!inner_ok(data, data_end, l2_len + sizeof(*ip6), inner_proto))
 		return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
+	flags = policy_flags();
+	if (!source_ok(&ip6->saddr, 16, BALLAST_FAMILY_V6, flags))
+		return count(BALLAST_DECAP_V_BAD_SOURCE, XDP_DROP);
+	if (!inner_vip_ok(data, data_end, l2_len + sizeof(*ip6), inner_proto, flags))
+		return count(BALLAST_DECAP_V_NOT_VIP, XDP_DROP);
 	return strip_outer(ctx, l2_len, sizeof(*ip6), inner_proto);
 }
 

@@ -1095,6 +1095,71 @@ TEST_CASE("decap strips the outer header of packets for local addresses", "[data
   CHECK((*d)->RemoveAddress(Ip("198.18.1.10")).code() == absl::StatusCode::kNotFound);
 }
 
+TEST_CASE("decap with sources and VIPs: only the routers, only to the VIPs", "[dataplane][bpf]") {
+  RequireRoot();
+  auto d = Decap::Load();
+  INFO(d.status().ToString());
+  REQUIRE(d.ok());
+  REQUIRE((*d)->AddAddress(Ip("198.18.1.10")).ok());
+  REQUIRE((*d)->AddAddress(Ip("2001:db8:1::10")).ok());
+  const int fd = (*d)->prog_fd();
+  const std::vector<uint8_t> tcp(20, 0xab);
+  // An IPv4-in-IPv4 frame from `src` whose inner packet goes to `inner_dst`.
+  auto frame4 = [&](const char* src, const char* inner_dst) {
+    auto inner = std::vector<uint8_t>();
+    PutIp4(inner, IPPROTO_TCP, "198.18.0.100", inner_dst, tcp.size());
+    inner.insert(inner.end(), tcp.begin(), tcp.end());
+    auto p = Eth(ETH_P_IP, false);
+    PutIp4(p, IPPROTO_IPIP, src, "198.18.1.10", inner.size());
+    p.insert(p.end(), inner.begin(), inner.end());
+    return p;
+  };
+  auto frame6 = [&](const char* src, const char* inner_dst) {
+    auto inner = std::vector<uint8_t>();
+    PutIp6(inner, IPPROTO_TCP, "2001:db8::100", inner_dst, tcp.size());
+    inner.insert(inner.end(), tcp.begin(), tcp.end());
+    auto p = Eth(ETH_P_IPV6, false);
+    PutIp6(p, IPPROTO_IPV6, src, "2001:db8:1::10", inner.size());
+    p.insert(p.end(), inner.begin(), inner.end());
+    return p;
+  };
+  // Before any is given: an open tunnel, as before.
+  CHECK(RunProg(fd, frame4("203.0.113.9", "198.18.1.10")).action == XDP_PASS);
+
+  REQUIRE((*d)->AddSource("198.18.0.0/24").ok());
+  REQUIRE((*d)->AddSource("2001:db8::1").ok());
+  REQUIRE((*d)->AddVip(Ip("198.18.0.10")).ok());
+  REQUIRE((*d)->AddVip(Ip("2001:db8:10::10")).ok());
+  CHECK((*d)->AddSource("198.18.0.300").code() == absl::StatusCode::kInvalidArgument);
+  CHECK((*d)->AddSource("198.18.0.0/33").code() == absl::StatusCode::kInvalidArgument);
+
+  auto before = (*d)->Stats();
+  REQUIRE(before.ok());
+  // A router, to a VIP: stripped.
+  auto r = RunProg(fd, frame4("198.18.0.1", "198.18.0.10"));
+  CHECK(r.action == XDP_PASS);
+  CHECK(r.out.size() == 14 + 20 + tcp.size());
+  CHECK(RunProg(fd, frame4("198.18.0.77", "198.18.0.10")).out.size() == 14 + 20 + tcp.size());
+  CHECK(RunProg(fd, frame6("2001:db8::1", "2001:db8:10::10")).out.size() == 14 + 40 + tcp.size());
+  // A spoofer outside the routers' prefixes: dropped, whatever it carries.
+  CHECK(RunProg(fd, frame4("198.18.1.99", "198.18.0.10")).action == XDP_DROP);
+  CHECK(RunProg(fd, frame6("2001:db8::2", "2001:db8:10::10")).action == XDP_DROP);
+  // A router's source, but the inner packet is for the host itself (port
+  // 22 of its own address, say) or another host: dropped.
+  CHECK(RunProg(fd, frame4("198.18.0.1", "198.18.1.10")).action == XDP_DROP);
+  CHECK(RunProg(fd, frame6("2001:db8::1", "2001:db8:1::10")).action == XDP_DROP);
+  auto after = (*d)->Stats();
+  REQUIRE(after.ok());
+  CHECK((*after)[BALLAST_DECAP_V_DECAPPED] - (*before)[BALLAST_DECAP_V_DECAPPED] == 3);
+  CHECK((*after)[BALLAST_DECAP_V_BAD_SOURCE] - (*before)[BALLAST_DECAP_V_BAD_SOURCE] == 2);
+  CHECK((*after)[BALLAST_DECAP_V_NOT_VIP] - (*before)[BALLAST_DECAP_V_NOT_VIP] == 2);
+  // Not encapsulated: untouched, checks or not.
+  auto plain = Eth(ETH_P_IP, false);
+  PutIp4(plain, IPPROTO_TCP, "203.0.113.9", "198.18.1.10", tcp.size());
+  plain.insert(plain.end(), tcp.begin(), tcp.end());
+  CHECK(RunProg(fd, plain).action == XDP_PASS);
+}
+
 TEST_CASE("decap attaches, is found again on its device, and detaches", "[dataplane][bpf][netns]") {
   RequireRoot();
   TestNetns ns;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,76 @@ ballast_decap_addr ToKey(const IpAddress& a) {
 }
 
 }  // namespace
+
+absl::Status Decap::EnableCheck(uint32_t bit) {
+  if (skel_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "decap sources and VIPs are set on a copy this process loaded (lbdp decap attach)");
+  }
+  const int fd = bpf_map__fd(skel_->maps.decap_policy);
+  const uint32_t zero = 0;
+  uint32_t flags = 0;
+  if (bpf_map_lookup_elem(fd, &zero, &flags) != 0)
+    return ErrnoStatus(errno, "reading decap_policy");
+  flags |= bit;
+  if (bpf_map_update_elem(fd, &zero, &flags, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, "writing decap_policy");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Decap::AddSource(std::string_view prefix) {
+  std::string_view addr_text = prefix;
+  int len = -1;
+  if (size_t slash = prefix.find('/'); slash != std::string_view::npos) {
+    addr_text = prefix.substr(0, slash);
+    const std::string_view len_text = prefix.substr(slash + 1);
+    if (len_text.empty() || len_text.size() > 3 ||
+        len_text.find_first_not_of("0123456789") != std::string_view::npos) {
+      return absl::InvalidArgumentError(
+          Cat("decap source ", prefix, ": '", len_text, "' is not a prefix length"));
+    }
+    len = std::stoi(std::string(len_text));
+  }
+  auto addr = IpAddress::Parse(addr_text);
+  if (!addr.ok()) {
+    return absl::InvalidArgumentError(Cat(
+        "decap source ", prefix, " is not an address or prefix (e.g. 198.18.0.1, 198.18.0.0/24)"));
+  }
+  const int max = addr->is_v4() ? 32 : 128;
+  if (len < 0) len = max;
+  if (len > max) {
+    return absl::InvalidArgumentError(
+        Cat("decap source ", prefix, ": prefix length ", len, " is over ", max));
+  }
+  ballast_decap_prefix k = {};
+  k.prefixlen = 8 + static_cast<uint32_t>(len);
+  k.family = addr->family();
+  std::memcpy(k.addr, addr->bytes().data(), addr->is_v4() ? 4 : 16);
+  // Host bits past the prefix are ignored by the trie's match but kept in
+  // the key: clear them, so that 198.18.0.1/24 and 198.18.0.0/24 are one.
+  for (int bit = len; bit < max; ++bit)
+    k.addr[bit / 8] &= static_cast<uint8_t>(~(0x80u >> (bit % 8)));
+  if (skel_ == nullptr) return EnableCheck(BALLAST_DECAP_CHECK_SOURCE);  // says why not
+  const uint32_t one = 1;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.decap_sources), &k, &one, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, Cat("adding decap source ", prefix));
+  }
+  return EnableCheck(BALLAST_DECAP_CHECK_SOURCE);
+}
+
+absl::Status Decap::AddVip(const IpAddress& vip) {
+  if (vip.is_unspecified()) {
+    return absl::InvalidArgumentError(Cat("decap VIP ", vip.ToString(), " is unspecified"));
+  }
+  if (skel_ == nullptr) return EnableCheck(BALLAST_DECAP_CHECK_VIP);  // says why not
+  const ballast_decap_addr k = ToKey(vip);
+  const uint32_t one = 1;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.decap_vips), &k, &one, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, Cat("adding decap VIP ", vip.ToString()));
+  }
+  return EnableCheck(BALLAST_DECAP_CHECK_VIP);
+}
 
 absl::StatusOr<std::unique_ptr<Decap>> Decap::Load() {
   std::unique_ptr<Decap> d(new Decap());

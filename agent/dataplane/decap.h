@@ -6,6 +6,11 @@
 // the program is attached to a device or a Decap holds them, and disappear
 // when it is detached. Detach() and DetachFrom() remove it.
 //
+// Who may use the tunnel: AddSource() (the routers' outer sources) and
+// AddVip() (the inner destinations served here) each turn their check on
+// with the first entry; until then anything is accepted (an open tunnel,
+// which `lbdp decap attach` makes the operator choose explicitly).
+//
 // Ownership: owns its fds (and the skeleton after Load). Destruction does
 // not detach. Thread-safety: none; one owner thread.
 #ifndef BALLAST_AGENT_DATAPLANE_DECAP_H_
@@ -47,6 +52,14 @@ class Decap {
   absl::Status RemoveAddress(const IpAddress& addr);
   absl::StatusOr<std::vector<IpAddress>> Addresses() const;
 
+  // Allows encapsulated packets from `prefix` ("198.18.0.1",
+  // "198.18.0.0/24", "2001:db8::/64"), and from then on only from the
+  // prefixes added. Only on a copy made by Load().
+  absl::Status AddSource(std::string_view prefix);
+  // Accepts inner packets to `vip`, and from then on only to the VIPs added.
+  // Only on a copy made by Load().
+  absl::Status AddVip(const IpAddress& vip);
+
   // Attaches to `ifname`. If the device already runs an xdp_decap program
   // it is replaced atomically (its address set is not carried over); any
   // other program: FailedPrecondition. Returns the mode used.
@@ -64,6 +77,8 @@ class Decap {
   int prog_fd_ = -1;           // owned only when skel_ == nullptr
   int addrs_fd_ = -1;          // idem
   int stats_fd_ = -1;          // idem
+
+  absl::Status EnableCheck(uint32_t bit);
 };
 
 }  // namespace ballast::dataplane

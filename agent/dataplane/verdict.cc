@@ -77,6 +77,10 @@ std::string_view DecapVerdictName(ballast_decap_verdict v) {
       return "bad_inner";
     case BALLAST_DECAP_V_BAD_OUTER:
       return "bad_outer";
+    case BALLAST_DECAP_V_BAD_SOURCE:
+      return "bad_source";
+    case BALLAST_DECAP_V_NOT_VIP:
+      return "not_vip";
     case BALLAST_DECAP_V_MAX:
       break;
   }

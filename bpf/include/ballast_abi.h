@@ -394,6 +394,22 @@ struct ballast_decap_addr {
 	__u8 pad[3];
 };
 
+/* Key of the decap program's `decap_sources` LPM trie: who may send
+ * encapsulated packets to this host (the routers' outer sources), as
+ * prefixes. prefixlen counts the family byte too: 8 + the address prefix
+ * length. Value: __u32, unused (1). */
+struct ballast_decap_prefix {
+	__u32 prefixlen;
+	__u8 family;
+	__u8 addr[16];
+	__u8 pad[3];
+};
+
+/* decap_policy[0]: which checks are on. A set that was never given (its bit
+ * clear) allows anything: outer sources, inner destinations. */
+#define BALLAST_DECAP_CHECK_SOURCE 0x1u /* outer source in decap_sources */
+#define BALLAST_DECAP_CHECK_VIP 0x2u    /* inner destination in decap_vips */
+
 /* Decap counters (per-CPU array `decap_stats`, one __u64 per reason). */
 enum ballast_decap_verdict {
 	BALLAST_DECAP_V_DECAPPED = 0, /* outer header stripped, inner passed up */
@@ -401,6 +417,8 @@ enum ballast_decap_verdict {
 	BALLAST_DECAP_V_BAD_INNER,    /* encapsulated but the inner header is truncated: dropped */
 	BALLAST_DECAP_V_BAD_OUTER,    /* for us, but the outer IPv4 checksum or length is wrong:
 					 dropped (the decap maps are not pinned: no layout to keep) */
+	BALLAST_DECAP_V_BAD_SOURCE,   /* for us, from a source that is no router: dropped */
+	BALLAST_DECAP_V_NOT_VIP,      /* for us, inner destination not a VIP here: dropped */
 	BALLAST_DECAP_V_MAX
 };
 

@@ -538,21 +538,65 @@ int CmdFlows(const Global& g, size_t max) {
 
 // ---- decap ----------------------------------------------------------------
 
-int CmdDecapAttach(const Global& g, const std::string& dev, const std::vector<std::string>& addrs,
-                   const std::string& mode_text) {
-  auto mode = ParseAttachMode(mode_text);
+struct DecapAttachArgs {
+  std::vector<std::string> addrs;    // local addresses packets are encapsulated to
+  std::vector<std::string> sources;  // --from: router sources, or "any"
+  std::vector<std::string> vips;     // --vip: inner destinations, or "any"
+  std::string mode = "auto";
+};
+
+// "any" alone, or addresses without it: true = any (no check).
+absl::StatusOr<bool> AnyOf(const std::vector<std::string>& v, std::string_view flag) {
+  const bool any = std::find(v.begin(), v.end(), "any") != v.end();
+  if (any && v.size() > 1) {
+    return absl::InvalidArgumentError(
+        Cat(flag, " any cannot be combined with addresses (any allows every one)"));
+  }
+  return any;
+}
+
+int CmdDecapAttach(const Global& g, const std::string& dev, const DecapAttachArgs& a) {
+  auto mode = ParseAttachMode(a.mode);
   if (!mode.ok()) return Fail(mode.status());
-  std::vector<IpAddress> ips;
-  for (const std::string& a : addrs) {
-    auto ip = IpAddress::Parse(a);
+  std::vector<IpAddress> ips, vips;
+  for (const std::string& s : a.addrs) {
+    auto ip = IpAddress::Parse(s);
     if (!ip.ok()) return Fail(ip.status());
     ips.push_back(*ip);
+  }
+  auto any_source = AnyOf(a.sources, "--from");
+  if (!any_source.ok()) return Fail(any_source.status());
+  auto any_vip = AnyOf(a.vips, "--vip");
+  if (!any_vip.ok()) return Fail(any_vip.status());
+  if (!*any_vip) {
+    for (const std::string& s : a.vips) {
+      auto ip = IpAddress::Parse(s);
+      if (!ip.ok()) return Fail(ip.status());
+      vips.push_back(*ip);
+    }
   }
   if (absl::Status s = EnterNetns(g.netns); !s.ok()) return Fail(s);
   auto d = Decap::Load();
   if (!d.ok()) return Fail(d.status());
   for (const IpAddress& ip : ips) {
     if (absl::Status s = (*d)->AddAddress(ip); !s.ok()) return Fail(s);
+  }
+  if (!*any_source) {
+    for (const std::string& s : a.sources) {
+      if (absl::Status st = (*d)->AddSource(s); !st.ok()) return Fail(st);
+    }
+  }
+  for (const IpAddress& ip : vips) {
+    if (absl::Status s = (*d)->AddVip(ip); !s.ok()) return Fail(s);
+  }
+  if (*any_source || *any_vip) {
+    fprintf(stderr,
+            "lbdp: warning: decap on %s accepts %s: an open tunnel for whoever can reach this "
+            "host's addresses\n",
+            dev.c_str(),
+            *any_source && *any_vip ? "any source and any inner destination"
+            : *any_source           ? "any source"
+                                    : "any inner destination");
   }
   auto used = (*d)->Attach(dev, *mode);
   if (!used.ok()) return Fail(used.status());
@@ -684,12 +728,20 @@ int main(int argc, char** argv) {
 
   auto* c_decap = app.add_subcommand("decap", "backend-side decap program");
   c_decap->require_subcommand(1);
-  std::vector<std::string> decap_addrs;
-  std::string decap_mode = "auto";
+  DecapAttachArgs decap;
   auto* c_decap_attach = c_decap->add_subcommand("attach", "load xdp_decap and attach it");
   c_decap_attach->add_option("--dev", dev, "network device")->required();
-  c_decap_attach->add_option("--addr", decap_addrs, "local address to decapsulate for")->required();
-  c_decap_attach->add_option("--mode", decap_mode, "native | generic | auto")
+  c_decap_attach->add_option("--addr", decap.addrs, "local address to decapsulate for")->required();
+  c_decap_attach
+      ->add_option("--from", decap.sources,
+                   "router outer source allowed to send (address or prefix, repeatable), or "
+                   "'any' (an open tunnel)")
+      ->required();
+  c_decap_attach
+      ->add_option("--vip", decap.vips,
+                   "VIP served here: inner destinations allowed (repeatable), or 'any'")
+      ->required();
+  c_decap_attach->add_option("--mode", decap.mode, "native | generic | auto")
       ->capture_default_str();
   auto* c_decap_detach = c_decap->add_subcommand("detach", "detach xdp_decap");
   c_decap_detach->add_option("--dev", dev, "network device")->required();
@@ -727,7 +779,7 @@ int main(int argc, char** argv) {
   if (*c_stats) return CmdStats(g, json);
   if (*c_flows) return CmdFlows(g, max_flows);
   if (*c_handshakes) return CmdHandshakes(g);
-  if (*c_decap_attach) return CmdDecapAttach(g, dev, decap_addrs, decap_mode);
+  if (*c_decap_attach) return CmdDecapAttach(g, dev, decap);
   if (*c_decap_detach) return CmdDecapDetach(g, dev);
   if (*c_decap_stats) return CmdDecapStats(g, dev);
   return Invalid("no command given (see --help)");

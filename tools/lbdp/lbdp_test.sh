@@ -140,7 +140,10 @@ expect 0 "backend 2 2001:db8:1::11 draining" backend list
 expect 0 "deleted" vip del 198.18.0.10:80/tcp
 expect 3 "does not exist" vip del 198.18.0.10:80/tcp
 expect 0 "cleared" backend clear --id 1
-expect 0 "xdp_decap attached to dev lt1 in native mode" decap attach --dev lt1 --addr 198.18.1.10 --addr 2001:db8:1::10
+expect 2 "required" decap attach --dev lt1 --addr 198.18.1.10
+expect 2 "cannot be combined" decap attach --dev lt1 --addr 198.18.1.10 --from any --from 198.18.0.1 --vip any
+expect 2 "not an address or prefix" decap attach --dev lt1 --addr 198.18.1.10 --from 198.18.0.300 --vip any
+expect 0 "xdp_decap attached to dev lt1 in native mode" decap attach --dev lt1 --addr 198.18.1.10 --addr 2001:db8:1::10 --from 198.18.0.0/24 --from 2001:db8::1 --vip 198.18.0.10 --vip 2001:db8:10::10
 expect 0 "addresses: .*198.18.1.10" decap stats --dev lt1
 expect 4 "not xdp_decap" decap detach --dev lt0
 expect 0 "detached" decap detach --dev lt1
