@@ -1104,25 +1104,21 @@ TEST_CASE("decap with sources and VIPs: only the routers, only to the VIPs", "[d
   REQUIRE((*d)->AddAddress(Ip("2001:db8:1::10")).ok());
   const int fd = (*d)->prog_fd();
   const std::vector<uint8_t> tcp(20, 0xab);
-  // An IPv4-in-IPv4 frame from `src` whose inner packet goes to `inner_dst`.
-  auto frame4 = [&](const char* src, const char* inner_dst) {
+  // An IPv4-in-IPv4 (v6: IPv6-in-IPv6) frame to this host from `src` whose
+  // inner packet goes to `inner_dst`.
+  auto frame = [&](bool v6, const char* src, const char* inner_dst) {
+    auto put = v6 ? PutIp6 : PutIp4;
     auto inner = std::vector<uint8_t>();
-    PutIp4(inner, IPPROTO_TCP, "198.18.0.100", inner_dst, tcp.size());
+    put(inner, IPPROTO_TCP, v6 ? "2001:db8::100" : "198.18.0.100", inner_dst, tcp.size());
     inner.insert(inner.end(), tcp.begin(), tcp.end());
-    auto p = Eth(ETH_P_IP, false);
-    PutIp4(p, IPPROTO_IPIP, src, "198.18.1.10", inner.size());
+    auto p = Eth(v6 ? ETH_P_IPV6 : ETH_P_IP, false);
+    put(p, v6 ? IPPROTO_IPV6 : IPPROTO_IPIP, src, v6 ? "2001:db8:1::10" : "198.18.1.10",
+        inner.size());
     p.insert(p.end(), inner.begin(), inner.end());
     return p;
   };
-  auto frame6 = [&](const char* src, const char* inner_dst) {
-    auto inner = std::vector<uint8_t>();
-    PutIp6(inner, IPPROTO_TCP, "2001:db8::100", inner_dst, tcp.size());
-    inner.insert(inner.end(), tcp.begin(), tcp.end());
-    auto p = Eth(ETH_P_IPV6, false);
-    PutIp6(p, IPPROTO_IPV6, src, "2001:db8:1::10", inner.size());
-    p.insert(p.end(), inner.begin(), inner.end());
-    return p;
-  };
+  auto frame4 = [&](const char* src, const char* dst) { return frame(false, src, dst); };
+  auto frame6 = [&](const char* src, const char* dst) { return frame(true, src, dst); };
   // Before any is given: an open tunnel, as before.
   CHECK(RunProg(fd, frame4("203.0.113.9", "198.18.1.10")).action == XDP_PASS);
 

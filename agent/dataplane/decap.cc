@@ -24,13 +24,16 @@ ballast_decap_addr ToKey(const IpAddress& a) {
   return k;
 }
 
+// Sources and VIPs are set on a copy this process loaded (Load), whose
+// skeleton holds the maps.
+absl::Status NotLoaded() {
+  return absl::FailedPreconditionError(
+      "decap sources and VIPs are set on a copy this process loaded (lbdp decap attach)");
+}
+
 }  // namespace
 
 absl::Status Decap::EnableCheck(uint32_t bit) {
-  if (skel_ == nullptr) {
-    return absl::FailedPreconditionError(
-        "decap sources and VIPs are set on a copy this process loaded (lbdp decap attach)");
-  }
   const int fd = bpf_map__fd(skel_->maps.decap_policy);
   const uint32_t zero = 0;
   uint32_t flags = 0;
@@ -44,6 +47,7 @@ absl::Status Decap::EnableCheck(uint32_t bit) {
 }
 
 absl::Status Decap::AddSource(std::string_view prefix) {
+  if (skel_ == nullptr) return NotLoaded();
   std::string_view addr_text = prefix;
   int len = -1;
   if (size_t slash = prefix.find('/'); slash != std::string_view::npos) {
@@ -75,7 +79,6 @@ absl::Status Decap::AddSource(std::string_view prefix) {
   // the key: clear them, so that 198.18.0.1/24 and 198.18.0.0/24 are one.
   for (int bit = len; bit < max; ++bit)
     k.addr[bit / 8] &= static_cast<uint8_t>(~(0x80u >> (bit % 8)));
-  if (skel_ == nullptr) return EnableCheck(BALLAST_DECAP_CHECK_SOURCE);  // says why not
   const uint32_t one = 1;
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.decap_sources), &k, &one, BPF_ANY) != 0) {
     return ErrnoStatus(errno, Cat("adding decap source ", prefix));
@@ -84,10 +87,10 @@ absl::Status Decap::AddSource(std::string_view prefix) {
 }
 
 absl::Status Decap::AddVip(const IpAddress& vip) {
+  if (skel_ == nullptr) return NotLoaded();
   if (vip.is_unspecified()) {
     return absl::InvalidArgumentError(Cat("decap VIP ", vip.ToString(), " is unspecified"));
   }
-  if (skel_ == nullptr) return EnableCheck(BALLAST_DECAP_CHECK_VIP);  // says why not
   const ballast_decap_addr k = ToKey(vip);
   const uint32_t one = 1;
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.decap_vips), &k, &one, BPF_ANY) != 0) {
