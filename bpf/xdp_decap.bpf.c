@@ -14,7 +14,18 @@
  *   IPv4 outer for us, checksum or length wrong  -> XDP_DROP         (bad_outer)
  *   for us, outer source not in decap_sources    -> XDP_DROP         (bad_source)
  *   for us, inner destination not in decap_vips  -> XDP_DROP         (not_vip)
+ *   for us, a pure TCP SYN no socket here takes   -> XDP_TX back      (bounced)
+ *     ... marked by the router as the last hop    -> strip, XDP_PASS  (refused)
  *   anything else                                 -> XDP_PASS as is   (pass)
+ *
+ * Second chance (bpf/lib/bounce.h is the router's half): a client's SYN
+ * that no socket on this host would take (no listener on VIP:port, no
+ * request socket of the tuple; bpf_skc_lookup_tcp) would be answered with
+ * a RST. Unless the router marked it as the last hop (BALLAST_ENCAP_ID_LAST
+ * in the outer IPv4 identification, BALLAST_FLOW_LABEL_LAST in the outer
+ * IPv6 flow label), it goes back to the router instead, encapsulated as it
+ * came with the outer addresses and MACs swapped, and the router sends it
+ * to the flow's next backend. BALLAST_DECAP_NO_BOUNCE turns this off.
  *
  * The last two checks are on once their set has been given (decap_policy):
  * with them, only the routers can send packets through the tunnel, and only
@@ -32,6 +43,7 @@
 #include <linux/in.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/tcp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
@@ -204,11 +216,108 @@ static __always_inline int outer4_ok(const struct iphdr *ip, void *data_end)
 	return csum_fold(sum) == 0;
 }
 
+#define BOUNCE_TTL 64
+
+/* Would a socket on this host take the pure TCP SYN at data + off (inner
+ * header checked by inner_ok)? 1 yes, 0 no, -1 not a pure SYN (or an
+ * inner IPv6 header with extension headers, or an IPv4 fragment): not
+ * asked. (An inner IPv4 header with options is not asked either: rare in
+ * a SYN, and it keeps the TCP header at a fixed offset for the verifier.) */
+static __always_inline int syn_has_socket(struct xdp_md *ctx, void *data, void *data_end,
+					  __u32 off, __u16 inner_proto)
+{
+	struct bpf_sock_tuple t = {};
+	struct bpf_sock *sk;
+	struct tcphdr *th;
+	__u32 len;
+	__u8 flags;
+
+	if (inner_proto == ETH_P_IP) {
+		struct iphdr *ip = data + (off & 0x7F);
+
+		if ((void *)(ip + 1) > data_end || ip->ihl != 5 || ip->protocol != IPPROTO_TCP ||
+		    (ip->frag_off & bpf_htons(0x3fff)))
+			return -1;
+		th = (void *)(ip + 1);
+		if ((void *)(th + 1) > data_end)
+			return -1;
+		t.ipv4.saddr = ip->saddr;
+		t.ipv4.daddr = ip->daddr;
+		t.ipv4.sport = th->source;
+		t.ipv4.dport = th->dest;
+		flags = ((__u8 *)th)[13];
+		len = sizeof(t.ipv4);
+	} else {
+		struct ipv6hdr *ip6 = data + (off & 0x7F);
+
+		if ((void *)(ip6 + 1) > data_end || ip6->nexthdr != IPPROTO_TCP)
+			return -1;
+		th = (void *)(ip6 + 1);
+		if ((void *)(th + 1) > data_end)
+			return -1;
+		__builtin_memcpy(t.ipv6.saddr, &ip6->saddr, 16);
+		__builtin_memcpy(t.ipv6.daddr, &ip6->daddr, 16);
+		t.ipv6.sport = th->source;
+		t.ipv6.dport = th->dest;
+		flags = ((__u8 *)th)[13];
+		len = sizeof(t.ipv6);
+	}
+	if ((flags & 0x17) != 0x02) /* SYN, not ACK, RST or FIN */
+		return -1;
+	sk = bpf_skc_lookup_tcp(ctx, &t, len, BPF_F_CURRENT_NETNS, 0);
+	if (!sk)
+		return 0;
+	bpf_sk_release(sk);
+	return 1;
+}
+
+/* Sends the frame back where it came from: outer addresses, MACs swapped,
+ * a fresh TTL (the IPv4 checksum updated for it; swapping the addresses
+ * does not change it). */
+static __always_inline int bounce(struct xdp_md *ctx, __u32 l2_len, int outer_v4)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	__u8 mac[6];
+
+	if ((void *)(eth + 1) > data_end)
+		return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
+	__builtin_memcpy(mac, eth->h_dest, 6);
+	__builtin_memcpy(eth->h_dest, eth->h_source, 6);
+	__builtin_memcpy(eth->h_source, mac, 6);
+	if (outer_v4) {
+		struct iphdr *ip = data + (l2_len & 0x1F);
+		__u32 a;
+		__u16 old;
+
+		if ((void *)(ip + 1) > data_end)
+			return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
+		a = ip->saddr;
+		ip->saddr = ip->daddr;
+		ip->daddr = a;
+		old = *(__u16 *)&ip->ttl;
+		ip->ttl = BOUNCE_TTL;
+		ip->check = csum_fold((__u64)(__u16)~ip->check + (__u16)~old + *(__u16 *)&ip->ttl);
+	} else {
+		struct ipv6hdr *ip6 = data + (l2_len & 0x1F);
+		struct in6_addr a;
+
+		if ((void *)(ip6 + 1) > data_end)
+			return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
+		a = ip6->saddr;
+		ip6->saddr = ip6->daddr;
+		ip6->daddr = a;
+		ip6->hop_limit = BOUNCE_TTL;
+	}
+	return count(BALLAST_DECAP_V_BOUNCED, XDP_TX);
+}
+
 /* Removes `outer_len` bytes of outer IP header that follow the L2 header of
  * `l2_len` bytes (14, or 18 with a VLAN tag) and sets the ethertype of the
- * L2 header to `inner_proto`. */
+ * L2 header to `inner_proto`; counts the packet under `v`. */
 static __always_inline int strip_outer(struct xdp_md *ctx, __u32 l2_len, __u32 outer_len,
-				       __u16 inner_proto)
+				       __u16 inner_proto, __u32 v)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -248,7 +357,28 @@ static __always_inline int strip_outer(struct xdp_md *ctx, __u32 l2_len, __u32 o
 		nvlan->tci = vlan.tci;
 		nvlan->encap_proto = bpf_htons(inner_proto);
 	}
-	return count(BALLAST_DECAP_V_DECAPPED, XDP_PASS);
+	return count(v, XDP_PASS);
+}
+
+/* The second-chance step for an encapsulated packet that passed every
+ * check: returns -1 to strip it as usual, else the action taken. `last`:
+ * the router marked it as the last hop. */
+static __always_inline int second_chance(struct xdp_md *ctx, __u32 l2_len, __u32 outer_len,
+					 __u16 inner_proto, __u32 flags, int outer_v4, int last)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	int has;
+
+	if (flags & BALLAST_DECAP_NO_BOUNCE)
+		return -1;
+	has = syn_has_socket(ctx, data, data_end, l2_len + outer_len, inner_proto);
+	if (has != 0)
+		return -1;
+	if (!last)
+		return bounce(ctx, l2_len, outer_v4);
+	/* passed up: the kernel answers RST (counted apart from decapped) */
+	return strip_outer(ctx, l2_len, outer_len, inner_proto, BALLAST_DECAP_V_REFUSED);
 }
 
 static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
@@ -257,6 +387,7 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct iphdr *ip = data + l2_len;
 	__u32 outer_len, flags;
+	int action;
 
 	if ((void *)(ip + 1) > data_end)
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
@@ -277,7 +408,11 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 		return count(BALLAST_DECAP_V_BAD_SOURCE, XDP_DROP);
 	if (!inner_vip_ok(data, data_end, l2_len + outer_len, ETH_P_IP, flags))
 		return count(BALLAST_DECAP_V_NOT_VIP, XDP_DROP);
-	return strip_outer(ctx, l2_len, outer_len, ETH_P_IP);
+	action = second_chance(ctx, l2_len, outer_len, ETH_P_IP, flags, 1,
+			       ip->id == bpf_htons(BALLAST_ENCAP_ID_LAST));
+	if (action >= 0)
+		return action;
+	return strip_outer(ctx, l2_len, outer_len, ETH_P_IP, BALLAST_DECAP_V_DECAPPED);
 }
 
 static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
@@ -286,7 +421,8 @@ static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ipv6hdr *ip6 = data + l2_len;
 	__u16 inner_proto;
-	__u32 flags;
+	__u32 flags, label;
+	int action;
 
 	if ((void *)(ip6 + 1) > data_end)
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
@@ -307,7 +443,13 @@ static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
 		return count(BALLAST_DECAP_V_BAD_SOURCE, XDP_DROP);
 	if (!inner_vip_ok(data, data_end, l2_len + sizeof(*ip6), inner_proto, flags))
 		return count(BALLAST_DECAP_V_NOT_VIP, XDP_DROP);
-	return strip_outer(ctx, l2_len, sizeof(*ip6), inner_proto);
+	label = (__u32)(ip6->flow_lbl[0] & 0x0f) << 16 | (__u32)ip6->flow_lbl[1] << 8 |
+		ip6->flow_lbl[2];
+	action = second_chance(ctx, l2_len, sizeof(*ip6), inner_proto, flags, 0,
+			       label == BALLAST_FLOW_LABEL_LAST);
+	if (action >= 0)
+		return action;
+	return strip_outer(ctx, l2_len, sizeof(*ip6), inner_proto, BALLAST_DECAP_V_DECAPPED);
 }
 
 SEC("xdp")

@@ -20,6 +20,7 @@
 #include "encap.h"
 #include "fib.h"
 #include "icmp.h"
+#include "bounce.h"
 
 /* Encapsulates the packet to `backend_id` (whose entry `be` the caller
  * looked up and found in use) and sends it on its way. The verdicts used
@@ -167,6 +168,25 @@ static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
 		       BALLAST_V_ICMP_FWD_REDIRECT);
 }
 
+/* An encapsulated packet addressed to this router: a backend's second-chance
+ * bounce (bpf/lib/bounce.h) is sent on to the flow's next choice; anything
+ * else is dropped and counted. */
+static __always_inline int handle_bounce(struct xdp_md *ctx, const struct pkt *outer,
+					 const struct ballast_settings *s)
+{
+	const struct ballast_vip_meta *vip = 0;
+	struct ballast_backend *be = 0;
+	struct pkt in = {};
+	__u64 now = 0;
+	__u32 id = BALLAST_INVALID_ID, v;
+
+	v = bounce_take(ctx, outer, s, &in, &vip, &id, &be, &now);
+	if (v != BALLAST_V_MAX || !vip || !be)
+		return verdict(v, XDP_DROP);
+	return forward(ctx, &in, vip, id, be, s, now, BALLAST_V_BOUNCE_TX,
+		       BALLAST_V_BOUNCE_REDIRECT);
+}
+
 SEC("xdp")
 int xdp_lb(struct xdp_md *ctx)
 {
@@ -196,8 +216,12 @@ int xdp_lb(struct xdp_md *ctx)
 	case PARSE_BAD_IP6:
 		return malformed(BALLAST_V_BAD_IP6, s);
 	case PARSE_OTHER_L4:
+		if (tunnel_to_router(&p, s))
+			return handle_bounce(ctx, &p, s);
 		return unserved(&p);
 	case PARSE_IP6_EXT:
+		if (tunnel_to_router(&p, s))
+			return handle_bounce(ctx, &p, s);
 		if (!is_vip_addr(p.key.dst, p.key.family))
 			return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
 		return verdict(BALLAST_V_IP6_EXT, XDP_DROP); /* never passed: see unserved() */

@@ -997,7 +997,13 @@ absl::Status Dataplane::ClearBackend(uint32_t id) {
       !s.ok()) {
     return s;
   }
-  return ZeroPerCpu(map_fd("backend_stats"), id, sizeof(ballast_backend_stats), "backend_stats");
+  if (absl::Status s =
+          ZeroPerCpu(map_fd("backend_stats"), id, sizeof(ballast_backend_stats), "backend_stats");
+      !s.ok()) {
+    return s;
+  }
+  return ZeroPerCpu(map_fd("backend_bounces"), id, sizeof(ballast_backend_bounces),
+                    "backend_bounces");
 }
 
 absl::StatusOr<std::vector<BackendEntry>> Dataplane::Backends() const {
@@ -1180,6 +1186,13 @@ absl::StatusOr<std::vector<T>> Dataplane::ReadPerCpu(int fd, uint32_t key,
 absl::StatusOr<ballast_backend_stats> Dataplane::BackendStats(uint32_t id) const {
   if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
   auto v = ReadPerCpu<ballast_backend_stats>(map_fd("backend_stats"), id, "backend_stats");
+  if (!v.ok()) return v.status();
+  return SumU64Fields(*v);
+}
+
+absl::StatusOr<ballast_backend_bounces> Dataplane::BackendBounces(uint32_t id) const {
+  if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
+  auto v = ReadPerCpu<ballast_backend_bounces>(map_fd("backend_bounces"), id, "backend_bounces");
   if (!v.ok()) return v.status();
   return SumU64Fields(*v);
 }

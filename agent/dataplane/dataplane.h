@@ -281,8 +281,10 @@ class Dataplane {
   absl::StatusOr<std::vector<uint32_t>> GetTable(uint32_t vip_id) const;
 
   absl::StatusOr<ballast_backend_stats> BackendStats(uint32_t id) const;  // summed over CPUs
-  absl::StatusOr<ballast_vip_stats> VipStats(uint32_t vip_id) const;      // summed over CPUs
-  absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Verdicts() const;   // summed over CPUs
+  // Second-chance counters (summed over CPUs).
+  absl::StatusOr<ballast_backend_bounces> BackendBounces(uint32_t id) const;
+  absl::StatusOr<ballast_vip_stats> VipStats(uint32_t vip_id) const;     // summed over CPUs
+  absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Verdicts() const;  // summed over CPUs
   // Oversize packets not answered with ICMP too-big because their CPU's
   // budget was spent (Settings::icmp_too_big_per_s), summed over CPUs. They
   // are also in the drop_too_big verdict.

@@ -33,13 +33,13 @@ absl::Status NotLoaded() {
 
 }  // namespace
 
-absl::Status Decap::EnableCheck(uint32_t bit) {
+absl::Status Decap::SetPolicyBit(uint32_t bit, bool on) {
   const int fd = bpf_map__fd(skel_->maps.decap_policy);
   const uint32_t zero = 0;
   uint32_t flags = 0;
   if (bpf_map_lookup_elem(fd, &zero, &flags) != 0)
     return ErrnoStatus(errno, "reading decap_policy");
-  flags |= bit;
+  flags = on ? flags | bit : flags & ~bit;
   if (bpf_map_update_elem(fd, &zero, &flags, BPF_ANY) != 0) {
     return ErrnoStatus(errno, "writing decap_policy");
   }
@@ -83,7 +83,7 @@ absl::Status Decap::AddSource(std::string_view prefix) {
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.decap_sources), &k, &one, BPF_ANY) != 0) {
     return ErrnoStatus(errno, Cat("adding decap source ", prefix));
   }
-  return EnableCheck(BALLAST_DECAP_CHECK_SOURCE);
+  return SetPolicyBit(BALLAST_DECAP_CHECK_SOURCE, true);
 }
 
 absl::Status Decap::AddVip(const IpAddress& vip) {
@@ -96,7 +96,12 @@ absl::Status Decap::AddVip(const IpAddress& vip) {
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.decap_vips), &k, &one, BPF_ANY) != 0) {
     return ErrnoStatus(errno, Cat("adding decap VIP ", vip.ToString()));
   }
-  return EnableCheck(BALLAST_DECAP_CHECK_VIP);
+  return SetPolicyBit(BALLAST_DECAP_CHECK_VIP, true);
+}
+
+absl::Status Decap::SetBounce(bool on) {
+  if (skel_ == nullptr) return NotLoaded();
+  return SetPolicyBit(BALLAST_DECAP_NO_BOUNCE, !on);
 }
 
 absl::StatusOr<std::unique_ptr<Decap>> Decap::Load() {

@@ -60,6 +60,11 @@ class Decap {
   // Only on a copy made by Load().
   absl::Status AddVip(const IpAddress& vip);
 
+  // Second chance (on by default): a pure TCP SYN that no socket here would
+  // take goes back to its router rather than up the stack. Only on a copy
+  // made by Load().
+  absl::Status SetBounce(bool on);
+
   // Attaches to `ifname`. If the device already runs an xdp_decap program
   // it is replaced atomically (its address set is not carried over); any
   // other program: FailedPrecondition. Returns the mode used.
@@ -78,7 +83,8 @@ class Decap {
   int addrs_fd_ = -1;          // idem
   int stats_fd_ = -1;          // idem
 
-  absl::Status EnableCheck(uint32_t bit);
+  // Sets (`on`) or clears `bit` of decap_policy.
+  absl::Status SetPolicyBit(uint32_t bit, bool on);
 };
 
 }  // namespace ballast::dataplane

@@ -61,6 +61,16 @@ std::string_view VerdictName(ballast_verdict v) {
       return "drop_vip_unserved";
     case BALLAST_V_DROP_NO_NEIGH:
       return "drop_no_neigh";
+    case BALLAST_V_BOUNCE_TX:
+      return "bounce_tx";
+    case BALLAST_V_BOUNCE_REDIRECT:
+      return "bounce_redirect";
+    case BALLAST_V_DROP_BOUNCE_BAD:
+      return "drop_bounce_bad";
+    case BALLAST_V_DROP_BOUNCE_STRANGER:
+      return "drop_bounce_stranger";
+    case BALLAST_V_DROP_BOUNCE_BUDGET:
+      return "drop_bounce_budget";
     case BALLAST_V_MAX:
       break;
   }
@@ -81,6 +91,10 @@ std::string_view DecapVerdictName(ballast_decap_verdict v) {
       return "bad_source";
     case BALLAST_DECAP_V_NOT_VIP:
       return "not_vip";
+    case BALLAST_DECAP_V_BOUNCED:
+      return "bounced";
+    case BALLAST_DECAP_V_REFUSED:
+      return "refused";
     case BALLAST_DECAP_V_MAX:
       break;
   }

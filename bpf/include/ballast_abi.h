@@ -195,7 +195,13 @@ struct ballast_flow {
  * syn_time is at most the settings' syn_idle_ns old. */
 struct ballast_handshake {
 	__u32 hash;       /* flow hash (ballast_flow_hash) of the 5-tuple */
-	__u32 backend_id; /* the backend the SYN went to; 0 = empty */
+	__u16 backend_id; /* the backend the SYN went to; 0 = empty */
+	/* Second-chance bounces this handshake took since its latest client
+	 * SYN (at most BALLAST_BOUNCES_MAX). The two bytes were the high half
+	 * of a 32-bit backend_id, always 0: a slot written by an older build
+	 * reads as no bounce. */
+	__u8 bounces;
+	__u8 reserved;
 	__u32 ports;      /* the key's sport | dport << 16 (as stored): a second check */
 	__u32 syn_time;   /* precise clock >> BALLAST_HANDSHAKE_TIME_SHIFT at the latest
 	                     SYN; wraps after 18 minutes */
@@ -243,6 +249,30 @@ struct ballast_handshake_settings {
 	 * did not answer. 0 = never. */
 	__u64 syn_retry_ns;
 	__u64 reserved[3];
+};
+
+/* ---- second chance ----------------------------------------------------- */
+
+/* A backend with no listener for a SYN sends it back to the router that
+ * sent it (its decap program, "bounce"): the same encapsulated packet with
+ * the outer addresses swapped. The router sends it to the flow's next
+ * choice, at most this many times per client SYN; the SYN after the last
+ * bounce is marked as the last hop, and its backend's kernel answers it
+ * (with a RST when nothing listens there either). */
+#define BALLAST_BOUNCES_MAX 2
+/* The last-hop mark: the outer IPv4 header's identification (0 on every
+ * other encapsulated packet: they are atomic datagrams, RFC 6864), or the
+ * outer IPv6 flow label. A flow whose label happens to be this value is
+ * never bounced. */
+#define BALLAST_ENCAP_ID_LAST 0xba11u
+#define BALLAST_FLOW_LABEL_LAST 0xfffffu
+
+/* Per-backend second-chance counters (per-CPU array `backend_bounces`, by
+ * backend_id). A map apart from backend_stats, so that a backend_stats map
+ * pinned by an older build keeps its layout. */
+struct ballast_backend_bounces {
+	__u64 refused;  /* SYNs this backend bounced back: no listener there */
+	__u64 received; /* bounced SYNs sent to this backend as the next choice */
 };
 
 /* The flow's choices after the table's pick: choice seeds 1..this are
@@ -377,6 +407,17 @@ enum ballast_verdict {
 				       * back out, to the ToR that sent it */
 	BALLAST_V_DROP_NO_NEIGH,     /* next hop unresolved and the device cannot carry XDP
 				       * metadata to tc_neigh */
+	/* Second chance: an encapsulated SYN addressed to this router (the
+	 * outer destination is its source_v4/source_v6), bounced by a backend
+	 * with no listener. */
+	BALLAST_V_BOUNCE_TX,       /* sent to the flow's next choice, XDP_TX */
+	BALLAST_V_BOUNCE_REDIRECT, /* same, XDP_REDIRECT */
+	BALLAST_V_DROP_BOUNCE_BAD, /* encapsulated to this router, but not a well-formed
+				    * pure SYN to a served TCP VIP: dropped */
+	BALLAST_V_DROP_BOUNCE_STRANGER, /* no handshake of that tuple under way whose backend
+					 * is the bounce's outer source: dropped */
+	BALLAST_V_DROP_BOUNCE_BUDGET,   /* the handshake was bounced BALLAST_BOUNCES_MAX
+					 * times already: dropped */
 	BALLAST_V_MAX
 };
 
@@ -409,6 +450,9 @@ struct ballast_decap_prefix {
  * clear) allows anything: outer sources, inner destinations. */
 #define BALLAST_DECAP_CHECK_SOURCE 0x1u /* outer source in decap_sources */
 #define BALLAST_DECAP_CHECK_VIP 0x2u    /* inner destination in decap_vips */
+/* Second chance off: a pure TCP SYN for which no socket here would take it
+ * is passed up (the kernel answers RST) instead of bounced to its router. */
+#define BALLAST_DECAP_NO_BOUNCE 0x4u
 
 /* Decap counters (per-CPU array `decap_stats`, one __u64 per reason). */
 enum ballast_decap_verdict {
@@ -419,6 +463,12 @@ enum ballast_decap_verdict {
 					 dropped (the decap maps are not pinned: no layout to keep) */
 	BALLAST_DECAP_V_BAD_SOURCE,   /* for us, from a source that is no router: dropped */
 	BALLAST_DECAP_V_NOT_VIP,      /* for us, inner destination not a VIP here: dropped */
+	/* A pure SYN no socket here would take (no listener, no request socket):
+	 * sent back to the router, outer addresses swapped (XDP_TX). */
+	BALLAST_DECAP_V_BOUNCED,
+	/* Same, but the router marked it as the last hop (or BALLAST_DECAP_NO_BOUNCE):
+	 * stripped and passed up; the kernel answers RST. */
+	BALLAST_DECAP_V_REFUSED,
 	BALLAST_DECAP_V_MAX
 };
 

@@ -235,7 +235,7 @@ static __always_inline void handshake_write(struct ballast_handshake *h, const s
 
 /* Where a retransmitted SYN goes when its last SYN went to `last` and got
  * no answer, `first` being the table's pick now. The flow's second and
- * third choices are the first two usable backends, over choice seeds
+ * third choices are the first two ACTIVE backends, over choice seeds
  * 1..BALLAST_CHOICE_SEEDS of the same table, other than `first`. Then:
  * after `first`, the second; after the second, the third; after anything
  * else (the third, or a backend the table no longer picks), `first`. So
@@ -257,7 +257,7 @@ static __always_inline __u32 maglev_next_choice(__u32 vip_id, struct pkt *p, __u
 		if (!id || *id == BALLAST_INVALID_ID || *id == first || *id == second)
 			continue;
 		be = bpf_map_lookup_elem(&backends, id);
-		if (!backend_usable(be))
+		if (!be || be->state != BALLAST_BACKEND_ACTIVE) /* no new connections when draining */
 			continue;
 		if (second == BALLAST_INVALID_ID) {
 			second = *id;

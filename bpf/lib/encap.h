@@ -70,7 +70,8 @@ static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
 		 * words: reading the header back would stall on the narrow
 		 * stores just made to it. */
 		w0 = bpf_htonl((0x45u << 24) | ((__u32)p->tos << 16) | (p->ip_len + sizeof(*ip)));
-		w1 = p->df ? bpf_htonl(IP_DF) : 0; /* id 0; RFC 2003: DF copied */
+		/* id 0 (or the last-hop mark); RFC 2003: DF copied */
+		w1 = bpf_htonl((__u32)p->outer_id << 16 | (p->df ? IP_DF : 0));
 		ttl_proto = bpf_htons((ENCAP_TTL << 8) | IPPROTO_IPIP);
 		saddr = *(const __u32 *)s->src4;
 		daddr = *(const __u32 *)be->addr;
@@ -82,7 +83,7 @@ static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
 		w[4] = daddr;
 	} else {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
-		__u32 label = ballast_flow_label(&p->key);
+		__u32 label = p->outer_id ? BALLAST_FLOW_LABEL_LAST : ballast_flow_label(&p->key);
 		__u32 *w = (__u32 *)ip6;
 		__u32 next = p->key.family == BALLAST_FAMILY_V4 ? IPPROTO_IPIP : IPPROTO_IPV6;
 		const __u32 *src = (const __u32 *)s->src6, *dst = (const __u32 *)be->addr;

@@ -63,12 +63,15 @@ struct pkt {
 	__u8 df;  /* IPv4 don't-fragment bit set */
 	__u8 has_hash;
 	__u8 icmp_type;
-	__u8 pad[2];
+	/* Outer IPv4 identification of the encapsulated packet (0, or
+	 * BALLAST_ENCAP_ID_LAST: an IPv6 outer header then carries
+	 * BALLAST_FLOW_LABEL_LAST) */
+	__u16 outer_id;
 };
 
 static __always_inline enum parse_result parse_ip4(void *data, void *data_end, struct pkt *p)
 {
-	struct iphdr *ip = data + (p->l3_off & 0x1F);
+	struct iphdr *ip = data + (p->l3_off & 0x7F);
 	__u32 ihl_bytes, tot_len;
 
 	if ((void *)(ip + 1) > data_end)
@@ -98,7 +101,7 @@ static __always_inline enum parse_result parse_ip4(void *data, void *data_end, s
 
 static __always_inline enum parse_result parse_ip6(void *data, void *data_end, struct pkt *p)
 {
-	struct ipv6hdr *ip6 = data + (p->l3_off & 0x1F);
+	struct ipv6hdr *ip6 = data + (p->l3_off & 0x7F);
 	__u32 off;
 	__u8 nexthdr;
 

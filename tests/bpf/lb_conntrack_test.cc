@@ -292,21 +292,21 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
   };
 
   SECTION("a SYN older than syn_idle is forgotten: its repeat is a new connection") {
-    fx.SetHandshakeSet(kKey, {{{hash, 2, ports, at(now - idle_ns - 1000000000ull)}}});
+    fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, ports, at(now - idle_ns - 1000000000ull)}}});
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
     CHECK(fx.BackendStats(2).syn_retransmits == 0);
     CHECK(fx.BackendStats(1).new_flows == 1);
     CHECK(fx.Handshake(kKey)->backend_id == 1);
   }
   SECTION("an ACK whose handshake slot expired is adopted from the table") {
-    fx.SetHandshakeSet(kKey, {{{hash, 2, ports, at(now - idle_ns - 1000000000ull)}}});
+    fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, ports, at(now - idle_ns - 1000000000ull)}}});
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001))) == 1);
     CHECK(fx.BackendStats(2).handshake_count == 0);
     CHECK(fx.BackendStats(1).handshake_count == 0);
     CHECK(fx.Flow(kKey)->backend_id == 1);
   }
   SECTION("a client RST during the handshake is counted on the SYN's backend") {
-    fx.SetHandshakeSet(kKey, {{{hash, 2, ports, at(now)}}});
+    fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, ports, at(now)}}});
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kRst, 101, 0))) == 2);
     CHECK(fx.BackendStats(2).client_rsts == 1);
     CHECK(fx.BackendStats(2).handshake_count == 0);
@@ -314,14 +314,14 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
     CHECK_FALSE(fx.Handshake(kKey));
   }
   SECTION("the completing ACK leaves a SYN's backend that was evicted meanwhile") {
-    fx.SetHandshakeSet(kKey, {{{hash, 2, ports, at(now)}}});
+    fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, ports, at(now)}}});
     fx.SetBackendState(2, BALLAST_BACKEND_EVICTED);
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001))) == 1);
     CHECK(fx.Flow(kKey)->backend_id == 1);
     CHECK_FALSE(fx.Handshake(kKey));
   }
   SECTION("the first payload in the completing ACK starts the first-response sample") {
-    fx.SetHandshakeSet(kKey, {{{hash, 1, ports, at(now)}}});
+    fx.SetHandshakeSet(kKey, {{{hash, 1, 0, 0, ports, at(now)}}});
     fx.Run(Segment(tcp::kAck | tcp::kPsh, 101, 5001, 100));
     auto f = fx.Flow(kKey);
     REQUIRE(f);
@@ -333,10 +333,10 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
   }
   SECTION("a full set gives its oldest slot to a new handshake; the others stay") {
     // Three other fresh handshakes and one older one in the set kKey uses.
-    const ballast_handshake_set others = {{{hash ^ 1u, 3, ports, at(now - 3000)},
-                                           {hash ^ 2u, 3, ports, at(now - 2000000000ull)},
-                                           {hash ^ 3u, 3, ports, at(now - 5000)},
-                                           {hash ^ 4u, 3, ports, at(now - 7000)}}};
+    const ballast_handshake_set others = {{{hash ^ 1u, 3, 0, 0, ports, at(now - 3000)},
+                                           {hash ^ 2u, 3, 0, 0, ports, at(now - 2000000000ull)},
+                                           {hash ^ 3u, 3, 0, 0, ports, at(now - 5000)},
+                                           {hash ^ 4u, 3, 0, 0, ports, at(now - 7000)}}};
     fx.SetHandshakeSet(kKey, others);
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
     const ballast_handshake_set set = fx.HandshakeSet(kKey);
@@ -351,9 +351,9 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
     CHECK(hs->full_sets == 1);
   }
   SECTION("an expired slot is taken before the oldest live one") {
-    const ballast_handshake_set others = {{{hash ^ 1u, 3, ports, at(now - 3000)},
-                                           {hash ^ 2u, 3, ports, at(now - 2000000000ull)},
-                                           {hash ^ 3u, 3, ports, at(now - idle_ns - 1000)},
+    const ballast_handshake_set others = {{{hash ^ 1u, 3, 0, 0, ports, at(now - 3000)},
+                                           {hash ^ 2u, 3, 0, 0, ports, at(now - 2000000000ull)},
+                                           {hash ^ 3u, 3, 0, 0, ports, at(now - idle_ns - 1000)},
                                            {hash ^ 4u, 0, 0, 0}}};
     fx.SetHandshakeSet(kKey, others);
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);

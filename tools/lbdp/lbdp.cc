@@ -543,6 +543,7 @@ struct DecapAttachArgs {
   std::vector<std::string> sources;  // --from: router sources, or "any"
   std::vector<std::string> vips;     // --vip: inner destinations, or "any"
   std::string mode = "auto";
+  bool no_bounce = false;  // --no-bounce: second chance off
 };
 
 // "any" alone, or addresses without it: true = any (no check).
@@ -589,6 +590,9 @@ int CmdDecapAttach(const Global& g, const std::string& dev, const DecapAttachArg
   for (const IpAddress& ip : vips) {
     if (absl::Status s = (*d)->AddVip(ip); !s.ok()) return Fail(s);
   }
+  if (a.no_bounce) {
+    if (absl::Status s = (*d)->SetBounce(false); !s.ok()) return Fail(s);
+  }
   if (*any_source || *any_vip) {
     fprintf(stderr,
             "lbdp: warning: decap on %s accepts %s: an open tunnel for whoever can reach this "
@@ -603,7 +607,7 @@ int CmdDecapAttach(const Global& g, const std::string& dev, const DecapAttachArg
   printf("xdp_decap attached to dev %s in %s mode for", dev.c_str(),
          std::string(AttachModeName(*used)).c_str());
   for (const IpAddress& ip : ips) printf(" %s", ip.ToString().c_str());
-  printf("\n");
+  printf("%s\n", a.no_bounce ? " (second chance off)" : "");
   return kOk;
 }
 
@@ -743,6 +747,9 @@ int main(int argc, char** argv) {
       ->required();
   c_decap_attach->add_option("--mode", decap.mode, "native | generic | auto")
       ->capture_default_str();
+  c_decap_attach->add_flag("--no-bounce", decap.no_bounce,
+                           "pass SYNs no socket here would take up the stack (the kernel "
+                           "answers RST) instead of bouncing them to their router");
   auto* c_decap_detach = c_decap->add_subcommand("detach", "detach xdp_decap");
   c_decap_detach->add_option("--dev", dev, "network device")->required();
   auto* c_decap_stats = c_decap->add_subcommand("stats", "counters of the attached xdp_decap");

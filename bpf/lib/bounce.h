@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Second chance, the router's half: a SYN a backend bounced back.
+ *
+ * A backend's decap program that finds no socket for a client's SYN (the
+ * server died, the host still runs) sends the encapsulated packet back with
+ * its outer addresses swapped: outer source the backend, outer destination
+ * this router's source_v4/source_v6. Here it is taken only when
+ *   - the inner packet is a well-formed pure TCP SYN to a served VIP,
+ *   - a handshake of that tuple is under way in the `handshakes` slots, and
+ *     the backend its SYN went to is the bounce's outer source,
+ *   - and the handshake took fewer than BALLAST_BOUNCES_MAX bounces;
+ * then the SYN goes to the flow's next choice (maglev_next_choice: the same
+ * on every router, never the backend that refused unless it is the only
+ * one), an ACTIVE backend, and the slot is rewritten so the client's
+ * completing ACK follows. The SYN after the last bounce carries the
+ * last-hop mark: its backend's kernel answers it, with a RST if nothing
+ * listens there either. Everything else encapsulated to this router is
+ * dropped and counted. A bounce only ever rewrites a handshake slot, so it
+ * cannot move an established flow.
+ */
+#ifndef BALLAST_BOUNCE_H
+#define BALLAST_BOUNCE_H
+
+#include "common.h"
+#include "clock.h"
+#include "conntrack.h"
+#include "maglev.h"
+#include "maps.h"
+#include "parse.h"
+#include "stats.h"
+#include "vip.h"
+
+/* Is `p` (parsed as far as its outer header: PARSE_OTHER_L4, or
+ * PARSE_IP6_EXT for IPv6) an IP-in-IP or IPv6-in-IP packet addressed to
+ * this router's own outer source? */
+static __always_inline int tunnel_to_router(const struct pkt *p, const struct ballast_settings *s)
+{
+	const __u32 *dst = (const __u32 *)p->key.dst;
+
+	if (!s || (p->key.proto != IPPROTO_IPIP && p->key.proto != IPPROTO_IPV6))
+		return 0;
+	if (p->key.family == BALLAST_FAMILY_V4) {
+		__u32 src = *(const __u32 *)s->src4;
+
+		return src != 0 && dst[0] == src;
+	}
+	const __u32 *src6 = (const __u32 *)s->src6;
+
+	return (src6[0] | src6[1] | src6[2] | src6[3]) != 0 && dst[0] == src6[0] &&
+	       dst[1] == src6[1] && dst[2] == src6[2] && dst[3] == src6[3];
+}
+
+/* Is backend `be` at the outer source of `outer`? */
+static __always_inline int backend_is_source(const struct ballast_backend *be,
+					     const struct pkt *outer)
+{
+	const __u32 *a = (const __u32 *)be->addr, *b = (const __u32 *)outer->key.src;
+
+	if (be->family != outer->key.family)
+		return 0;
+	if (be->family == BALLAST_FAMILY_V4)
+		return a[0] == b[0];
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+/* Parses the inner packet of `outer` into `in`: a well-formed pure TCP SYN
+ * inside the outer packet. Returns 0, or -1. */
+static __always_inline int bounce_parse(struct xdp_md *ctx, const struct pkt *outer, struct pkt *in)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	enum parse_result r;
+	__u32 *ports;
+
+	/* The router sends IPv4 and IPv6 inside IPv6, and IPv4 inside IPv4. */
+	if (outer->key.family == BALLAST_FAMILY_V4 && outer->key.proto != IPPROTO_IPIP)
+		return -1;
+	in->l3_off = outer->l4_off;
+	if (in->l3_off > 0x7F)
+		return -1;
+	if (outer->key.proto == IPPROTO_IPIP)
+		r = parse_ip4(data, data_end, in);
+	else
+		r = parse_ip6(data, data_end, in);
+	if (r != PARSE_OK || in->key.proto != IPPROTO_TCP ||
+	    in->l3_off + in->ip_len > outer->l3_off + outer->ip_len)
+		return -1;
+	if (parse_tcp(ctx, in) || !is_pure_syn(in))
+		return -1;
+	ports = data + (in->l4_off & L4_MASK);
+	if ((void *)(ports + 1) > data_end)
+		return -1;
+	*(__u32 *)&in->key.sport = *ports;
+	return 0;
+}
+
+static __always_inline struct ballast_backend_bounces *backend_bounces_of(__u32 backend_id)
+{
+	return bpf_map_lookup_elem(&backend_bounces, &backend_id);
+}
+
+/* Takes the bounce in `outer` (tunnel_to_router() is true): on success
+ * fills `in` (the inner SYN, outer_id set for the last hop), *vipp, *idp
+ * and *bep (the next choice, ACTIVE), rewrites the handshake slot and
+ * returns BALLAST_V_MAX; the caller forwards `in`. Otherwise returns the
+ * verdict to drop the packet with (counted on the VIP where one is known).
+ * `*now` is 0 or the precise clock; it is the precise clock on return. */
+static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *outer,
+					 const struct ballast_settings *s, struct pkt *in,
+					 const struct ballast_vip_meta **vipp, __u32 *idp,
+					 struct ballast_backend **bep, __u64 *now)
+{
+	struct ballast_backend_bounces *bb;
+	struct ballast_handshake_set *set;
+	const struct ballast_vip_meta *vip;
+	struct ballast_handshake *h;
+	struct ballast_backend *be;
+	__u32 last, first, next, bounces;
+
+	if (bounce_parse(ctx, outer, in))
+		return BALLAST_V_DROP_BOUNCE_BAD;
+	vip = vip_lookup(in->key.dst, in->key.family, in->key.dport, IPPROTO_TCP);
+	if (!vip)
+		return BALLAST_V_DROP_BOUNCE_BAD;
+	if (vip_fenced(vip, now)) {
+		vip_account_fenced(vip->vip_id);
+		return BALLAST_V_DROP_FENCED;
+	}
+	if (!*now)
+		*now = clock_precise();
+
+	set = handshake_set_of(in);
+	h = set ? handshake_find(set, in, s, *now) : 0;
+	if (!h)
+		return BALLAST_V_DROP_BOUNCE_STRANGER;
+	last = h->backend_id;
+	be = bpf_map_lookup_elem(&backends, &last);
+	if (!be || !backend_is_source(be, outer))
+		return BALLAST_V_DROP_BOUNCE_STRANGER;
+	if (h->bounces >= BALLAST_BOUNCES_MAX)
+		return BALLAST_V_DROP_BOUNCE_BUDGET;
+	bb = backend_bounces_of(last);
+	if (bb)
+		bb->refused += 1;
+
+	first = maglev_pick(vip->vip_id, in);
+	next = first == BALLAST_INVALID_ID ? first
+					   : maglev_next_choice(vip->vip_id, in, first, last);
+	be = bpf_map_lookup_elem(&backends, &next);
+	if (next == BALLAST_INVALID_ID || !be || be->state != BALLAST_BACKEND_ACTIVE) {
+		vip_account(vip->vip_id, 0, 1);
+		return BALLAST_V_DROP_NO_BACKEND;
+	}
+	/* No other choice: back to the one that refused, as its last hop. */
+	bounces = next == last ? BALLAST_BOUNCES_MAX : h->bounces + 1u;
+	*(__u64 *)&h->hash = in->hash | (__u64)(next | bounces << 16) << 32;
+	in->outer_id = bounces >= BALLAST_BOUNCES_MAX ? BALLAST_ENCAP_ID_LAST : 0;
+	bb = backend_bounces_of(next);
+	if (bb)
+		bb->received += 1;
+	*vipp = vip;
+	*idp = next;
+	*bep = be;
+	return BALLAST_V_MAX;
+}
+
+#endif /* BALLAST_BOUNCE_H */

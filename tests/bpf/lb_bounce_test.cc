@@ -1,0 +1,443 @@
+// Second chance: a backend with no listener bounces the client's SYN back
+// (xdp_decap), and the router sends it to the flow's next choice (xdp_lb,
+// bpf/lib/bounce.h). Both real programs, chained frame by frame: the
+// router's output is the decap program's input and the other way round.
+#include <arpa/inet.h>
+#include <linux/bpf.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include <catch2/catch.hpp>
+
+#include "agent/dataplane/decap.h"
+#include "tests/bpf/lb_fixture.h"
+#include "tests/bpf/tshark.h"
+#include "tests/lib/netns.h"
+
+namespace ballast::bpftest {
+namespace {
+
+namespace tcp = pktgen::tcp;
+
+uint32_t BackendOf(const LbFixture& fx, const Outcome& o) {
+  auto v = pktgen::ParseFrame(o.out);
+  REQUIRE(v.ok());
+  REQUIRE(v->ip.has_value());
+  return fx.BackendAt(v->ip->dst);
+}
+
+// What a backend's decap program sends back for an encapsulated frame: MACs
+// and outer addresses swapped, TTL 64 (the router's was 64: the IPv4
+// checksum is unchanged). Written independently of xdp_decap; the chained
+// test below checks that the program does the same.
+Bytes Bounce(const Bytes& encapsulated) {
+  Bytes b = encapsulated;
+  REQUIRE(b.size() >= 14 + 40);
+  for (int i = 0; i < 6; ++i) std::swap(b[i], b[6 + i]);
+  const bool v4 = b[12] == 0x08 && b[13] == 0x00;
+  const size_t src = 14 + (v4 ? 12 : 8), len = v4 ? 4 : 16;
+  for (size_t i = 0; i < len; ++i) std::swap(b[src + i], b[src + len + i]);
+  return b;
+}
+
+// Same, with the outer source replaced by `from` (an IPv4 outer header's
+// checksum is recomputed).
+Bytes BounceFrom(const Bytes& encapsulated, const Addr& from) {
+  Bytes b = Bounce(encapsulated);
+  auto outer = pktgen::ParseFrame(b);
+  REQUIRE(outer.ok());
+  const Bytes inner = outer->ip->inner->bytes;
+  pktgen::PacketBuilder pb;
+  pb.Eth(Lab::NexthopDmac(), Lab::NexthopSmac());
+  if (outer->ip->family == 4) {
+    pb.Ip4(from, outer->ip->dst).L4Proto(IPPROTO_IPIP);
+  } else {
+    pb.Ip6(from, outer->ip->dst).L4Proto(outer->ip->proto);
+  }
+  return pb.Payload(inner).Build();
+}
+
+// A client port of `vip_id` whose flow has three distinct choices; sets
+// first, second, third.
+uint16_t ThreeChoices(const LbFixture& fx, uint32_t vip_id, const Addr& client, const Addr& vip,
+                      uint16_t dport, uint32_t* first, uint32_t* second, uint32_t* third) {
+  for (uint16_t port = 43000; port < 43100; ++port) {
+    const ballast_flow_key key = FlowKey(client, vip, port, dport, IPPROTO_TCP);
+    *first = fx.Predict(vip_id, key);
+    *second = fx.PredictNext(vip_id, key, *first, *first);
+    *third = fx.PredictNext(vip_id, key, *first, *second);
+    if (*second != *first && *third != *first && *third != *second) return port;
+  }
+  FAIL("no client port with three distinct choices");
+  return 0;
+}
+
+ballast_backend_bounces Bounces(LbFixture& fx, uint32_t id) {
+  auto b = fx.dp().BackendBounces(id);
+  REQUIRE(b.ok());
+  return *b;
+}
+
+uint16_t OuterId(const Bytes& out) {
+  auto v = pktgen::ParseFrame(out);
+  REQUIRE(v.ok());
+  return v->ip->id;
+}
+
+TEST_CASE("A bounced SYN goes to the next choice, twice at most, and the ACK follows",
+          "[lb][bounce]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  uint32_t first = 0, second = 0, third = 0;
+  const uint16_t port =
+      ThreeChoices(fx, kVipTcp4, Lab::Client4(), Lab::Vip4(), 80, &first, &second, &third);
+  const ballast_flow_key key = FlowKey(Lab::Client4(), Lab::Vip4(), port, 80, IPPROTO_TCP);
+  const Bytes syn = FromClient4().Tcp(port, 80, tcp::kSyn, 100, 0).Build();
+
+  const Outcome o1 = fx.Run(syn);
+  REQUIRE(BackendOf(fx, o1) == first);
+  CHECK(OuterId(o1.out) == 0);
+
+  // The first backend has no listener: its bounce goes to the second.
+  const Outcome o2 = fx.Run(Bounce(o1.out));
+  REQUIRE(o2.verdict == BALLAST_V_BOUNCE_TX);
+  CheckEncapsulated(o2.out, {.outer_family = 4,
+                             .outer_src = Lab::Src4(),
+                             .outer_dst = fx.BackendAddr(second),
+                             .inner_ip = pktgen::IpPacketOf(syn)});
+  CHECK(OuterId(o2.out) == 0);
+  REQUIRE(fx.Handshake(key));
+  CHECK(fx.Handshake(key)->backend_id == second);
+  CHECK(fx.Handshake(key)->bounces == 1);
+  CHECK(Bounces(fx, first).refused == 1);
+  CHECK(Bounces(fx, second).received == 1);
+  CHECK(fx.BackendStats(second).packets == 1);
+
+  // The second bounces too: the third, marked as the last hop.
+  const Outcome o3 = fx.Run(Bounce(o2.out));
+  REQUIRE(o3.verdict == BALLAST_V_BOUNCE_TX);
+  CHECK(BackendOf(fx, o3) == third);
+  CHECK(OuterId(o3.out) == BALLAST_ENCAP_ID_LAST);
+  CHECK(fx.Handshake(key)->backend_id == third);
+  CHECK(fx.Handshake(key)->bounces == BALLAST_BOUNCES_MAX);
+
+  // A third bounce (a backend that ignores the mark) is past the budget.
+  const Outcome o4 = fx.Run(Bounce(o3.out));
+  CHECK(o4.verdict == BALLAST_V_DROP_BOUNCE_BUDGET);
+  CHECK(o4.action == XDP_DROP);
+  CHECK(fx.Handshake(key)->backend_id == third);
+  CHECK(Bounces(fx, third).refused == 0);
+
+  // The client's ACK follows the SYN to the third.
+  CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 101, 5001).Build())) == third);
+  const auto f = fx.Flow(key);
+  REQUIRE(f);
+  CHECK(f->backend_id == third);
+
+  // Established: a bounce can no longer do anything.
+  const Outcome late = fx.Run(Bounce(o3.out));
+  CHECK(late.verdict == BALLAST_V_DROP_BOUNCE_STRANGER);
+  CHECK(fx.Flow(key)->backend_id == third);
+}
+
+TEST_CASE("IPv6 and IPv4-in-IPv6 bounces; the last hop is marked in the flow label",
+          "[lb][bounce]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  for (const bool v4_client : {false, true}) {
+    const uint32_t vip_id = v4_client ? kVip4To6 : kVipTcp6;
+    const Addr client = v4_client ? Lab::Client4() : Lab::Client6();
+    const Addr vip = v4_client ? Lab::Vip4() : Lab::Vip6();
+    const uint16_t dport = 443;
+    uint32_t first = 0, second = 0, third = 0;
+    const uint16_t port = ThreeChoices(fx, vip_id, client, vip, dport, &first, &second, &third);
+    INFO((v4_client ? "IPv4 client" : "IPv6 client") << ", port " << port);
+    const Bytes syn = (v4_client ? FromClient4(vip) : FromClient6(vip))
+                          .Tcp(port, dport, tcp::kSyn, 100, 0)
+                          .Build();
+    const Outcome o1 = fx.Run(syn);
+    REQUIRE(BackendOf(fx, o1) == first);
+    const Outcome o2 = fx.Run(Bounce(o1.out));
+    REQUIRE(o2.verdict == BALLAST_V_BOUNCE_TX);
+    CheckEncapsulated(o2.out, {.outer_family = 6,
+                               .outer_src = Lab::Src6(),
+                               .outer_dst = fx.BackendAddr(second),
+                               .inner_ip = pktgen::IpPacketOf(syn)});
+    CHECK(pktgen::ParseFrame(o2.out)->ip->flow_label != BALLAST_FLOW_LABEL_LAST);
+    const Outcome o3 = fx.Run(Bounce(o2.out));
+    REQUIRE(o3.verdict == BALLAST_V_BOUNCE_TX);
+    CHECK(BackendOf(fx, o3) == third);
+    CHECK(pktgen::ParseFrame(o3.out)->ip->flow_label == BALLAST_FLOW_LABEL_LAST);
+  }
+}
+
+TEST_CASE("With no other backend the bounce returns to the one that refused, as its last hop",
+          "[lb][bounce]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  fx.SetUniformTable(kVipTcp4, 2);
+  const Bytes syn = FromClient4().Tcp(44000, 80, tcp::kSyn, 100, 0).Build();
+  const Outcome o1 = fx.Run(syn);
+  REQUIRE(BackendOf(fx, o1) == 2);
+  const Outcome o2 = fx.Run(Bounce(o1.out));
+  REQUIRE(o2.verdict == BALLAST_V_BOUNCE_TX);
+  CHECK(BackendOf(fx, o2) == 2);
+  CHECK(OuterId(o2.out) == BALLAST_ENCAP_ID_LAST);
+  // Its kernel answers with a RST; another bounce would be dropped.
+  CHECK(fx.Run(Bounce(o2.out)).verdict == BALLAST_V_DROP_BOUNCE_BUDGET);
+}
+
+// A bounce that does not match a handshake under way, from the backend its
+// SYN went to, is dropped and counted and changes nothing.
+TEST_CASE("Hostile or stray bounces are dropped, counted, and move nothing", "[lb][bounce]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  uint32_t first = 0, second = 0, third = 0;
+  const uint16_t port =
+      ThreeChoices(fx, kVipTcp4, Lab::Client4(), Lab::Vip4(), 80, &first, &second, &third);
+  const ballast_flow_key key = FlowKey(Lab::Client4(), Lab::Vip4(), port, 80, IPPROTO_TCP);
+  const Outcome o1 = fx.Run(FromClient4().Tcp(port, 80, tcp::kSyn, 100, 0).Build());
+  REQUIRE(BackendOf(fx, o1) == first);
+  const ballast_handshake_set before = fx.HandshakeSet(key);
+  // An encapsulated frame to the router carrying `inner` (an IP packet),
+  // from `from`.
+  const auto to_router = [](const Addr& from, const Bytes& inner, uint8_t proto = IPPROTO_IPIP) {
+    return pktgen::PacketBuilder()
+        .Eth(Lab::NexthopDmac(), Lab::RouterMac())
+        .Ip4(from, Lab::Src4())
+        .L4Proto(proto)
+        .Payload(inner)
+        .Build();
+  };
+  const auto inner = [&](uint16_t sport, uint8_t flags, const Addr& dst = Lab::Vip4()) {
+    return pktgen::PacketBuilder().Ip4(Lab::Client4(), dst).Tcp(sport, 80, flags).BuildIp();
+  };
+  const Addr a_first = fx.BackendAddr(first), a_second = fx.BackendAddr(second);
+  const Bytes syn_ip = inner(port, tcp::kSyn);
+  ExpectVerdicts(
+      fx,
+      {
+          {"from an address that is no backend", BounceFrom(o1.out, Lab::Backend4(99)),
+           BALLAST_V_DROP_BOUNCE_STRANGER},
+          {"from a backend of the VIP the SYN did not go to", BounceFrom(o1.out, a_second),
+           BALLAST_V_DROP_BOUNCE_STRANGER},
+          {"a tuple with no handshake under way", to_router(a_first, inner(port + 1, tcp::kSyn)),
+           BALLAST_V_DROP_BOUNCE_STRANGER},
+          {"not a pure SYN (SYN-ACK)", to_router(a_first, inner(port, tcp::kSyn | tcp::kAck)),
+           BALLAST_V_DROP_BOUNCE_BAD},
+          {"an ACK", to_router(a_first, inner(port, tcp::kAck)), BALLAST_V_DROP_BOUNCE_BAD},
+          {"to an address that is no VIP",
+           to_router(a_first, inner(port, tcp::kSyn, Lab::Backend4(2))), BALLAST_V_DROP_BOUNCE_BAD},
+          {"a truncated inner packet",
+           to_router(a_first, Bytes(syn_ip.begin(), syn_ip.begin() + 30)),
+           BALLAST_V_DROP_BOUNCE_BAD},
+          {"UDP inside",
+           to_router(
+               a_first,
+               pktgen::PacketBuilder().Ip4(Lab::Client4(), Lab::Vip4()).Udp(port, 53).BuildIp()),
+           BALLAST_V_DROP_BOUNCE_BAD},
+          {"IPv6 inside IPv4",
+           to_router(a_first,
+                     pktgen::PacketBuilder()
+                         .Ip6(Lab::Client6(), Lab::Vip6())
+                         .Tcp(port, 443, tcp::kSyn)
+                         .BuildIp(),
+                     IPPROTO_IPV6),
+           BALLAST_V_DROP_BOUNCE_BAD},
+      },
+      XDP_DROP);
+  const ballast_handshake_set after = fx.HandshakeSet(key);
+  CHECK(std::memcmp(&before, &after, sizeof(before)) == 0);
+  CHECK(Bounces(fx, first).refused == 0);
+  CHECK(Bounces(fx, second).received == 0);
+  // The real one still works afterwards.
+  CHECK(fx.Run(Bounce(o1.out)).verdict == BALLAST_V_BOUNCE_TX);
+  // An encapsulated packet to another address of the router's is not a
+  // bounce: the kernel's, as before.
+  const Bytes elsewhere = pktgen::PacketBuilder()
+                              .Eth(Lab::NexthopDmac(), Lab::RouterMac())
+                              .Ip4(a_first, Lab::Backend4(200))
+                              .L4Proto(IPPROTO_IPIP)
+                              .Payload(inner(port, tcp::kSyn))
+                              .Build();
+  CHECK(fx.Run(elsewhere).verdict == BALLAST_V_PASS_NOT_VIP);
+}
+
+TEST_CASE("A bounce never goes to a drained or evicted backend", "[lb][bounce]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  uint32_t first = 0, second = 0, third = 0;
+  const uint16_t port =
+      ThreeChoices(fx, kVipTcp4, Lab::Client4(), Lab::Vip4(), 80, &first, &second, &third);
+  const ballast_flow_key key = FlowKey(Lab::Client4(), Lab::Vip4(), port, 80, IPPROTO_TCP);
+  const Outcome o1 = fx.Run(FromClient4().Tcp(port, 80, tcp::kSyn, 100, 0).Build());
+  REQUIRE(BackendOf(fx, o1) == first);
+  for (const auto state : {BALLAST_BACKEND_EVICTED, BALLAST_BACKEND_DRAINING}) {
+    fx.SetBackendState(second, state);
+    const uint32_t want = fx.PredictNext(kVipTcp4, key, first, first, {second});
+    REQUIRE(want != second);
+    const Outcome o = fx.Run(Bounce(o1.out));
+    CHECK(o.verdict == BALLAST_V_BOUNCE_TX);
+    CHECK(BackendOf(fx, o) == want);
+    fx.SetBackendState(second, BALLAST_BACKEND_ACTIVE);
+    // again from the first
+    fx.Run(FromClient4().Tcp(port, 80, tcp::kSyn, 100, 0).Build());
+  }
+  // Nothing else usable: the only other choice is the one that refused.
+  fx.SetBackendState(second, BALLAST_BACKEND_DRAINING);
+  fx.SetBackendState(third, BALLAST_BACKEND_EVICTED);
+  const Outcome last = fx.Run(Bounce(o1.out));
+  CHECK(last.verdict == BALLAST_V_BOUNCE_TX);
+  CHECK(BackendOf(fx, last) == first);
+  CHECK(OuterId(last.out) == BALLAST_ENCAP_ID_LAST);
+}
+
+// ---- the backend's half, chained with the router ----------------------------
+
+// A listening TCP socket on `port` of every address (the test's namespace).
+struct Listener {
+  int fd = -1;
+  Listener(int family, uint16_t port) {
+    fd = socket(family, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (family == AF_INET) {
+      sockaddr_in a = {};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(port);
+      REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+    } else {
+      sockaddr_in6 a = {};
+      a.sin6_family = AF_INET6;
+      a.sin6_port = htons(port);
+      REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+    }
+    REQUIRE(listen(fd, 16) == 0);
+  }
+  ~Listener() { close(fd); }
+};
+
+TEST_CASE("xdp_decap bounces a SYN nobody listens for, and the router takes it",
+          "[lb][bounce][decap]") {
+  auto ns = pktgen::ScopedNetns::Create("ballast-bt-bounce", {});
+  INFO(ns.status().ToString());
+  REQUIRE(ns.ok());
+  LbFixture fx;
+  SetUpLab(fx);
+  auto decap = dataplane::Decap::Load();
+  INFO(decap.status().ToString());
+  REQUIRE(decap.ok());
+  for (int i = 1; i <= 3; ++i) {
+    REQUIRE((*decap)->AddAddress(ToIpAddress(Lab::Backend4(i))).ok());
+    REQUIRE((*decap)->AddAddress(ToIpAddress(Lab::Backend6(i))).ok());
+  }
+  REQUIRE((*decap)->AddSource("198.18.0.1").ok());
+  REQUIRE((*decap)->AddSource("2001:db8::1").ok());
+  REQUIRE((*decap)->AddVip(ToIpAddress(Lab::Vip4())).ok());
+  REQUIRE((*decap)->AddVip(ToIpAddress(Lab::Vip6())).ok());
+  const int decap_fd = (*decap)->prog_fd();
+  const auto run_decap = [&](const Bytes& frame) {
+    auto r = pktgen::RunXdp(decap_fd, frame);
+    REQUIRE(r.ok());
+    return *r;
+  };
+  const auto stats = [&] {
+    auto s = (*decap)->Stats();
+    REQUIRE(s.ok());
+    return *s;
+  };
+
+  std::vector<Bytes> bounced;  // the decap program's bounces, for tshark
+  for (const bool v6 : {false, true}) {
+    INFO((v6 ? "IPv6" : "IPv4"));
+    const uint32_t vip_id = v6 ? kVipTcp6 : kVipTcp4;
+    const Addr client = v6 ? Lab::Client6() : Lab::Client4();
+    const Addr vip = v6 ? Lab::Vip6() : Lab::Vip4();
+    const uint16_t dport = v6 ? 443 : 80;
+    uint32_t first = 0, second = 0, third = 0;
+    const uint16_t port = ThreeChoices(fx, vip_id, client, vip, dport, &first, &second, &third);
+    const Bytes syn =
+        (v6 ? FromClient6() : FromClient4()).Tcp(port, dport, tcp::kSyn, 100, 0).Build();
+    const auto before = stats();
+
+    // No listener on the first: the decap program sends the frame back.
+    const Outcome o1 = fx.Run(syn);
+    REQUIRE(BackendOf(fx, o1) == first);
+    const auto b1 = run_decap(o1.out);
+    REQUIRE(b1.action == XDP_TX);
+    CHECK(b1.out == Bounce(o1.out));  // outer header and checksums as the router needs them
+    bounced.push_back(b1.out);
+    {
+      auto v = pktgen::ParseFrame(b1.out);
+      REQUIRE(v.ok());
+      CHECK(v->ip->header_checksum_ok);
+      CHECK(pktgen::CheckChecksums(*v->ip).ok());
+    }
+    // ... the router sends it to the second, which has no listener either.
+    const Outcome o2 = fx.Run(b1.out);
+    REQUIRE(o2.verdict == BALLAST_V_BOUNCE_TX);
+    REQUIRE(BackendOf(fx, o2) == second);
+    const auto b2 = run_decap(o2.out);
+    REQUIRE(b2.action == XDP_TX);
+    // The third gets it marked as the last hop: passed up unencapsulated
+    // (its kernel answers RST), not bounced.
+    const Outcome o3 = fx.Run(b2.out);
+    REQUIRE(BackendOf(fx, o3) == third);
+    const auto b3 = run_decap(o3.out);
+    CHECK(b3.action == XDP_PASS);
+    CHECK(Bytes(b3.out.begin() + 14, b3.out.end()) == pktgen::IpPacketOf(syn));
+    const auto after = stats();
+    CHECK(after[BALLAST_DECAP_V_BOUNCED] - before[BALLAST_DECAP_V_BOUNCED] == 2);
+    CHECK(after[BALLAST_DECAP_V_REFUSED] - before[BALLAST_DECAP_V_REFUSED] == 1);
+
+    // With a listener on VIP:port the SYN goes up the stack as usual.
+    {
+      Listener l(v6 ? AF_INET6 : AF_INET, dport);
+      const Bytes syn2 =
+          (v6 ? FromClient6() : FromClient4()).Tcp(port + 1, dport, tcp::kSyn, 100, 0).Build();
+      const auto r = run_decap(fx.Run(syn2).out);
+      CHECK(r.action == XDP_PASS);
+      CHECK(Bytes(r.out.begin() + 14, r.out.end()) == pktgen::IpPacketOf(syn2));
+    }
+    // Not a SYN: never asked, stripped.
+    const Outcome ack = fx.Run(
+        (v6 ? FromClient6() : FromClient4()).Tcp(port + 2, dport, tcp::kAck, 100, 1).Build());
+    CHECK(run_decap(ack.out).action == XDP_PASS);
+  }
+
+  // An independent dissector reads the bounces: outer addresses swapped,
+  // the inner SYN intact, every checksum good.
+  auto rows =
+      Dissect(bounced, {"frame.protocols", "ip.checksum.status", "tcp.checksum.status", "ip.src",
+                        "ip.dst", "ipv6.src", "ipv6.dst", "tcp.flags.syn", "_ws.malformed"});
+  INFO(rows.status().ToString());
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 2);
+  TsharkRow& r4 = (*rows)[0];
+  CHECK(r4["frame.protocols"] == "eth:ethertype:ip:ip:tcp");
+  CHECK(r4["ip.checksum.status"] == "1,1");
+  CHECK(r4["tcp.checksum.status"] == "1");
+  CHECK(SplitValues(r4["ip.dst"])[0] == "198.18.0.1");   // the router
+  CHECK(SplitValues(r4["ip.dst"])[1] == "198.18.0.10");  // the VIP
+  CHECK(r4["tcp.flags.syn"] == "1");
+  CHECK(r4["_ws.malformed"].empty());
+  TsharkRow& r6 = (*rows)[1];
+  CHECK(r6["frame.protocols"] == "eth:ethertype:ipv6:ipv6:tcp");
+  CHECK(r6["tcp.checksum.status"] == "1");
+  CHECK(SplitValues(r6["ipv6.dst"])[0] == "2001:db8::1");
+  CHECK(r6["_ws.malformed"].empty());
+
+  // Second chance off: passed up, the kernel answers.
+  REQUIRE((*decap)->SetBounce(false).ok());
+  const Outcome o = fx.Run(FromClient4().Tcp(45000, 80, tcp::kSyn, 100, 0).Build());
+  const auto r = run_decap(o.out);
+  CHECK(r.action == XDP_PASS);
+  CHECK(r.out.size() == o.out.size() - 20);
+}
+
+}  // namespace
+}  // namespace ballast::bpftest
