@@ -230,6 +230,8 @@ absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previ
   }
   img.settings = SettingsOf(state.config().global());
   img.interface = state.config().global().interface();
+  img.extra_interfaces = {state.config().global().extra_interfaces().begin(),
+                          state.config().global().extra_interfaces().end()};
   for (const auto& [k, v] : img.vips) img.vip_addresses.insert(v.key.addr);
   return out;
 }
@@ -245,6 +247,7 @@ void ApplyDelta(const Image& delta, const std::set<std::string>& scope, Image* i
   for (const auto& [id, b] : delta.backends) image->backends[id] = b;
   image->settings = delta.settings;
   image->interface = delta.interface;
+  image->extra_interfaces = delta.extra_interfaces;
   image->vip_addresses.clear();
   for (const auto& [k, v] : image->vips) image->vip_addresses.insert(v.key.addr);
 }

@@ -75,8 +75,9 @@ struct VipImage {
 
 struct Image {
   dataplane::Settings settings;
-  std::string interface;                 // where the program must be attached ("" = nowhere)
-  std::map<std::string, VipImage> vips;  // by VipKeyText
+  std::string interface;                   // where the program must be attached ("" = nowhere)
+  std::set<std::string> extra_interfaces;  // where else (Global.extra_interfaces)
+  std::map<std::string, VipImage> vips;    // by VipKeyText
   std::map<uint32_t, BackendImage> backends;
   std::set<IpAddress> vip_addresses;  // one BALLAST_VIP_ADDR_MARKER entry each
 };

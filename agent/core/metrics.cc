@@ -348,6 +348,12 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
     backend_family("ballast_backend_client_rsts_total", "counter",
                    "RSTs sent by clients on the backend's flows.",
                    [](const v1::BackendStatus& b) { return b.counters().client_rsts(); });
+    backend_family("ballast_backend_refused_syns_total", "counter",
+                   "Client SYNs the backend bounced back: no listener there (second chance).",
+                   [](const v1::BackendStatus& b) { return b.counters().refused_syns(); });
+    backend_family("ballast_backend_second_chance_syns_total", "counter",
+                   "Bounced SYNs sent to the backend as the flow's next choice.",
+                   [](const v1::BackendStatus& b) { return b.counters().second_chance_syns(); });
     backend_family("ballast_backend_resteered_away_total", "counter",
                    "Flows moved off the backend (evicted, drain deadline).",
                    [](const v1::BackendStatus& b) { return b.counters().resteered_away(); });

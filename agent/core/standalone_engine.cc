@@ -342,6 +342,32 @@ absl::Status StandaloneEngine::Program(const Image& from, const BuiltImage& buil
     ++stats->detached;
     attached_if_.clear();
   }
+  return ProgramExtraInterfaces(
+      dp, to.interface.empty() ? std::set<std::string>{} : to.extra_interfaces, stats);
+}
+
+absl::Status StandaloneEngine::ProgramExtraInterfaces(dataplane::Dataplane& dp,
+                                                      const std::set<std::string>& want,
+                                                      ProgramStats* stats) {
+  for (const std::string& dev : want) {
+    if (attached_extra_.count(dev) != 0) continue;
+    if (auto s = dp.Attach(dev, options_.attach_mode); !s.ok()) {
+      return Annotate(s, absl::StrCat("attaching to ", dev, " (extra_interfaces)"));
+    }
+    ++stats->attached;
+    attached_extra_.insert(dev);
+  }
+  for (auto it = attached_extra_.begin(); it != attached_extra_.end();) {
+    if (want.count(*it) != 0) {
+      ++it;
+      continue;
+    }
+    if (auto s = dp.Detach(*it); !s.ok() && s.code() != absl::StatusCode::kNotFound) {
+      return Annotate(s, absl::StrCat("detaching from ", *it, " (extra_interfaces)"));
+    }
+    ++stats->detached;
+    it = attached_extra_.erase(it);
+  }
   return absl::OkStatus();
 }
 
@@ -354,6 +380,7 @@ absl::Status StandaloneEngine::ReconcileLocked(const v1::State& state, ProgramSt
   // engine has attached nothing yet, and Attach() is a no-op where our
   // program already runs.
   actual->interface = attached_if_;
+  actual->extra_interfaces = attached_extra_;
   if (auto s = Program(*actual, *built, nullptr, stats); !s.ok()) return s;
   // UpsertVip/DeleteVip keep one address marker per VIP address; a marker
   // left behind by something else (no VIP uses its address) is removed here.
@@ -1072,6 +1099,10 @@ absl::Status StandaloneEngine::StatusLocked(v1::StatusResponse* status) const {
       c->set_first_response_ns_sum(st->first_response_ns_sum);
       c->set_first_response_count(st->first_response_count);
       c->set_resteered_away(st->resteered_away);
+      auto bb = dp_->BackendBounces(id);
+      if (!bb.ok()) return bb.status();
+      c->set_refused_syns(bb->refused);
+      c->set_second_chance_syns(bb->received);
     }
   }
   return absl::OkStatus();
@@ -1117,6 +1148,7 @@ absl::Status StandaloneEngine::Teardown(const Actor& actor) {
       s = dp_->Teardown();
       health_.torn_down = true;  // even a partial teardown: stop programming
       attached_if_.clear();
+      attached_extra_.clear();
       gen = health_.generation;
     }
   }

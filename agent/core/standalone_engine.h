@@ -337,6 +337,10 @@ class StandaloneEngine final : public Engine {
   // and only they (and their backends) are compared and written.
   absl::Status Program(const Image& from, const BuiltImage& to, const std::set<std::string>* scope,
                        ProgramStats* stats);
+  // Attaches to the devices of `want` this engine has not attached, and
+  // detaches from those it attached that are no longer wanted.
+  absl::Status ProgramExtraInterfaces(dataplane::Dataplane& dp, const std::set<std::string>& want,
+                                      ProgramStats* stats);
   // Reads the maps and programs `state` over them (start-up, and recovery
   // after a failed programming pass).
   absl::Status ReconcileLocked(const v1::State& state, ProgramStats* stats);
@@ -375,14 +379,15 @@ class StandaloneEngine final : public Engine {
   mutable std::mutex mu_;
   // GetStatus()'s connection-table scans take turns (outside mu_).
   mutable std::mutex flow_scan_mu_;
-  std::unique_ptr<v1::State> state_;  // replaced whole by each commit
-  int64_t revision_ = 0;              // the store's revision of state_
-  v1::Coordination coordination_;     // guarded by mu_
-  v1::Announcement announcement_;     // guarded by mu_
-  DiffProvider diff_provider_;        // guarded by mu_
-  YieldProvider yield_provider_;      // guarded by mu_
-  Image image_;                       // what the maps hold (as last programmed)
-  std::string attached_if_;           // device the program was attached to by this engine
+  std::unique_ptr<v1::State> state_;      // replaced whole by each commit
+  int64_t revision_ = 0;                  // the store's revision of state_
+  v1::Coordination coordination_;         // guarded by mu_
+  v1::Announcement announcement_;         // guarded by mu_
+  DiffProvider diff_provider_;            // guarded by mu_
+  YieldProvider yield_provider_;          // guarded by mu_
+  Image image_;                           // what the maps hold (as last programmed)
+  std::string attached_if_;               // device the program was attached to by this engine
+  std::set<std::string> attached_extra_;  // Global.extra_interfaces attached by this engine
   EngineHealth health_;
   HealthView health_view_;  // guarded by mu_
   std::atomic<bool> shutdown_{false};

@@ -370,15 +370,33 @@ absl::Status ValidateVip(const v1::Vip& vip, const FieldPath& at) {
   return absl::OkStatus();
 }
 
+absl::Status CheckDeviceName(const std::string& n, const FieldPath& at) {
+  if (n.empty() || n.size() >= IF_NAMESIZE || n == "." || n == ".." ||
+      n.find_first_of("/: \t\r\n") != std::string::npos || !Printable(n)) {
+    return at.Invalid(absl::StrCat("\"", n, "\" is not a network device name (1..", IF_NAMESIZE - 1,
+                                   " characters, no '/', ':' or spaces)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateGlobal(const v1::Global& g, const FieldPath& at) {
   if (!g.interface().empty()) {
-    const std::string& n = g.interface();
-    if (n.size() >= IF_NAMESIZE || n == "." || n == ".." ||
-        n.find_first_of("/: \t\r\n") != std::string::npos || !Printable(n)) {
-      return at.Child("interface")
-          .Invalid(absl::StrCat("\"", n, "\" is not a network device name (1..", IF_NAMESIZE - 1,
-                                " characters, no '/', ':' or spaces)"));
-    }
+    if (auto s = CheckDeviceName(g.interface(), at.Child("interface")); !s.ok()) return s;
+  }
+  constexpr int kMaxExtraInterfaces = 16;
+  if (g.extra_interfaces_size() > kMaxExtraInterfaces) {
+    return at.Child("extra_interfaces")
+        .Invalid(
+            absl::StrCat(g.extra_interfaces_size(), " devices; at most ", kMaxExtraInterfaces));
+  }
+  std::set<std::string> extra;
+  for (int i = 0; i < g.extra_interfaces_size(); ++i) {
+    const std::string& n = g.extra_interfaces(i);
+    const FieldPath here = at.Child(absl::StrCat("extra_interfaces[", i, "]"));
+    if (auto s = CheckDeviceName(n, here); !s.ok()) return s;
+    if (g.interface().empty()) return here.Invalid("set, but interface is not");
+    if (n == g.interface()) return here.Invalid(absl::StrCat("\"", n, "\" is the interface"));
+    if (!extra.insert(n).second) return here.Invalid(absl::StrCat("\"", n, "\" is listed twice"));
   }
   if (auto s = CheckSource(g.source_v4(), true, at.Child("source_v4")); !s.ok()) return s;
   if (auto s = CheckSource(g.source_v6(), false, at.Child("source_v6")); !s.ok()) return s;

@@ -4,9 +4,10 @@
 # --health: HTTP probes via the VIP every 200 ms).
 #
 #  (1) SIGKILL of backend-2's server under new-connection load: out of the
-#      table (effective weight 0, no slots) within 1 s; no failed new
-#      connection after that moment (the ones whose SYN raced the kill are
-#      counted and reported).
+#      table (effective weight 0, no slots) within 1 s, and no failed new
+#      connection at all: the SYNs that reach backend-2 before the table
+#      changes find no listener and are bounced to their next choice (second
+#      chance, docs/dataplane.md), as its refused_syns counter shows.
 #  (2) backend-2's server restarted: promoted after promote_after good
 #      evaluations, then ramps 5 -> 20 -> 50 -> 100 % (ramp_hold 5), as the
 #      audit log shows, and ends healthy.
@@ -47,6 +48,22 @@ late=$(awk -v b="$t_steer" '$2 == 0 && $1 > b + 0.1' "$WORK/kill.log" | wc -l)
 early=$(awk -v a="$t_kill" '$2 == 0 && $1 < a - 0.05' "$WORK/kill.log" | wc -l)
 log "kill: failed new connections: $raced raced the kill (attempted between the kill and the table change), $late after it, $early before the kill"
 check "kill: no failed new connection before the kill ($early)" test "$early" = 0
+# A connection whose handshake completed on backend-2 before the kill (being
+# served, or in its listener's accept queue) dies with the process: no layer
+# 4 balancer can move it, and there are at most as many as the workers (one
+# connection each). Every other attempt must succeed: a SYN that reached
+# backend-2 after the kill was bounced to another backend.
+refused_raced=$(awk -v a="$t_kill" -v b="$t_steer" \
+  '$2 == 0 && $1 >= a - 0.05 && $1 <= b + 0.1 && ($3 == "refused" || $3 == "connect_timeout")' \
+  "$WORK/kill.log" | wc -l)
+lost=$((raced - refused_raced))
+log "kill: of those, $refused_raced failed to connect, $lost were established before the kill and lost with the process"
+check "kill: no new connection refused or unanswered after the kill ($refused_raced)" \
+  test "$refused_raced" = 0
+check "kill: connections lost with the process at most one per worker ($lost <= 4)" test "$lost" -le 4
+refused=$(field "$VIP4_KEY" "$BE2_ADDR4" counters.refusedSyns)
+log "kill: backend-2 bounced $refused SYNs back to the router (second chance)"
+check "kill: backend-2's refused SYNs are counted ($refused)" test "${refused:-0}" -gt 0
 served=$(awk -v b="$t_steer" '$2 == 1 && $1 > b + 0.1' "$WORK/kill.log" | wc -l)
 check "kill: new connections after the table change: $served answered, $late failed" \
   test "$late" = 0 -a "$served" -gt 0

@@ -85,7 +85,9 @@ for v in json.load(sys.stdin).get("vips", []):
         print(str(v.get("frozen", False)).lower()); sys.exit(0)
     for b in v.get("backends", []):
         if b["address"] == addr:
-            print(b.get(field, "")); sys.exit(0)
+            for part in field.split("."):  # counters.refusedSyns
+                b = b.get(part, "") if isinstance(b, dict) else ""
+            print(b); sys.exit(0)
 print("missing")' "$1" "$2" "$3"
 }
 

@@ -166,10 +166,10 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
       continue;
     }
     Table t({"BACKEND", "STATE", "NOMINAL", "EFFECTIVE", "SLOTS", "FLOWS", "NEW", "PKTS", "SYN-RTX",
-             "RSTS", "HS-MS", "SCORE", "HEALTH", "WHY"},
+             "RSTS", "REFUSED", "HS-MS", "SCORE", "HEALTH", "WHY"},
             "  ");
-    t.SetNumeric(
-        {false, false, true, true, true, true, true, true, true, true, true, true, false, false});
+    t.SetNumeric({false, false, true, true, true, true, true, true, true, true, true, true, true,
+                  false, false});
     for (const v1::BackendStatus& b : vip.backends()) {
       const v1::BackendCounters& c = b.counters();
       std::string slots =
@@ -187,8 +187,8 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
       t.AddRow({b.address(), BackendState(b, now), absl::StrCat(b.nominal_weight()),
                 absl::StrCat(b.effective_weight()), slots, Compact(b.flows()),
                 Compact(c.new_flows()), Compact(c.packets()), Compact(c.syn_retransmits()),
-                Compact(c.client_rsts()), hs, absl::StrCat(b.score()), health,
-                b.conditions_size() == 0 ? "-" : absl::StrJoin(b.conditions(), ",")});
+                Compact(c.client_rsts()), Compact(c.refused_syns()), hs, absl::StrCat(b.score()),
+                health, b.conditions_size() == 0 ? "-" : absl::StrJoin(b.conditions(), ",")});
     }
     out.append(t.Render());
   }

@@ -46,6 +46,7 @@ TEST_CASE("FormatStatus: header, VIP line, one row per backend", "[lbctl][format
   a->mutable_counters()->set_packets(900);
   a->mutable_counters()->set_syn_retransmits(2);
   a->mutable_counters()->set_client_rsts(1);
+  a->mutable_counters()->set_refused_syns(7);
   a->mutable_counters()->set_handshake_ns_sum(3'000'000);
   a->mutable_counters()->set_handshake_count(2);
   a->set_health("ramping");
@@ -68,11 +69,11 @@ TEST_CASE("FormatStatus: header, VIP line, one row per backend", "[lbctl][format
       "VIP 198.18.0.10:80/tcp \"web\"  id 1  table 251  pkts 150.0k  bytes 0  dropped 0  "
       "backends 2\n"
       "  BACKEND     STATE            NOMINAL  EFFECTIVE  SLOTS  FLOWS  NEW  PKTS  SYN-RTX  RSTS"
-      "  HS-MS  SCORE  HEALTH       WHY\n"
+      "  REFUSED  HS-MS  SCORE  HEALTH       WHY\n"
       "  198.18.1.1  active               100        100  66.5%     12   40   900        2     1"
-      "   1.50    100  ramping 20%  low_traffic,cooldown\n"
+      "        7   1.50    100  ramping 20%  low_traffic,cooldown\n"
       "  198.18.1.2  draining(1m30s)      100          0  33.5%      3    0     0        0     0"
-      "      -    100  -            -\n";
+      "        0      -    100  -            -\n";
   CHECK(FormatStatus(st, now) == want);
 
   // The fleet guard's freeze is said under the VIP line.

@@ -173,6 +173,41 @@ TEST_CASE("ValidateConfig names the field and the allowed range of every bad inp
        [](v1::Config& c) { c.mutable_global()->set_interface("a-very-long-device-name"); },
        "global.interface: \"a-very-long-device-name\" is not a network device name (1..15 "
        "characters, no '/', ':' or spaces)"},
+      {"extra interface that is not a device name",
+       [](v1::Config& c) {
+         c.mutable_global()->set_interface("eth0");
+         c.mutable_global()->add_extra_interfaces("eth1");
+         c.mutable_global()->add_extra_interfaces("eth 2");
+       },
+       "global.extra_interfaces[1]: \"eth 2\" is not a network device name (1..15 characters, "
+       "no '/', ':' or spaces)"},
+      {"extra interface equal to the interface",
+       [](v1::Config& c) {
+         c.mutable_global()->set_interface("eth0");
+         c.mutable_global()->add_extra_interfaces("eth0");
+       },
+       "global.extra_interfaces[0]: \"eth0\" is the interface"},
+      {"extra interface twice",
+       [](v1::Config& c) {
+         c.mutable_global()->set_interface("eth0");
+         c.mutable_global()->add_extra_interfaces("eth1");
+         c.mutable_global()->add_extra_interfaces("eth1");
+       },
+       "global.extra_interfaces[1]: \"eth1\" is listed twice"},
+      {"extra interfaces without the interface",
+       [](v1::Config& c) {
+         c.mutable_global()->clear_interface();
+         c.mutable_global()->add_extra_interfaces("eth1");
+       },
+       "global.extra_interfaces[0]: set, but interface is not"},
+      {"too many extra interfaces",
+       [](v1::Config& c) {
+         c.mutable_global()->set_interface("eth0");
+         for (int i = 1; i <= 17; ++i) {
+           c.mutable_global()->add_extra_interfaces("eth" + std::to_string(i));
+         }
+       },
+       "global.extra_interfaces: 17 devices; at most 16"},
       {"tcp idle timeout out of range",
        [](v1::Config& c) { c.mutable_global()->mutable_timeouts()->set_tcp_idle_s(90000); },
        "global.timeouts.tcp_idle_s: 90000 is out of range 1..86400 (0 = default 300)"},
