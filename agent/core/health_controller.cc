@@ -31,8 +31,9 @@ std::string TargetId(const std::string& vip_text, const std::string& address) {
   return absl::StrCat(vip_text, " ", address);
 }
 
-health::CounterSnapshot SnapshotOf(const ballast_backend_stats& c) {
+health::CounterSnapshot SnapshotOf(const ballast_backend_stats& c, uint64_t refused_syns) {
   health::CounterSnapshot s;
+  s.refused_syns = refused_syns;
   s.new_flows = c.new_flows;
   s.packets = c.packets;
   s.syn_retransmits = c.syn_retransmits;
@@ -367,7 +368,7 @@ absl::Status HealthController::Evaluate() {
       // handshake and first-response times, per new flow); a UDP flow has
       // none of them, so a UDP pool's counters would only ever say "fine".
       if (b.backend_id != 0 && pool.key.protocol() != v1::UDP) {
-        bi.counters = SnapshotOf(b.counters);
+        bi.counters = SnapshotOf(b.counters, b.refused_syns);
       }
       input.backends.push_back(std::move(bi));
     }

@@ -45,6 +45,7 @@ health::Params HealthParamsOf(const v1::HealthSettings& s) {
     p.disagreement_alert_after = absl::Seconds(s.disagreement_alert_s());
   }
   if (s.min_samples() != 0) p.min_samples = static_cast<int>(s.min_samples());
+  if (s.refused_demote() != 0) p.refused_demote = static_cast<int>(s.refused_demote());
   if (s.new_backends_ramp()) p.new_backend_start = health::NewBackendStart::kRamping;
   p.latency_floor_ms = s.latency_floor_ms() != 0 ? s.latency_floor_ms() : kDefaultLatencyFloorMs;
   return p;
@@ -73,6 +74,7 @@ absl::Status ValidateHealthSettings(const v1::HealthSettings& s, const FieldPath
       {s.unfreeze_after(), 1, 1000, 3, "unfreeze_after"},
       {s.disagreement_alert_s(), 1, 86400, 10, "disagreement_alert_s"},
       {s.min_samples(), 1, 1000000, 10, "min_samples"},
+      {s.refused_demote(), 1, 1000000, 3, "refused_demote"},
       {s.latency_floor_ms(), 1, 1000, kDefaultLatencyFloorMs, "latency_floor_ms"},
   };
   for (const Range& r : ranges) {

@@ -1248,6 +1248,9 @@ absl::StatusOr<StandaloneEngine::HealthInputs> StandaloneEngine::ReadHealthInput
         auto st = dp_->BackendStats(hb.backend_id);
         if (!st.ok()) return st.status();
         hb.counters = *st;
+        auto bb = dp_->BackendBounces(hb.backend_id);
+        if (!bb.ok()) return bb.status();
+        hb.refused_syns = bb->refused;
       }
       pool.backends.push_back(std::move(hb));
     }

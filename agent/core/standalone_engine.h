@@ -176,6 +176,7 @@ class StandaloneEngine final : public Engine {
     bool has_mark = false;
     v1::HealthMark mark;               // valid when has_mark
     ballast_backend_stats counters{};  // cumulative, summed over CPUs
+    uint64_t refused_syns = 0;         // cumulative: SYNs it bounced (no listener)
     bool has_probe = false;            // the config gives a probe spec (else the default)
     v1::ProbeSpec probe;
   };

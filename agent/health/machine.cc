@@ -35,6 +35,10 @@ struct Work {
   std::optional<double> probe_pen;
   std::optional<double> passive_pen;
   double drift_pen = 0;
+  // SYNs refused (bounced: no listener) in the interval, and whether they
+  // reach Params::refused_demote: certain evidence, demote at once.
+  uint64_t refused = 0;
+  bool refused_now = false;
   ScoreResult score;
   bool unwell = false;
   uint32_t weight_before = 0;  // this input's weight under the previous applied values
@@ -117,7 +121,8 @@ std::string EvidenceJson(const Work& w, const BackendOutput& out, absl::Time now
           .Uint("syn_retransmits", d.syn_retransmits)
           .Uint("client_rsts", d.client_rsts)
           .Uint("handshake_count", d.handshake_count)
-          .Uint("first_response_count", d.first_response_count);
+          .Uint("first_response_count", d.first_response_count)
+          .Uint("refused_syns", d.refused_syns);
       pa.Object("interval", iv);
       JsonObject sig;
       for (size_t i = 0; i < kNumPassiveSignals; ++i) {
@@ -161,6 +166,8 @@ void Observe(std::vector<Work>& work, absl::Time now, const Params& p) {
       w.st.last_counters_at = now;
     }
     if (w.delta) {
+      w.refused = w.delta->refused_syns;
+      w.refused_now = w.refused >= static_cast<uint64_t>(p.refused_demote);
       w.passive = DerivePassive(*w.delta, p, w.interval);
       for (size_t i = 0; i < kNumPassiveSignals; ++i) w.value[i] = w.passive.value[i];
     }
@@ -202,6 +209,9 @@ void Observe(std::vector<Work>& work, absl::Time now, const Params& p) {
         w.passive_pen = std::max(w.passive_pen.value_or(0), w.penalty[s]);
       }
     }
+    // Refused SYNs: the traffic's verdict is as bad as it gets, whatever the
+    // ratios say (few samples, or none: a dead port completes no handshake).
+    if (w.refused_now) w.passive_pen = 100.0;
     if (w.in->probe) {
       std::optional<double> lat_sev;
       if (w.cmp[kProbeLatency]) lat_sev = w.cmp[kProbeLatency]->severity;
@@ -304,12 +314,18 @@ void Transition(Work& w, absl::Time now, const std::string& pool, const Params& 
   if (st.pinned) return;
   const size_t last = p.ramp_percents.size() - 1;
   if (st.in_service) {
-    if (st.bad_streak >= p.demote_after) {
+    if (st.bad_streak >= p.demote_after || w.refused_now) {
       const int streak = st.bad_streak;
       st.in_service = false;
       st.good_streak = st.bad_streak = st.hold = 0;
-      std::string msg = absl::StrFormat("demoted after %d consecutive bad evaluations (score %d)",
-                                        streak, st.score);
+      std::string msg =
+          streak >= p.demote_after
+              ? absl::StrFormat("demoted after %d consecutive bad evaluations (score %d)", streak,
+                                st.score)
+              : absl::StrFormat(
+                    "demoted at once: %d SYNs refused in one evaluation (no listener; "
+                    "refused_demote %d)",
+                    static_cast<int>(std::min<uint64_t>(w.refused, 1u << 30)), p.refused_demote);
       const bool flap = st.last_promotion && now - *st.last_promotion <= p.flap_window;
       if (flap) {
         st.flaps.push_back(now);
@@ -398,6 +414,7 @@ std::vector<std::string> Conditions(const Work& w, bool frozen, absl::Time now, 
     if (w.penalty[i] > 0)
       c.push_back(absl::StrCat(AV(SignalName(static_cast<Signal>(i))), "_high"));
   }
+  if (w.refused > 0) c.emplace_back("refused_syns");
   if (w.counter_reset) c.emplace_back("counter_reset");
   if (w.delta && !w.passive.any()) c.emplace_back("low_traffic");
   if (!w.score.evaluated) c.emplace_back("no_data");
@@ -512,7 +529,8 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
     ++r.eligible;
     // The steady score, like the weight: one noisy evaluation of a healthy
     // backend must not freeze a pool in which another backend really died.
-    w.unwell = SteadyScore(w.st) < p.good_score || SteadyDriftScore(w.st) < p.good_score;
+    w.unwell =
+        SteadyScore(w.st) < p.good_score || SteadyDriftScore(w.st) < p.good_score || w.refused_now;
     if (w.unwell) {
       ++r.unwell;
       unwell_keys.push_back(w.st.key);

@@ -122,6 +122,7 @@ absl::Status ValidateParams(const Params& p) {
   BALLAST_RETURN_IF_ERROR(CheckInt("weight_score_window", p.weight_score_window, 1, 10));
 
   BALLAST_RETURN_IF_ERROR(CheckInt("min_samples", p.min_samples, 1, 1000000));
+  BALLAST_RETURN_IF_ERROR(CheckInt("refused_demote", p.refused_demote, 1, 1000000));
   BALLAST_RETURN_IF_ERROR(CheckInt("min_peers", p.min_peers, 1, 1000));
   BALLAST_RETURN_IF_ERROR(CheckInt("baseline_min_intervals", p.baseline_min_intervals, 1, 1000));
   BALLAST_RETURN_IF_ERROR(CheckDouble("baseline_alpha", p.baseline_alpha, 0, 1, /*lo_open=*/true));

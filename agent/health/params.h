@@ -108,6 +108,10 @@ struct Params {
   // time and the unanswered ratio, first responses for first-response time)
   // (1..1000000).
   int min_samples = 10;
+  // Refused SYNs (bounced by the backend: nothing listens there) in one
+  // evaluation that demote an in-service backend at once, without waiting
+  // for demote_after bad evaluations (1..1000000).
+  int refused_demote = 3;
   // Peers (other backends of the pool with an opinion on the same signal in
   // the same evaluation) needed for a comparison with the pool median (1..1000).
   int min_peers = 1;

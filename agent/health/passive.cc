@@ -42,7 +42,8 @@ std::optional<CounterSnapshot> CounterDelta(const CounterSnapshot& prev,
                                                &CounterSnapshot::handshake_ns_sum,
                                                &CounterSnapshot::handshake_count,
                                                &CounterSnapshot::first_response_ns_sum,
-                                               &CounterSnapshot::first_response_count};
+                                               &CounterSnapshot::first_response_count,
+                                               &CounterSnapshot::refused_syns};
   CounterSnapshot d;
   for (auto f : fields) {
     if (cur.*f < prev.*f) return std::nullopt;

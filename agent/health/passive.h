@@ -70,6 +70,10 @@ struct CounterSnapshot {
   uint64_t handshake_count = 0;
   uint64_t first_response_ns_sum = 0;
   uint64_t first_response_count = 0;
+  // SYNs the backend sent back because no socket would take them (second
+  // chance, docs/dataplane.md): certain evidence of a dead port, judged on
+  // its own (Params::refused_demote, machine.h), not as a ratio.
+  uint64_t refused_syns = 0;
 
   bool operator==(const CounterSnapshot&) const = default;
 };

@@ -7,7 +7,8 @@
 #      table (effective weight 0, no slots) within 1 s, and no failed new
 #      connection at all: the SYNs that reach backend-2 before the table
 #      changes find no listener and are bounced to their next choice (second
-#      chance, docs/dataplane.md), as its refused_syns counter shows.
+#      chance, docs/dataplane.md), as its refused_syns counter shows; those
+#      refusals demote it at once (refused_demote).
 #  (2) backend-2's server restarted: promoted after promote_after good
 #      evaluations, then ramps 5 -> 20 -> 50 -> 100 % (ramp_hold 5), as the
 #      audit log shows, and ends healthy.
@@ -64,6 +65,17 @@ check "kill: connections lost with the process at most one per worker ($lost <= 
 refused=$(field "$VIP4_KEY" "$BE2_ADDR4" counters.refusedSyns)
 log "kill: backend-2 bounced $refused SYNs back to the router (second chance)"
 check "kill: backend-2's refused SYNs are counted ($refused)" test "${refused:-0}" -gt 0
+# The demotion's evidence (the audit record's inputs): the refusals of that
+# one evaluation, and a bad streak short of demote_after (3).
+read -r why_refused why_streak < <(lbctl --json audit --since 10m | python3 -c '
+import json, sys
+for r in json.load(sys.stdin).get("records", []):
+    if r["action"] == "demote" and r.get("backend") == sys.argv[1]:
+        e = json.loads(r["inputsJson"])
+        print(e["passive"]["interval"]["refused_syns"], e["bad_streak"]); break' "$BE2_ADDR4")
+log "kill: demoted on $why_refused refused SYNs in one evaluation, bad streak $why_streak"
+check "kill: demoted at once on the refused SYNs, not after 3 bad evaluations" \
+  test "${why_refused:-0}" -ge 3 -a "${why_streak:-3}" -lt 3
 served=$(awk -v b="$t_steer" '$2 == 1 && $1 > b + 0.1' "$WORK/kill.log" | wc -l)
 check "kill: new connections after the table change: $served answered, $late failed" \
   test "$late" = 0 -a "$served" -gt 0

@@ -76,6 +76,7 @@ const ParamField kParamFields[] = {
     {"weight_score_step", &health::Params::weight_score_step},
     {"weight_score_window", &health::Params::weight_score_window},
     {"min_samples", &health::Params::min_samples},
+    {"refused_demote", &health::Params::refused_demote},
     {"min_peers", &health::Params::min_peers},
     {"baseline_min_intervals", &health::Params::baseline_min_intervals},
     {"baseline_alpha", &health::Params::baseline_alpha},

@@ -275,6 +275,8 @@ TEST_CASE("HealthSettings: every field's range and the rules between fields") {
         "max_cooldown_s 3600");
   CHECK(bad([](v1::HealthSettings& h) { h.set_pin_flaps(1); }) ==
         "global.health.pin_flaps: 1 is out of range 2..100 (0 = default 3)");
+  CHECK(bad([](v1::HealthSettings& h) { h.set_refused_demote(2000000); }) ==
+        "global.health.refused_demote: 2000000 is out of range 1..1000000 (0 = default 3)");
 
   // Defaults and conversions.
   const health::Params p = HealthParamsOf(v1::HealthSettings());
@@ -282,12 +284,15 @@ TEST_CASE("HealthSettings: every field's range and the rules between fields") {
   CHECK(p.promote_after == 12);
   CHECK(p.ramp_percents == std::vector<int>{5, 20, 50, 100});
   CHECK(p.latency_floor_ms == kDefaultLatencyFloorMs);
+  CHECK(p.refused_demote == 3);
   CHECK(EvalIntervalOf(v1::HealthSettings()) == 1000);
   v1::HealthSettings s;
   s.set_cooldown_base_s(2);
   s.set_pin_window_s(120);
   CHECK(HealthParamsOf(s).cooldown_base == absl::Seconds(2));
   CHECK(HealthParamsOf(s).pin_window == absl::Minutes(2));
+  s.set_refused_demote(7);
+  CHECK(HealthParamsOf(s).refused_demote == 7);
 }
 
 }  // namespace

@@ -34,6 +34,7 @@ struct Traffic {
   double first_response_ms = 10.0;
   double completed = 1.0;  // fraction of new flows whose handshake completed
   double answered = 1.0;   // fraction of handshakes that got a first response
+  uint64_t refused = 0;    // SYNs bounced back: no listener (second chance)
 };
 
 // Cumulative counters of one backend.
@@ -50,6 +51,7 @@ struct Counters {
     const auto answered = static_cast<uint64_t>(handshakes * t.answered);
     c.first_response_count += answered;
     c.first_response_ns_sum += static_cast<uint64_t>(answered * t.first_response_ms * 1e6);
+    c.refused_syns += t.refused;
     return c;
   }
 };
