@@ -23,6 +23,11 @@
  * bpf_redirect(); neighbour unresolved -> bpf_redirect_neigh() lets the
  * kernel resolve it.
  *
+ * Probes are marked as the last hop for second chance (BALLAST_ENCAP_ID_LAST
+ * in the outer IPv4 identification, BALLAST_FLOW_LABEL_LAST as the outer
+ * IPv6 flow label): a probe asks one backend, so a backend with no listener
+ * must answer it (RST) rather than bounce it to another.
+ *
  * Packets without a probe mark pass untouched. A probe-marked packet whose
  * backend is not programmed is dropped, never sent unencapsulated (it would
  * otherwise reach whatever host the policy route points at and pass there).
@@ -103,7 +108,8 @@ static __always_inline int encap(struct __sk_buff *skb, __u16 inner_proto,
 		ip.ihl = 5;
 		ip.tos = tos;
 		ip.tot_len = bpf_htons(skb->len - sizeof(struct ethhdr));
-		ip.frag_off = df; /* RFC 2003: DF copied */
+		ip.id = bpf_htons(BALLAST_ENCAP_ID_LAST); /* a probe: never bounced */
+		ip.frag_off = df;                          /* RFC 2003: DF copied */
 		ip.ttl = 64;
 		ip.protocol = IPPROTO_IPIP;
 		__builtin_memcpy(&ip.saddr, s->src4, 4);
@@ -119,7 +125,7 @@ static __always_inline int encap(struct __sk_buff *skb, __u16 inner_proto,
 
 	struct ipv6hdr ip6 = {};
 	__u16 proto = bpf_htons(ETH_P_IPV6);
-	__u32 label = bpf_get_hash_recalc(skb) & 0xFFFFF;
+	__u32 label = BALLAST_FLOW_LABEL_LAST; /* a probe: never bounced */
 
 	if (bpf_skb_adjust_room(skb, sizeof(ip6), BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6))
 		return -1;

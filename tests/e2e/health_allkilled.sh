@@ -1,0 +1,54 @@
+#!/bin/bash
+# e2e second chance: every backend's server killed at once, under
+# new-connection load. Each SYN is bounced from its first choice to its
+# second and third (BALLAST_BOUNCES_MAX = 2), and the third's kernel, told
+# that it is the last hop, answers with a RST: clients are refused at once
+# (no connection waits for a timeout), the bounces per SYN stay bounded, and
+# the refusals everywhere freeze the pool instead of demoting everyone.
+# Needs root.
+source "$(dirname "${BASH_SOURCE[0]}")/health_lib.sh"
+
+health_lab_up "eval_interval_ms: 100"
+tb_pid() { cat "$STATE/be$1/testbackend.pid"; }
+verdict() { # verdict NAME...: the sum of the lb's verdict counters NAME...
+  lbctl --json status | python3 -c '
+import json, sys
+v = json.load(sys.stdin).get("verdicts", {})
+print(sum(int(v.get(n, 0)) for n in sys.argv[1:]))' "$@"
+}
+
+load_start before 2 --workers 2 --timeout 1
+load_wait before
+log "before: $LOAD_SUMMARY"
+
+b_tx0=$(verdict bounce_tx bounce_redirect)
+budget0=$(verdict drop_bounce_budget)
+t_kill=$(now)
+for i in 1 2 3; do kill -KILL "$(tb_pid "$i")"; done
+sleep 0.5
+load_start dead 3 --workers 2 --timeout 1
+load_wait dead
+log "all killed: load $LOAD_SUMMARY"
+read -r attempts refused timeouts other < <(python3 -c '
+import json, sys
+s = json.loads(sys.argv[1]); e = s.get("errors", {})
+print(s["attempts"], e.get("refused", 0), e.get("connect_timeout", 0) + e.get("timeout", 0),
+      s["failed"] - e.get("refused", 0) - e.get("connect_timeout", 0) - e.get("timeout", 0))' \
+  "$LOAD_SUMMARY")
+bounced=$(($(verdict bounce_tx bounce_redirect) - b_tx0))
+budget=$(($(verdict drop_bounce_budget) - budget0))
+log "all killed: $attempts attempts, $refused refused, $timeouts timed out, $other other; $bounced bounces re-steered, $budget over the budget"
+check "all killed: clients are refused (RST), none waits for a timeout ($refused of $attempts refused, $timeouts timed out)" \
+  test "$refused" -gt 100 -a "$timeouts" = 0 -a "$other" = 0
+# Two bounces per SYN (first -> second -> third, marked last), a SYN
+# retransmitted now and then aside: never more.
+check "all killed: at most two bounces per attempt ($bounced for $attempts)" \
+  test "$bounced" -le $((2 * attempts)) -a "$bounced" -ge "$refused"
+check "all killed: no bounce past the budget ($budget)" test "$budget" = 0
+f=$(field "$VIP4_KEY" "" frozen)
+check "all killed: the fleet guard froze the pool (frozen=$f)" test "$f" = true
+demoted=$(audit_actions demote | wc -l)
+check "all killed: nobody demoted ($demoted demotions)" test "$demoted" = 0
+log "all killed: $(since "$t_kill") s"
+
+health_finish
