@@ -13,6 +13,19 @@
 source "$(dirname "${BASH_SOURCE[0]}")/health_lib.sh"
 
 health_lab_up "eval_interval_ms: 200"
+# SECOND_CHANCE=0 (tools/bench/health_bench.sh compares): a retransmitted SYN
+# goes to the same backend again (syn_retry_ms beyond the test), and the
+# checks are reported only.
+if [[ ${SECOND_CHANCE:-1} == 0 ]]; then
+  lbctl config get >"$WORK/noretry.txtpb"
+  python3 - "$WORK/noretry.txtpb" <<'PY' || die "cannot turn the SYN retry off"
+import re, sys
+p = sys.argv[1]; s = open(p).read()
+s = re.sub(r"global \{", "global {\n  timeouts { syn_retry_ms: 60000 syn_idle_s: 120 }", s, count=1)
+open(p, "w").write(s)
+PY
+  lbctl config apply -f "$WORK/noretry.txtpb" >/dev/null || die "config apply without the SYN retry failed"
+fi
 
 # round NAME: be2's link down for 5 s under load, then back.
 round() {
@@ -32,7 +45,7 @@ round() {
   lab exec be2 ip route replace default via "${BE2_ADDR4%.*}.1"
   lab exec be2 ip -6 route replace default via "${BE2_ADDR6%::*}::1"
   log "$name: load $LOAD_SUMMARY"
-  python3 - "$LOAD_SUMMARY" "$name" <<'PY' || FAILED=1
+  python3 - "$LOAD_SUMMARY" "$name" "${SECOND_CHANCE:-1}" <<'PY' || FAILED=1
 import json, sys
 s, name = json.loads(sys.argv[1]), sys.argv[2]
 e = s.get("errors", {})
@@ -48,7 +61,7 @@ check(new_failed == 0, "%s: %d failed new connections (connect timed out or refu
 check(s.get("connect_ms_max", 0) <= 1200,
       "%s: longest connect %.0f ms (at most one SYN retransmission: <= 1200 ms); "
       "%d connects took a retransmission" % (name, s.get("connect_ms_max", 0), s.get("connects_over_1s", 0)))
-sys.exit(0 if ok else 1)
+sys.exit(0 if ok or sys.argv[3] == "0" else 1)
 PY
   # Back in service (promoted: ramping, then healthy) once its link is back,
   # for the next round. (After the last round, with the default settings'

@@ -60,7 +60,10 @@ knob() { # knob BACKEND_INDEX ARGS...: ballast-testbackend ctl in backend i's na
 # settings ("eval_interval_ms: 200") through `lbctl config apply`.
 health_lab_up() {
   log "lab $PREFIX up (testbackend servers, lbagent with health checking)"
-  lab --servers testbackend --health --no-traffic up >"$WORK/lab-up.log" 2>&1 ||
+  local extra=()
+  # SECOND_CHANCE=0 (tools/bench/health_bench.sh): backends that do not bounce.
+  [[ ${SECOND_CHANCE:-1} == 0 ]] && extra+=(--no-second-chance)
+  lab --servers testbackend --health --no-traffic "${extra[@]}" up >"$WORK/lab-up.log" 2>&1 ||
     die "lab up failed: $(tail -n 20 "$WORK/lab-up.log")"
   eval "$(lab addrs)"
   if [[ -n ${1:-} ]]; then
