@@ -90,8 +90,10 @@ std::string FormatReport(const Scenario& sc, const RunResult& r) {
                                       : 100.0 * static_cast<double>(r.slots_moved) /
                                             static_cast<double>(r.tables) / sc.table_size,
                         r.remapped);
-  absl::StrAppendFormat(&out, "  SYN retransmits    %d (%d re-steered to another backend)\n",
-                        r.syn_retransmits, r.resteered_syns);
+  absl::StrAppendFormat(&out,
+                        "  SYN retransmits    %d (%d re-steered to another backend); %d SYNs "
+                        "bounced by a dead server's host (second chance)\n",
+                        r.syn_retransmits, r.resteered_syns, r.bounced_syns);
   return out;
 }
 

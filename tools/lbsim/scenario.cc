@@ -95,6 +95,7 @@ const std::pair<const char*, const char*> kOtherTunables[] = {
     {"rate", "traffic.rate"},
     {"table_size", "dataplane.table_size"},
     {"resteer", "dataplane.resteer"},
+    {"second_chance", "dataplane.second_chance"},
     {"retries", "client.retries"},
     {"connect_timeout", "client.connect_timeout"},
     {"request_timeout", "client.request_timeout"},
@@ -649,6 +650,7 @@ absl::StatusOr<Scenario> ReadScenario(const YAML::Node& root) {
     d.Int("table_size", &ts, 3, 16777213);
     sc.table_size = static_cast<uint32_t>(ts);
     d.Bool("resteer", &sc.resteer);
+    d.Bool("second_chance", &sc.second_chance);
     m.Merge(d.Finish());
   }
   bool eval_given = false, timeout_given = false;

@@ -10,7 +10,7 @@
 //   client:    syn_rto, connect_timeout, request_timeout, retries, retry_backoff
 //   network:   rtt
 //   backends:  count, weight, zones, accept (handshake time), probe_latency
-//   dataplane: table_size, resteer
+//   dataplane: table_size, resteer, second_chance
 //   health:    enabled, probe_interval, probe_timeout, probe (http | tcp),
 //              eval_interval, passive, observers, params: {every health::Params
 //              field by its docs/health.md name}
@@ -140,6 +140,11 @@ struct Scenario {
   // Data plane.
   uint32_t table_size = 65537;
   bool resteer = true;  // a retransmitted SYN follows the current table
+  // Second chance (docs/dataplane.md): a SYN to a host whose server is dead
+  // (crash mode refuse) is bounced to the flow's next choice, at most twice,
+  // and counted as refused (health's refused_demote); a retransmitted SYN
+  // goes to the next choice rather than the backend that did not answer.
+  bool second_chance = true;
 
   // Health checking.
   bool health = true;

@@ -78,6 +78,7 @@ struct Conn {
   uint8_t syn_count = 0;
   uint8_t retries_left = 0;
   uint8_t router = 0;
+  uint8_t bounces = 0;  // second-chance bounces of its latest SYN
   ConnState state = ConnState::kFree;
   bool measured = false;
   bool waiting = false;     // its request is stuck on a hung server
@@ -166,6 +167,12 @@ class Engine {
   void AddLive(uint32_t ci, int b);
   void RemoveLive(uint32_t ci);
   int Pick(uint64_t hash) const { return table_.empty() ? -1 : table_[hash % sc_.table_size]; }
+  // Where a SYN goes after `last` did not take it, `first` being the
+  // table's pick (bpf/lib/conntrack.h maglev_next_choice): the second and
+  // third choices are the first two other backends at the table's slots for
+  // choice seeds 1..8; after first the second, after the second the third,
+  // else first.
+  int NextChoice(uint64_t hash, int first, int last) const;
   int64_t ServiceTime(Conn& c, const BackendSim& b);
 
   // Faults.
@@ -401,6 +408,27 @@ int64_t Engine::ServiceTime(Conn& c, const BackendSim& b) {
   return ns;
 }
 
+int Engine::NextChoice(uint64_t hash, int first, int last) const {
+  int second = -1, third = -1;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    // a mix of the flow's hash and the seed (splitmix64's finaliser)
+    uint64_t z = hash + seed * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    const int id = Pick(z ^ (z >> 31));
+    if (id < 0 || id == first || id == second) continue;
+    if (second < 0) {
+      second = id;
+      continue;
+    }
+    third = id;
+    break;
+  }
+  if (last == first) return second >= 0 ? second : first;
+  if (last == second) return third >= 0 ? third : first;
+  return first;
+}
+
 // A SYN reaches the data plane (bpf/lib/conntrack.h conntrack_select).
 void Engine::SendSyn(uint32_t ci, int64_t t, bool first) {
   Conn& c = conns_[ci];
@@ -420,8 +448,19 @@ void Engine::SendSyn(uint32_t ci, int64_t t, bool first) {
     ++ctr[c.backend].syn_retransmits;
     ++ctr[c.backend].packets;
     if (c.measured) ++r_.syn_retransmits;
-    if (sc_.resteer) {
-      const int now_pick = Pick(c.hash);
+    const int first = Pick(c.hash);
+    if (sc_.second_chance && first >= 0) {
+      // The client's retransmission (syn_rto is above syn_retry_ms): the
+      // next choice after the backend that did not answer.
+      const int next = NextChoice(c.hash, first, c.backend);
+      if (next != c.backend) {
+        c.backend = next;
+        c.flow_start = t;
+        ++ctr[c.backend].new_flows;
+        if (c.measured) ++r_.resteered_syns;
+      }
+    } else if (sc_.resteer) {
+      const int now_pick = first;
       if (now_pick >= 0 && now_pick != c.backend) {
         c.backend = now_pick;
         c.flow_start = t;
@@ -431,18 +470,32 @@ void Engine::SendSyn(uint32_t ci, int64_t t, bool first) {
     }
   }
   c.last_syn = t;
+  c.bounces = 0;
   if (c.backend < 0) return SynLost(ci, t);  // no backend: nothing answers
 
-  BackendSim& b = backends_[c.backend];
-  if (b.bad > 0 && !c.hit_faulty) {
+  if (backends_[c.backend].bad > 0 && !c.hit_faulty) {
     c.hit_faulty = true;
     if (c.measured) ++r_.hit_faulty;
   }
-  if (b.crash_refuse > 0) {
-    // The host answers RST straight to the client (DSR: the data plane sees
-    // no ACK, so the handshake stays incomplete).
-    return AttemptFailed(ci, t + rtt_, Failure::kNew);
+  while (backends_[c.backend].crash_refuse > 0) {
+    const int first = Pick(c.hash);
+    if (!sc_.second_chance || c.bounces >= 2 || first < 0) {
+      // The host answers RST straight to the client (DSR: the data plane
+      // sees no ACK, so the handshake stays incomplete).
+      return AttemptFailed(ci, t + rtt_, Failure::kNew);
+    }
+    // Second chance: the host bounces the SYN back to its router (half a
+    // round trip each way), which sends it to the next choice; with no
+    // other choice, back to the same host as its last hop.
+    ++ctr[c.backend].refused_syns;
+    const int next = NextChoice(c.hash, first, c.backend);
+    c.bounces = next == c.backend ? 2 : c.bounces + 1;
+    c.backend = next;
+    ++ctr[c.backend].packets;
+    if (c.measured) ++r_.bounced_syns;
+    t += rtt_;
   }
+  BackendSim& b = backends_[c.backend];
   if (b.crash_blackhole > 0 || (b.loss > 0 && c.rng.Bernoulli(b.loss))) {
     return SynLost(ci, t);
   }
@@ -1003,6 +1056,7 @@ std::vector<std::pair<std::string, double>> Metrics(const RunResult& r) {
   m.emplace_back("remapped", d(r.remapped));
   m.emplace_back("syn_retransmits", d(r.syn_retransmits));
   m.emplace_back("resteered_syns", d(r.resteered_syns));
+  m.emplace_back("bounced_syns", d(r.bounced_syns));
   return m;
 }
 

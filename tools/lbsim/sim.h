@@ -20,7 +20,10 @@
 //  - the data plane's connection-table rules (bpf/lib/conntrack.h): a flow
 //    picks its backend from the table at its first SYN; a retransmitted SYN
 //    follows the current table (`resteer`) and counts a SYN retransmission
-//    against the backend that did not answer; an established connection
+//    against the backend that did not answer; with `second_chance` it goes
+//    to the flow's next choice instead (maglev_next_choice), and a SYN that
+//    reaches a host whose server is dead is bounced to the next choice, at
+//    most twice, and counted as refused; an established connection
 //    stays on its backend whatever the table says, until it closes, its
 //    backend dies, or its backend's drain deadline passes; the passive
 //    counters (new flows, SYN retransmissions, client RSTs, handshake and
@@ -102,6 +105,7 @@ struct RunResult {
   uint64_t hit_faulty = 0;
   uint64_t syn_retransmits = 0;  // every router's counter, summed
   uint64_t resteered_syns = 0;   // retransmitted SYNs that went to another backend
+  uint64_t bounced_syns = 0;     // SYNs a dead server's host bounced to the next choice
   Histogram latency_ns;          // arrival -> first response, of the answered ones
 
   // Time to steer: from the start of a backend's own fault (crash, flap,
@@ -139,7 +143,7 @@ absl::StatusOr<RunResult> Run(const Scenario& sc);
 // attempts, hit_faulty, latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_p999_ms,
 // onsets, steered, steer_p50_s, steer_p90_s, steer_max_s, actions_<kind> for
 // every action kind, flaps, evaluations, taken_out, split_views, tables,
-// slots_moved, remapped, syn_retransmits, resteered_syns.
+// slots_moved, remapped, syn_retransmits, resteered_syns, bounced_syns.
 std::vector<std::pair<std::string, double>> Metrics(const RunResult& r);
 
 }  // namespace ballast::lbsim

@@ -93,7 +93,8 @@ TEST_CASE("traffic is the same at every point of a sweep (common random numbers)
 TEST_CASE("the handshake re-steer saves the connections of a host that vanishes") {
   const std::string crash = "[{kind: crash, backends: [2], at: 8s, for: 6s, mode: blackhole}]";
   const RunResult on = RunOk(Make({{"faults", crash}}));
-  const RunResult off = RunOk(Make({{"faults", crash}, {"resteer", "false"}}));
+  const RunResult off =
+      RunOk(Make({{"faults", crash}, {"resteer", "false"}, {"second_chance", "false"}}));
   CHECK(on.failed_new == 0);
   CHECK(on.resteered_syns > 0);
   CHECK(off.resteered_syns == 0);
@@ -106,19 +107,30 @@ TEST_CASE("the handshake re-steer saves the connections of a host that vanishes"
   CHECK(on.broken > 0);
 }
 
-TEST_CASE("a refusing host fails new connections until it is demoted") {
-  const RunResult r =
-      RunOk(Make({{"faults", "[{kind: crash, backends: [2], at: 8s, for: 6s, mode: refuse}]"}}));
+TEST_CASE("a refusing host fails new connections until it is demoted, unless they bounce") {
+  const std::string crash = "[{kind: crash, backends: [2], at: 8s, for: 6s, mode: refuse}]";
+  const RunResult r = RunOk(Make({{"faults", crash}, {"second_chance", "false"}}));
   CHECK(r.failed_new > 0);
   // About rate/6 per second for the detection window (< 1 s).
   CHECK(r.failed_new < 1500 / 6);
   CHECK(M(r, "actions_demote") == 1);
   CHECK(M(r, "actions_promote") == 1);
+  CHECK(r.bounced_syns == 0);
+
+  // Second chance: the dead server's host bounces each SYN to the next
+  // choice, and its refusals demote it at the next evaluation.
+  const RunResult sc = RunOk(Make({{"faults", crash}}));
+  CHECK(sc.failed_new == 0);
+  CHECK(sc.bounced_syns > 0);
+  CHECK(M(sc, "actions_demote") == 1);
+  REQUIRE(sc.steer_s.size() == 1);
+  CHECK(sc.steer_s[0] < r.steer_s.at(0));
 }
 
 TEST_CASE("without health checking a dead backend keeps its share") {
   const RunResult r = RunOk(Make({{"faults", "[{kind: crash, backends: [2], at: 8s, for: 6s}]"},
-                                  {"health.enabled", "false"}}));
+                                  {"health.enabled", "false"},
+                                  {"second_chance", "false"}}));
   // 1/6 of 6 s of 15 counted: about 6.7% of the connections.
   const double failed = static_cast<double>(r.failed_new) / static_cast<double>(r.connections);
   CHECK(failed > 0.05);
