@@ -377,6 +377,29 @@ TEST_CASE("xdp_decap bounces a SYN nobody listens for, and the router takes it",
       CHECK(v->ip->header_checksum_ok);
       CHECK(pktgen::CheckChecksums(*v->ip).ok());
     }
+    // A frame that crossed routers (outer TTL 61): the bounce leaves with a
+    // fresh TTL and an IPv4 header checksum updated for it.
+    {
+      Bytes aged = o1.out;
+      if (!v6) {
+        aged[14 + 8] = 61;
+        aged[14 + 10] = aged[14 + 11] = 0;
+        uint32_t sum = 0;
+        for (size_t i = 14; i < 34; i += 2) sum += (aged[i] << 8) | aged[i + 1];
+        while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+        aged[14 + 10] = static_cast<uint8_t>(~sum >> 8);
+        aged[14 + 11] = static_cast<uint8_t>(~sum);
+      } else {
+        aged[14 + 7] = 61;
+      }
+      const auto b = run_decap(aged);
+      REQUIRE(b.action == XDP_TX);
+      auto v = pktgen::ParseFrame(b.out);
+      REQUIRE(v.ok());
+      CHECK(v->ip->ttl == 64);
+      CHECK(v->ip->header_checksum_ok);
+      CHECK(b.out == Bounce(o1.out));
+    }
     // ... the router sends it to the second, which has no listener either.
     const Outcome o2 = fx.Run(b1.out);
     REQUIRE(o2.verdict == BALLAST_V_BOUNCE_TX);
@@ -391,7 +414,7 @@ TEST_CASE("xdp_decap bounces a SYN nobody listens for, and the router takes it",
     CHECK(b3.action == XDP_PASS);
     CHECK(Bytes(b3.out.begin() + 14, b3.out.end()) == pktgen::IpPacketOf(syn));
     const auto after = stats();
-    CHECK(after[BALLAST_DECAP_V_BOUNCED] - before[BALLAST_DECAP_V_BOUNCED] == 2);
+    CHECK(after[BALLAST_DECAP_V_BOUNCED] - before[BALLAST_DECAP_V_BOUNCED] == 3);
     CHECK(after[BALLAST_DECAP_V_REFUSED] - before[BALLAST_DECAP_V_REFUSED] == 1);
 
     // With a listener on VIP:port the SYN goes up the stack as usual.
