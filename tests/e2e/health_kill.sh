@@ -118,6 +118,9 @@ check "recovery: backend-2 back at its nominal weight ($w)" test "$w" = 1
 
 # ---- (3) hang ----------------------------------------------------------------------------
 load_start hang 8 --workers 6 --timeout 2 --keepalive
+# Fresh connections too: a stopped server's listener is still there, so its
+# SYNs are not bounced; they fill its backlog and wait (measured, reported).
+load_start hangnew 8 --workers 2 --timeout 3
 sleep 2
 t_stop=$(now)
 kill -STOP "$(tb_pid 3)"
@@ -129,8 +132,10 @@ else
   fail "hang: backend-3 not demoted 5 s after SIGSTOP (health $(field "$VIP4_KEY" "$BE3_ADDR4" health))"
 fi
 load_wait hang
-kill -CONT "$(tb_pid 3)" 2>/dev/null || true
 log "hang: keep-alive load $LOAD_SUMMARY"
+load_wait hangnew
+kill -CONT "$(tb_pid 3)" 2>/dev/null || true
+log "hang: fresh connections (not checked: the listener is alive, nothing bounces) $LOAD_SUMMARY"
 # Connections (worker.connection) that were answered by backend-1 or -2 must
 # never fail; the hung backend's connections time out and reconnect.
 python3 - "$WORK/hang.log" >"$WORK/hang.verdict" <<'EOF'

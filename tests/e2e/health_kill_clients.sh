@@ -1,0 +1,67 @@
+#!/bin/bash
+# e2e second chance with real clients: curl (a fresh connection each) and
+# wrk (keep-alive), and keep-alive connections tracked one by one
+# (connload --keepalive), through the VIP while backend-2's server is
+# killed with SIGKILL.
+#
+#  - curl: not one failure (a SYN that reaches the dead server's host is
+#    bounced to its next choice);
+#  - keep-alive connections on backend-1 and backend-3: not one error;
+#    those on backend-2 lose the request in flight and reconnect elsewhere;
+#  - wrk: its errors are those of its connections on backend-2 (reported).
+# Needs root.
+source "$(dirname "${BASH_SOURCE[0]}")/health_lib.sh"
+
+health_lab_up "eval_interval_ms: 100"
+tb_pid() { cat "$STATE/be$1/testbackend.pid"; }
+require_tools "tools/setup.sh" curl wrk
+
+url="http://$VIP4/"
+load_start ka 8 --workers 16 --timeout 2 --keepalive
+# curl: fresh connections for 8 s, one line per attempt (HTTP code, or 000).
+lab exec client bash -c 'end=$((SECONDS + 8)); while ((SECONDS < end)); do
+  curl -s -o /dev/null --max-time 2 -w "%{http_code}\n" "$0" || true; done' "$url" \
+  >"$WORK/curl.log" 2>&1 &
+PIDS+=("$!")
+curl_pid=$!
+lab exec client wrk -t1 -c4 -d7s --timeout 2s "$url" >"$WORK/wrk.log" 2>&1 &
+PIDS+=("$!")
+wrk_pid=$!
+sleep 2
+t_kill=$(now)
+kill -KILL "$(tb_pid 2)"
+wait_weight_at_most "$VIP4_KEY" "$BE2_ADDR4" 0 5 ||
+  fail "backend-2 still has weight 5 s after SIGKILL"
+log "backend-2 out of the table $(since "$t_kill") s after SIGKILL (lbctl status)"
+load_wait ka
+wait "$curl_pid" || true
+wait "$wrk_pid" || true
+
+total=$(wc -l <"$WORK/curl.log")
+bad=$(grep -cv '^200$' "$WORK/curl.log" || true)
+log "curl: $total fresh connections, $bad not answered 200: $(grep -v '^200$' "$WORK/curl.log" | sort | uniq -c | tr '\n' ' ')"
+check "curl: every fresh connection answered ($bad of $total failed)" test "$total" -gt 20 -a "$bad" = 0
+
+log "keep-alive load: $LOAD_SUMMARY"
+python3 - "$WORK/ka.log" >"$WORK/ka.verdict" <<'PY'
+import sys
+owner, lines = {}, [l.split() for l in open(sys.argv[1]) if l.strip()]
+for t, ok, what, conn in lines:
+    if ok == "1":
+        owner[conn] = what
+bad = sum(1 for t, ok, what, conn in lines if ok == "0" and owner.get(conn) in ("backend-1", "backend-3"))
+lost = sum(1 for t, ok, what, conn in lines if ok == "0" and owner.get(conn) == "backend-2")
+other = sum(1 for t, ok, what, conn in lines if ok == "0" and owner.get(conn) is None)
+on = len({c for c, b in owner.items() if b in ("backend-1", "backend-3")})
+print(bad, on, lost, other, len({c for c, b in owner.items() if b == "backend-2"}))
+PY
+read -r bad on lost other on2 <"$WORK/ka.verdict"
+log "keep-alive: $on connections on backend-1/3 with $bad errors; $on2 on backend-2, which lost $lost requests; $other failed on connections that never got an answer"
+check "keep-alive: no error on the $on connections of backend-1 and backend-3 ($bad)" \
+  test "$bad" = 0 -a "$on" -gt 0
+check "keep-alive: every reconnection succeeded ($other failed)" test "$other" = 0
+
+log "wrk: $(grep -E 'requests in|Socket errors|Non-2xx' "$WORK/wrk.log" | tr -s ' ' | tr '\n' ';')"
+grep -q 'requests in' "$WORK/wrk.log" || fail "wrk did not run: $(tail -n 3 "$WORK/wrk.log")"
+
+health_finish
