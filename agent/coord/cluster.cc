@@ -24,6 +24,8 @@ using core::LogLevel;
 namespace {
 
 constexpr char kActor[] = "coordination";
+// How long etcd reads must fail before the node freezes (ClusterNode::Tick).
+constexpr int64_t kFreezeAfterMs = 2000;
 
 std::string Short(const std::string& hash) { return hash.substr(0, 12); }
 
@@ -460,17 +462,21 @@ void ClusterNode::Tick() {
     Log(LogLevel::kWarning, "reading the replicated state failed",
         {{"error", std::string(got.status().message())}});
   }
-  bool was_up;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    was_up = up_;
     if (up != up_) {
       up_ = up;
       since_ms_ = now;
     }
   }
   if (!up) {
-    if (was_up || !frozen_.load()) {
+    // One failed read is not an outage: when the etcd member that leads
+    // the raft group dies, reads stall until the others elect a new leader
+    // (about a second), and one member of three lost must change nothing.
+    // Frozen once the reads have failed for kFreezeAfterMs; until then a
+    // change this node tries fails in etcd (and every write is fenced).
+    const bool lasting = now - since_ms_ >= kFreezeAfterMs;
+    if (lasting && !frozen_.load()) {
       frozen_ = true;
       Audit("coordination_lost", "", "",
             absl::StrCat("{\"error\":\"", absl::CEscape(got.status().message()), "\"}"),
