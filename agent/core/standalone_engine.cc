@@ -1161,6 +1161,12 @@ bool StandaloneEngine::ShutdownRequested() const { return shutdown_.load(); }
 
 // ---- tick -------------------------------------------------------------------------------
 
+absl::StatusOr<uint64_t> StandaloneEngine::ExpireHandshakes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (health_.torn_down) return 0;
+  return dp_->ExpireHandshakes();
+}
+
 absl::StatusOr<int> StandaloneEngine::Tick() {
   const auto due = [](const v1::BackendOverride& o, int64_t now) {
     return !o.evicted() && !o.pinned() && o.drain_deadline_unix_ms() != 0 &&

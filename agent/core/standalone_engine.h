@@ -161,6 +161,10 @@ class StandaloneEngine final : public Engine {
   // Returns how many were evicted.
   absl::StatusOr<int> Tick();
 
+  // Frees the data plane's expired handshake slots (Dataplane::
+  // ExpireHandshakes); the agent calls it every minute. Returns how many.
+  absl::StatusOr<uint64_t> ExpireHandshakes();
+
   // Drops audit records older than `days` days (0 = keep everything).
   absl::StatusOr<size_t> PruneAudit(uint32_t days);
 

@@ -1256,6 +1256,38 @@ absl::StatusOr<size_t> Dataplane::ForEachFlow(
   return seen;
 }
 
+absl::StatusOr<uint64_t> Dataplane::ExpireHandshakes() {
+  auto settings = GetSettings();
+  if (!settings.ok()) return settings.status();
+  const uint32_t idle =
+      static_cast<uint32_t>(settings->syn_idle_ns >> BALLAST_HANDSHAKE_TIME_SHIFT);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t bytes =
+      (static_cast<size_t>(handshake_sets_) * sizeof(ballast_handshake_set) + page - 1) / page *
+      page;
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd("handshakes"), 0);
+  if (mem == MAP_FAILED) return ErrnoStatus(errno, "mapping handshakes");
+  auto* sets = static_cast<ballast_handshake_set*>(mem);
+  const auto now = static_cast<uint32_t>(MonotonicNowNs() >> BALLAST_HANDSHAKE_TIME_SHIFT);
+  uint64_t cleared = 0;
+  for (uint32_t i = 0; i < handshake_sets_; ++i) {
+    for (ballast_handshake& h : sets[i].way) {
+      // {hash, backend_id, bounces, reserved}: the word the program writes
+      // last (handshake_write), and clears to free a slot.
+      auto* word = reinterpret_cast<uint64_t*>(&h.hash);
+      uint64_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+      if (((seen >> 32) & 0xffff) == BALLAST_INVALID_ID) continue;
+      const uint32_t t = __atomic_load_n(&h.syn_time, __ATOMIC_RELAXED);
+      if (now - t <= idle) continue;  // live (the age modulo 2^32, as the program takes it)
+      if (__atomic_compare_exchange_n(word, &seen, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        ++cleared;
+      }
+    }
+  }
+  munmap(mem, bytes);
+  return cleared;
+}
+
 absl::StatusOr<Dataplane::HandshakeSlots> Dataplane::Handshakes() const {
   auto settings = GetSettings();
   if (!settings.ok()) return settings.status();

@@ -308,6 +308,14 @@ class Dataplane {
     uint64_t full_sets = 0;
   };
   absl::StatusOr<HandshakeSlots> Handshakes() const;
+  // Frees every slot older than the settings' syn_idle (its handshake is
+  // forgotten already) and returns how many. A slot's syn_time wraps every
+  // 2^32 * 256 ns (18 minutes): a slot left in place that long would look
+  // fresh to a repeat of its tuple, so the agent runs this well within that
+  // (every minute). Lock-free against the program: a slot is cleared with a
+  // compare-and-swap of the word the program writes last, so a handshake
+  // written meanwhile is kept.
+  absl::StatusOr<uint64_t> ExpireHandshakes();
   uint32_t handshake_sets() const { return handshake_sets_; }  // entries of `handshakes`
 
   static uint64_t MonotonicNowNs();  // CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns

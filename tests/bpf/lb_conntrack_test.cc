@@ -363,6 +363,45 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
   }
 }
 
+// A slot's syn_time wraps every 2^32 * 256 ns (18 minutes): one abandoned
+// that long would look fresh to a repeat of its tuple. The agent frees the
+// expired ones every minute (Dataplane::ExpireHandshakes), so none lives
+// long enough to wrap.
+TEST_CASE("Expired handshake slots are freed before their time can wrap",
+          "[lb][conntrack][handshake]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  const uint64_t now = dataplane::Dataplane::MonotonicNowNs();
+  const uint64_t idle_ns = dataplane::Settings{}.syn_idle_ns;
+  const auto at = [](uint64_t ns) {
+    return static_cast<uint32_t>(ns >> BALLAST_HANDSHAKE_TIME_SHIFT);
+  };
+  const uint32_t hash = ballast_flow_hash(&kKey);
+  uint32_t ports;
+  std::memcpy(&ports, &kKey.sport, sizeof ports);
+  // fresh, expired, long expired (10 minutes), empty
+  fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, ports, at(now - 1000000000ull)},
+                             {hash ^ 1u, 3, 1, 0, ports, at(now - idle_ns - 1000000000ull)},
+                             {hash ^ 2u, 1, 0, 0, ports, at(now - 600000000000ull)},
+                             {0, 0, 0, 0, 0, 0}}});
+  auto n = fx.dp().ExpireHandshakes();
+  REQUIRE(n.ok());
+  CHECK(*n == 2);
+  const ballast_handshake_set set = fx.HandshakeSet(kKey);
+  CHECK(set.way[0].backend_id == 2);  // the live one is kept, whole
+  CHECK(set.way[0].hash == hash);
+  CHECK(set.way[1].backend_id == BALLAST_INVALID_ID);
+  CHECK(set.way[1].bounces == 0);
+  CHECK(set.way[2].backend_id == BALLAST_INVALID_ID);
+  CHECK(set.way[3].backend_id == BALLAST_INVALID_ID);
+  auto again = fx.dp().ExpireHandshakes();
+  REQUIRE(again.ok());
+  CHECK(*again == 0);
+  // The live handshake still completes on its backend.
+  fx.SetUniformTable(kVipTcp4, 1);
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001))) == 2);
+}
+
 TEST_CASE("Draining backend keeps its flows until the deadline; evicted ones move",
           "[lb][conntrack]") {
   LbFixture fx;

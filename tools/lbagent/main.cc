@@ -535,6 +535,7 @@ int Run(const std::string& config_path) {
   // The main loop: signals, the drain-deadline tick, daily audit pruning.
   const timespec tick = {0, 200'000'000};
   auto last_prune = std::chrono::steady_clock::now();
+  auto last_expire = last_prune;
   std::string reason = "teardown requested through the API";
   while (!(*engine)->ShutdownRequested()) {
     const int sig = sigtimedwait(&signals, nullptr, &tick);
@@ -553,6 +554,15 @@ int Run(const std::string& config_path) {
     if (decides) {
       if (auto n = (*engine)->Tick(); !n.ok()) {
         Log(LogLevel::kError, "drain deadline tick failed",
+            {{"error", std::string(n.status().message())}});
+      }
+    }
+    // Handshake slots older than syn_idle are freed well before their 32-bit
+    // time wraps (18 minutes), so an abandoned one never looks fresh again.
+    if (std::chrono::steady_clock::now() - last_expire > std::chrono::minutes(1)) {
+      last_expire = std::chrono::steady_clock::now();
+      if (auto n = (*engine)->ExpireHandshakes(); !n.ok()) {
+        Log(LogLevel::kError, "freeing expired handshake slots failed",
             {{"error", std::string(n.status().message())}});
       }
     }
