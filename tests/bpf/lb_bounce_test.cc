@@ -87,18 +87,33 @@ uint16_t OuterId(const Bytes& out) {
   return v->ip->id;
 }
 
+// SETUP shared by the IPv4 tests: the lab, a client port whose flow has
+// three distinct choices, and its SYN sent (to the first choice).
+struct FirstSyn {
+  uint32_t first = 0, second = 0, third = 0;
+  uint16_t port = 0;
+  ballast_flow_key key{};
+  Bytes syn;
+  Outcome out;  // the SYN as the router sent it
+};
+
+FirstSyn SendFirstSyn(LbFixture& fx) {
+  SetUpLab(fx);
+  FirstSyn f;
+  f.port =
+      ThreeChoices(fx, kVipTcp4, Lab::Client4(), Lab::Vip4(), 80, &f.first, &f.second, &f.third);
+  f.key = FlowKey(Lab::Client4(), Lab::Vip4(), f.port, 80, IPPROTO_TCP);
+  f.syn = FromClient4().Tcp(f.port, 80, tcp::kSyn, 100, 0).Build();
+  f.out = fx.Run(f.syn);
+  REQUIRE(BackendOf(fx, f.out) == f.first);
+  return f;
+}
+
 TEST_CASE("A bounced SYN goes to the next choice, twice at most, and the ACK follows",
           "[lb][bounce]") {
   LbFixture fx;
-  SetUpLab(fx);
-  uint32_t first = 0, second = 0, third = 0;
-  const uint16_t port =
-      ThreeChoices(fx, kVipTcp4, Lab::Client4(), Lab::Vip4(), 80, &first, &second, &third);
-  const ballast_flow_key key = FlowKey(Lab::Client4(), Lab::Vip4(), port, 80, IPPROTO_TCP);
-  const Bytes syn = FromClient4().Tcp(port, 80, tcp::kSyn, 100, 0).Build();
-
-  const Outcome o1 = fx.Run(syn);
-  REQUIRE(BackendOf(fx, o1) == first);
+  const FirstSyn setup = SendFirstSyn(fx);
+  const auto& [first, second, third, port, key, syn, o1] = setup;
   CHECK(OuterId(o1.out) == 0);
 
   // The first backend has no listener: its bounce goes to the second.
@@ -194,13 +209,8 @@ TEST_CASE("With no other backend the bounce returns to the one that refused, as 
 // SYN went to, is dropped and counted and changes nothing.
 TEST_CASE("Hostile or stray bounces are dropped, counted, and move nothing", "[lb][bounce]") {
   LbFixture fx;
-  SetUpLab(fx);
-  uint32_t first = 0, second = 0, third = 0;
-  const uint16_t port =
-      ThreeChoices(fx, kVipTcp4, Lab::Client4(), Lab::Vip4(), 80, &first, &second, &third);
-  const ballast_flow_key key = FlowKey(Lab::Client4(), Lab::Vip4(), port, 80, IPPROTO_TCP);
-  const Outcome o1 = fx.Run(FromClient4().Tcp(port, 80, tcp::kSyn, 100, 0).Build());
-  REQUIRE(BackendOf(fx, o1) == first);
+  const FirstSyn setup = SendFirstSyn(fx);
+  const auto& [first, second, third, port, key, syn, o1] = setup;
   const ballast_handshake_set before = fx.HandshakeSet(key);
   // An encapsulated frame to the router carrying `inner` (an IP packet),
   // from `from`.
@@ -268,13 +278,8 @@ TEST_CASE("Hostile or stray bounces are dropped, counted, and move nothing", "[l
 
 TEST_CASE("A bounce never goes to a drained or evicted backend", "[lb][bounce]") {
   LbFixture fx;
-  SetUpLab(fx);
-  uint32_t first = 0, second = 0, third = 0;
-  const uint16_t port =
-      ThreeChoices(fx, kVipTcp4, Lab::Client4(), Lab::Vip4(), 80, &first, &second, &third);
-  const ballast_flow_key key = FlowKey(Lab::Client4(), Lab::Vip4(), port, 80, IPPROTO_TCP);
-  const Outcome o1 = fx.Run(FromClient4().Tcp(port, 80, tcp::kSyn, 100, 0).Build());
-  REQUIRE(BackendOf(fx, o1) == first);
+  const FirstSyn setup = SendFirstSyn(fx);
+  const auto& [first, second, third, port, key, syn, o1] = setup;
   for (const auto state : {BALLAST_BACKEND_EVICTED, BALLAST_BACKEND_DRAINING}) {
     fx.SetBackendState(second, state);
     const uint32_t want = fx.PredictNext(kVipTcp4, key, first, first, {second});
