@@ -47,6 +47,11 @@
 //     cooldown_until = now + min(max_cooldown, cooldown_base * 2^(n-1)). If
 //     pin_flaps flaps fall within pin_window (this one included) -> pinned
 //     (actions demote then pin). A demotion that is not a flap has no cooldown.
+//   in service, Params::refused_demote refused SYNs in this evaluation
+//     (passive.h: the backend bounced them, nothing listens there) -> down at
+//     once, whatever the streak (action demote, the count in its message and
+//     inputs; a flap like any other demotion). Those refusals also set the
+//     passive penalty to 100.
 //   down, at an evaluated evaluation with good_streak >= promote_after and
 //     now >= cooldown_until -> ramping at
 //     the first ramp step (action promote; with a single ramp step of 100 the
@@ -80,7 +85,8 @@
 //
 // Fleet guard: eligible backends are those with operator state active and a
 // positive nominal weight. An eligible backend is unwell at this evaluation if
-// its SteadyScore() < good_score (so one noisy evaluation does not count), or if its signals
+// its SteadyScore() < good_score (so one noisy evaluation does not count), or if it refused
+// refused_demote SYNs in this evaluation (so refusals everywhere freeze), or if its signals
 // compared with its own baseline alone (ignoring peers) would give a score < good_score in each of
 // its last weight_score_window evaluations (SteadyDriftScore(); same reason) -- that is how a pool
 // that slows down as a whole is seen even though no backend is worse than its peers. A backend is
