@@ -313,7 +313,7 @@ static __always_inline __u32 handshake_syn(const struct ballast_vip_meta *vip, s
 	 * lost) ends without the client's RST or FIN ever crossing the router,
 	 * so its flow stays ESTABLISHED, and busy clients reuse ports well
 	 * within tcp_idle; left in place, it would take the new connection's
-	 * ACK to the old backend (README, "Tried and dropped"). Looked up
+	 * ACK to the old backend (docs/benchmarks.md, "Tried and dropped"). Looked up
 	 * before the delete: an LRU delete takes the bucket lock even when
 	 * there is nothing to delete, which is the usual case. */
 	if (bpf_map_lookup_elem(&flows, &p->key))
