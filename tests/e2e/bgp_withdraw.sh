@@ -28,6 +28,31 @@ ecmp exec client python3 "$FLOWS" hold --addr "$VIP6" --src "$client6" --conns 2
   --port-base 43000 --seconds "$SECONDS_RUN" >"$STATE/hold6.json" &
 PIDS+=($!)
 
+# Fresh connections as well, to see how many handshakes ECMP splits
+# between the routers when the route changes (their SYN on r1, their ACK on
+# r2, which has no slot for them and adopts them from its table; see
+# docs/dataplane.md, "Second chance", for what that costs a bounced one).
+handshakes() {  # handshakes: "<new flows> <completed handshakes>" summed over both routers
+  local r nf=0 hs=0 a b
+  for r in r1 r2; do
+    read -r a b < <(ecmp lbctl "$r" --json status | python3 -c '
+import json, sys
+n = h = 0
+for v in json.load(sys.stdin).get("vips", []):
+    for b in v.get("backends", []):
+        c = b.get("counters", {})
+        n += int(c.get("newFlows", 0)); h += int(c.get("handshakeCount", 0))
+print(n, h)')
+    nf=$((nf + a)) hs=$((hs + b))
+  done
+  echo "$nf $hs"
+}
+ecmp exec client python3 "$repo/tests/e2e/connload.py" --addr "$VIP4" --seconds 8 --workers 2 \
+  --timeout 2 --rate 100 --log "$STATE/fresh.log" >"$STATE/fresh.json" 2>"$STATE/fresh.err" &
+fresh_pid=$!
+PIDS+=($fresh_pid)
+read -r nf0 hs0 < <(handshakes)
+
 sleep 4
 f1=$(flows_on r1)
 f2=$(flows_on r2)
@@ -53,7 +78,14 @@ log "after the withdrawal, VIP packets in 2 s: r1 +$((p1d - p1c)), r2 +$((p2d - 
 check "after the withdrawal nothing reaches the VIP through r1" test "$p1c" = "$p1d"
 check "after the withdrawal r2 carries the connections" test $((p2d - p2c)) -gt 0
 
-for pid in "${PIDS[@]}"; do wait "$pid" || fail "hold client $pid exited $?"; done
+wait "$fresh_pid" || true
+sleep 0.5
+read -r nf1 hs1 < <(handshakes)
+log "figure: fresh connections across the withdrawal: $(cat "$STATE/fresh.json"); $((nf1 - nf0)) SYNs, $((hs1 - hs0)) handshakes completed on the router of their SYN: $((nf1 - nf0 - hs1 + hs0)) split between the routers (or not completed)"
+for pid in "${PIDS[@]}"; do
+  [[ $pid == "$fresh_pid" ]] && continue
+  wait "$pid" || fail "hold client $pid exited $?"
+done
 PIDS=()
 summary=$(python3 - "$STATE/hold4.json" "$STATE/hold6.json" <<'PY'
 import json, sys
