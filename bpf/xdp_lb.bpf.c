@@ -226,6 +226,8 @@ int xdp_lb(struct xdp_md *ctx)
 			return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
 		return verdict(BALLAST_V_IP6_EXT, XDP_DROP); /* never passed: see unserved() */
 	case PARSE_FRAG:
+		if (tunnel_to_router(&p, s)) /* a fragment cannot be a bounce */
+			return verdict(BALLAST_V_DROP_BOUNCE_BAD, XDP_DROP);
 		if (!is_vip_addr(p.key.dst, p.key.family))
 			return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
 		return verdict(p.key.family == BALLAST_FAMILY_V4 ? BALLAST_V_DROP_FRAG4

@@ -413,7 +413,8 @@ enum ballast_verdict {
 	BALLAST_V_BOUNCE_TX,       /* sent to the flow's next choice, XDP_TX */
 	BALLAST_V_BOUNCE_REDIRECT, /* same, XDP_REDIRECT */
 	BALLAST_V_DROP_BOUNCE_BAD, /* encapsulated to this router, but not a well-formed
-				    * pure SYN to a served TCP VIP: dropped */
+				    * pure SYN to a served TCP VIP (or an IPv4 fragment):
+				    * dropped */
 	BALLAST_V_DROP_BOUNCE_STRANGER, /* no handshake of that tuple under way whose backend
 					 * is the bounce's outer source: dropped */
 	BALLAST_V_DROP_BOUNCE_BUDGET,   /* the handshake was bounced BALLAST_BOUNCES_MAX

@@ -249,6 +249,15 @@ TEST_CASE("Hostile or stray bounces are dropped, counted, and move nothing", "[l
                a_first,
                pktgen::PacketBuilder().Ip4(Lab::Client4(), Lab::Vip4()).Udp(port, 53).BuildIp()),
            BALLAST_V_DROP_BOUNCE_BAD},
+          {"an IPv4 fragment of an encapsulated packet",
+           pktgen::PacketBuilder()
+               .Eth(Lab::NexthopDmac(), Lab::RouterMac())
+               .Ip4(a_first, Lab::Src4())
+               .Ip4Fragment(0, true)
+               .L4Proto(IPPROTO_IPIP)
+               .Payload(syn_ip)
+               .Build(),
+           BALLAST_V_DROP_BOUNCE_BAD},
           {"IPv6 inside IPv4",
            to_router(a_first,
                      pktgen::PacketBuilder()
