@@ -25,7 +25,14 @@ b_tx0=$(verdict bounce_tx bounce_redirect)
 budget0=$(verdict drop_bounce_budget)
 t_kill=$(now)
 for i in 1 2 3; do kill -KILL "$(tb_pid "$i")"; done
-sleep 0.5
+# Until the kernel has closed the three listeners.
+port=${VIP4_KEY##*:}
+port=${port%%/*}
+listening() { lab exec "be$1" ss -Htln "sport = :$port" | grep -q .; }
+for i in 1 2 3; do
+  for ((n = 0; n < 50; n++)); do listening "$i" || break; sleep 0.1; done
+  ! listening "$i" || die "backend-$i still listens on port $port 5 s after SIGKILL"
+done
 load_start dead 3 --workers 2 --timeout 1
 load_wait dead
 log "all killed: load $LOAD_SUMMARY"

@@ -10,6 +10,7 @@
 #include "agent/health/machine.h"
 #include "agent/health/quorum.h"
 #include "agent/maglev/maglev.h"
+#include "bpf/include/ballast_flow_hash.h"
 
 namespace ballast::lbsim {
 
@@ -78,7 +79,6 @@ struct Conn {
   uint8_t syn_count = 0;
   uint8_t retries_left = 0;
   uint8_t router = 0;
-  uint8_t bounces = 0;  // second-chance bounces of its latest SYN
   ConnState state = ConnState::kFree;
   bool measured = false;
   bool waiting = false;     // its request is stuck on a hung server
@@ -169,9 +169,10 @@ class Engine {
   int Pick(uint64_t hash) const { return table_.empty() ? -1 : table_[hash % sc_.table_size]; }
   // Where a SYN goes after `last` did not take it, `first` being the
   // table's pick (bpf/lib/conntrack.h maglev_next_choice): the second and
-  // third choices are the first two other backends at the table's slots for
-  // choice seeds 1..8; after first the second, after the second the third,
-  // else first.
+  // third choices are the first two other backends at the table's slots
+  // ballast_choice_hash(hash, seed) for seeds 1..BALLAST_CHOICE_SEEDS (the
+  // data plane's own function); after first the second, after the second
+  // the third, else first.
   int NextChoice(uint64_t hash, int first, int last) const;
   int64_t ServiceTime(Conn& c, const BackendSim& b);
 
@@ -410,12 +411,8 @@ int64_t Engine::ServiceTime(Conn& c, const BackendSim& b) {
 
 int Engine::NextChoice(uint64_t hash, int first, int last) const {
   int second = -1, third = -1;
-  for (uint64_t seed = 1; seed <= 8; ++seed) {
-    // a mix of the flow's hash and the seed (splitmix64's finaliser)
-    uint64_t z = hash + seed * 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    const int id = Pick(z ^ (z >> 31));
+  for (uint32_t seed = 1; seed <= BALLAST_CHOICE_SEEDS; ++seed) {
+    const int id = Pick(ballast_choice_hash(static_cast<uint32_t>(hash), seed));
     if (id < 0 || id == first || id == second) continue;
     if (second < 0) {
       second = id;
@@ -470,7 +467,7 @@ void Engine::SendSyn(uint32_t ci, int64_t t, bool first) {
     }
   }
   c.last_syn = t;
-  c.bounces = 0;
+  int bounces = 0;                           // second-chance bounces of this SYN
   if (c.backend < 0) return SynLost(ci, t);  // no backend: nothing answers
 
   if (backends_[c.backend].bad > 0 && !c.hit_faulty) {
@@ -479,7 +476,7 @@ void Engine::SendSyn(uint32_t ci, int64_t t, bool first) {
   }
   while (backends_[c.backend].crash_refuse > 0) {
     const int first = Pick(c.hash);
-    if (!sc_.second_chance || c.bounces >= 2 || first < 0) {
+    if (!sc_.second_chance || bounces >= BALLAST_BOUNCES_MAX || first < 0) {
       // The host answers RST straight to the client (DSR: the data plane
       // sees no ACK, so the handshake stays incomplete).
       return AttemptFailed(ci, t + rtt_, Failure::kNew);
@@ -489,7 +486,7 @@ void Engine::SendSyn(uint32_t ci, int64_t t, bool first) {
     // other choice, back to the same host as its last hop.
     ++ctr[c.backend].refused_syns;
     const int next = NextChoice(c.hash, first, c.backend);
-    c.bounces = next == c.backend ? 2 : c.bounces + 1;
+    bounces = next == c.backend ? BALLAST_BOUNCES_MAX : bounces + 1;
     c.backend = next;
     ++ctr[c.backend].packets;
     if (c.measured) ++r_.bounced_syns;
