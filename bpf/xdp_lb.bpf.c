@@ -251,13 +251,12 @@ int xdp_lb(struct xdp_md *ctx)
 	syn = !l4_bad && p.key.proto == IPPROTO_TCP && is_pure_syn(&p);
 
 	/* A known flow names its VIP (vip_of_flow); only other packets pay
-	 * for the `vips` hash lookup. A pure SYN starts a new connection
-	 * whatever flow the tuple had: handshake_syn() deletes that flow. */
-	if (!syn) {
-		f = bpf_map_lookup_elem(&flows, &p.key);
-		if (f)
-			vip = vip_of_flow(f, &p.key);
-	}
+	 * for the `vips` hash lookup. A pure SYN needs the flow too: it leaves
+	 * an active one alone (syn_keeps_flow), else handshake_syn() deletes
+	 * it. */
+	f = bpf_map_lookup_elem(&flows, &p.key);
+	if (f)
+		vip = vip_of_flow(f, &p.key);
 	if (!vip) {
 		vip = vip_lookup(p.key.dst, p.key.family, p.key.dport, p.key.proto);
 		if (!vip)
@@ -278,12 +277,12 @@ int xdp_lb(struct xdp_md *ctx)
 	if (p.ttl <= 1)
 		return verdict(BALLAST_V_PASS_TTL, XDP_PASS);
 
-	/* A packet without a flow needs the precise clock for its handshake
-	 * slot: read it once, as `now`. Everything else runs on the coarse
-	 * clock, unless the fence check already read the precise one (owned
+	/* A packet without a flow, and a SYN, needs the precise clock for its
+	 * handshake slot: read it once, as `now`. Everything else runs on the
+	 * coarse clock, unless the fence check already read the precise one (owned
 	 * VIP). */
 	if (!now)
-		now = f ? clock_coarse() : clock_precise();
+		now = f && !syn ? clock_coarse() : clock_precise();
 	id = conntrack_select(vip, &p, s, now, f, looked_up, &be);
 	if (!be) {
 		/* a fresh pick from the table */
@@ -293,6 +292,9 @@ int xdp_lb(struct xdp_md *ctx)
 			return verdict(BALLAST_V_DROP_NO_BACKEND, XDP_DROP);
 		}
 	}
+	if (unlikely(p.guarded))
+		return forward(ctx, &p, vip, id, be, s, now, BALLAST_V_GUARDED_TX,
+			       BALLAST_V_GUARDED_REDIRECT);
 	return forward(ctx, &p, vip, id, be, s, now, BALLAST_V_TX, BALLAST_V_REDIRECT);
 }
 

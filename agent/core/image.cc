@@ -94,6 +94,7 @@ dataplane::Settings SettingsOf(const v1::Global& g) {
   s.linger_ns = t.linger_s * kNsPerS;
   s.syn_idle_ns = t.syn_idle_s * kNsPerS;
   s.syn_retry_ns = uint64_t{t.syn_retry_ms} * 1'000'000ull;
+  s.syn_reuse_idle_ns = t.syn_reuse_idle_s * kNsPerS;
   const IcmpTooBigLimit icmp = IcmpTooBigLimitOf(g);
   s.icmp_too_big_per_s = icmp.per_s;
   s.icmp_too_big_burst = icmp.burst;
@@ -259,7 +260,8 @@ std::string DescribeImage(const Image& img) {
                   " policy=", s.policy, " tcp_idle_ns=", s.tcp_idle_ns,
                   " udp_idle_ns=", s.udp_idle_ns, " linger_ns=", s.linger_ns,
                   " syn_idle_ns=", s.syn_idle_ns, " syn_retry_ns=", s.syn_retry_ns,
-                  " fib_ttl_ns=", s.fib_ttl_ns, " icmp_too_big_per_s=", s.icmp_too_big_per_s,
+                  " syn_reuse_idle_ns=", s.syn_reuse_idle_ns, " fib_ttl_ns=", s.fib_ttl_ns,
+                  " icmp_too_big_per_s=", s.icmp_too_big_per_s,
                   " icmp_too_big_burst=", s.icmp_too_big_burst, "\n");
   for (const auto& [k, v] : img.vips) {
     absl::StrAppend(&out, "vip ", k, " id=", v.vip_id, " table_size=", v.table_size, " slots=");

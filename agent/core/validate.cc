@@ -111,10 +111,14 @@ uint32_t EffectiveTableSize(const v1::Vip& vip) {
 
 EffectiveTimeouts TimeoutsOf(const v1::Global& g) {
   const v1::Timeouts& t = g.timeouts();
-  return EffectiveTimeouts{t.tcp_idle_s() ? t.tcp_idle_s() : 300,
-                           t.udp_idle_s() ? t.udp_idle_s() : 30, t.linger_s() ? t.linger_s() : 10,
-                           t.syn_idle_s() ? t.syn_idle_s() : 5,
-                           t.syn_retry_ms() ? t.syn_retry_ms() : 200};
+  const uint32_t tcp_idle_s = t.tcp_idle_s() ? t.tcp_idle_s() : 300;
+  return EffectiveTimeouts{
+      tcp_idle_s,
+      t.udp_idle_s() ? t.udp_idle_s() : 30,
+      t.linger_s() ? t.linger_s() : 10,
+      t.syn_idle_s() ? t.syn_idle_s() : 5,
+      t.syn_retry_ms() ? t.syn_retry_ms() : 200,
+      t.syn_reuse_idle_s() ? t.syn_reuse_idle_s() : std::min<uint32_t>(60, tcp_idle_s)};
 }
 
 uint32_t DrainTimeoutOf(const v1::Global& g) {
@@ -423,6 +427,16 @@ absl::Status ValidateGlobal(const v1::Global& g, const FieldPath& at) {
     return tat.Child("syn_retry_ms")
         .Invalid(absl::StrCat(e.syn_retry_ms, " ms is not below syn_idle_s (", e.syn_idle_s,
                               " s): a handshake is forgotten before its SYN could be retried"));
+  }
+  if (auto s =
+          CheckOptionalRange(t.syn_reuse_idle_s(), 1, 86400, 60, tat.Child("syn_reuse_idle_s"));
+      !s.ok()) {
+    return s;
+  }
+  if (const EffectiveTimeouts e = TimeoutsOf(g); e.syn_reuse_idle_s > e.tcp_idle_s) {
+    return tat.Child("syn_reuse_idle_s")
+        .Invalid(absl::StrCat(e.syn_reuse_idle_s, " s is above tcp_idle_s (", e.tcp_idle_s,
+                              " s): an established flow is forgotten before it is that idle"));
   }
   if (auto s = CheckOptionalRange(g.drain_timeout_s(), 1, 86400, 300, at.Child("drain_timeout_s"));
       !s.ok()) {

@@ -42,7 +42,7 @@ inline constexpr uint64_t kMaxTotalTableSlots = uint64_t{1} << 26;
 // ---- effective values (0 = default) ---------------------------------------------
 uint32_t EffectiveTableSize(const v1::Vip& vip);
 struct EffectiveTimeouts {
-  uint32_t tcp_idle_s, udp_idle_s, linger_s, syn_idle_s, syn_retry_ms;
+  uint32_t tcp_idle_s, udp_idle_s, linger_s, syn_idle_s, syn_retry_ms, syn_reuse_idle_s;
 };
 EffectiveTimeouts TimeoutsOf(const v1::Global& global);
 uint32_t DrainTimeoutOf(const v1::Global& global);  // seconds, default 300

@@ -613,6 +613,7 @@ absl::Status Dataplane::SetSettings(const Settings& s) {
   }
   ballast_handshake_settings hs = {};
   hs.syn_retry_ns = s.syn_retry_ns;
+  hs.syn_reuse_idle_ns = s.syn_reuse_idle_ns;
   const uint32_t zero = 0;
   if (bpf_map_update_elem(map_fd("handshake_settings"), &zero, &hs, BPF_ANY) != 0) {
     return ErrnoStatus(errno, "writing the handshake_settings map");
@@ -653,6 +654,7 @@ absl::StatusOr<Settings> Dataplane::GetSettings() const {
     return ErrnoStatus(errno, "reading the handshake_settings map");
   }
   s.syn_retry_ns = hs.syn_retry_ns;
+  s.syn_reuse_idle_ns = hs.syn_reuse_idle_ns;
   // Every CPU holds the same configuration; CPU 0's is read back.
   auto budget = ReadPerCpu<ballast_icmp_budget>(map_fd("icmp_budget"), 0, "icmp_budget");
   if (!budget.ok()) return budget.status();

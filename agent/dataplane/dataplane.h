@@ -110,6 +110,9 @@ struct Settings {
   // A repeated SYN this long after the last one goes to the next choice
   // (0 = never); in the `handshake_settings` map.
   uint64_t syn_retry_ns = 200'000'000ull;
+  // A SYN on an established flow younger than this leaves it on its backend
+  // (0 = every SYN starts a new connection); in `handshake_settings`.
+  uint64_t syn_reuse_idle_ns = 60'000'000'000ull;
   uint64_t fib_ttl_ns = 1'000'000'000ull;  // cached next hop trusted for 1 s
   // ICMP too-big answers per second on each CPU (0 = no limit), and how many
   // may go out back to back (1..per_s). Kept in the `icmp_budget` map.

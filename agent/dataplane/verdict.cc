@@ -71,6 +71,10 @@ std::string_view VerdictName(ballast_verdict v) {
       return "drop_bounce_stranger";
     case BALLAST_V_DROP_BOUNCE_BUDGET:
       return "drop_bounce_budget";
+    case BALLAST_V_GUARDED_TX:
+      return "guarded_tx";
+    case BALLAST_V_GUARDED_REDIRECT:
+      return "guarded_redirect";
     case BALLAST_V_MAX:
       break;
   }

@@ -167,6 +167,18 @@ enum ballast_flow_state {
  * adopted mid-stream): only such a flow's first client RST is counted
  * (client_rsts), so spoofed RSTs cannot forge the passive signal. */
 #define BALLAST_FLOW_F_HANDSHAKE_SEEN 0x4u
+/* seq_next holds the client's next sequence number (flows of older builds
+ * start without it and take it from their next packet). */
+#define BALLAST_FLOW_F_SEQ_KNOWN 0x8u
+
+/* How far (bytes, either way, modulo 2^32) a client's RST or FIN may be from
+ * the next sequence number the router saw it send, and how far one packet
+ * may move that number forward, for the router to take it as the client's:
+ * anything further is still forwarded to the flow's backend, whose TCP
+ * stack judges it (RFC 5961), but leaves the flow as it was. A blind
+ * spoofer hits the window once in 2^32 / (2 * window) = 8192 guesses of the
+ * sequence number, after guessing the client's address and port. */
+#define BALLAST_SEQ_WINDOW 262144u
 
 /* Value of the `flows` LRU hash. */
 struct ballast_flow {
@@ -176,7 +188,14 @@ struct ballast_flow {
 	__u16 vip_id;      /* VIP the flow was last resolved under (see vip_refs), 0 = none */
 	__u32 payload_ack; /* client's ACK number when it sent its first payload (host order) */
 	__u32 vip_gen;     /* vip_refs[vip_id].gen at that time */
-	__u64 start_ns;     /* SYN time on this backend (SYN_SENT/handshake timing) */
+	union {
+		__u64 start_ns; /* SYN_SENT (older builds' flows): SYN time on this backend */
+		struct {
+			__u32 seq_next; /* the client's next sequence number, host order
+					   (BALLAST_FLOW_F_SEQ_KNOWN) */
+			__u32 reserved;
+		};
+	};
 	__u64 last_seen_ns; /* refreshed at most every BALLAST_TOUCH_NS */
 	__u64 payload_ns;   /* time of the first client payload */
 };
@@ -248,7 +267,14 @@ struct ballast_handshake_settings {
 	 * flow's next choice (ballast_choice_hash) instead of the backend that
 	 * did not answer. 0 = never. */
 	__u64 syn_retry_ns;
-	__u64 reserved[3];
+	/* A pure SYN on an ESTABLISHED flow whose last packet is younger than
+	 * this is forwarded to the flow's backend and leaves the flow as it is
+	 * (the backend answers a stray or spoofed SYN with a challenge ACK, and
+	 * a client that reuses the port of a connection its backend reset gets
+	 * that backend's listener); an older flow's SYN starts a new connection.
+	 * 0 = every SYN starts a new connection (older agents). */
+	__u64 syn_reuse_idle_ns;
+	__u64 reserved[2];
 };
 
 /* ---- second chance ----------------------------------------------------- */
@@ -419,6 +445,12 @@ enum ballast_verdict {
 					 * is the bounce's outer source: dropped */
 	BALLAST_V_DROP_BOUNCE_BUDGET,   /* the handshake was bounced BALLAST_BOUNCES_MAX
 					 * times already: dropped */
+	/* A SYN, RST or FIN on an established flow that the router did not take
+	 * as the client's (a RST/FIN outside BALLAST_SEQ_WINDOW, a SYN on a flow
+	 * active within syn_reuse_idle_ns): forwarded to the flow's backend,
+	 * whose TCP stack judges it, and the flow left as it was. */
+	BALLAST_V_GUARDED_TX,
+	BALLAST_V_GUARDED_REDIRECT,
 	BALLAST_V_MAX
 };
 

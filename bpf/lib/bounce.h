@@ -16,8 +16,10 @@
  * completing ACK follows. The SYN after the last bounce carries the
  * last-hop mark: its backend's kernel answers it, with a RST if nothing
  * listens there either. Everything else encapsulated to this router is
- * dropped and counted. A bounce only ever rewrites a handshake slot, so it
- * cannot move an established flow.
+ * dropped and counted. A bounce rewrites a handshake slot; the one flow it
+ * can end is its own tuple's on the backend that bounced (a SYN forwarded on
+ * an established flow, syn_reuse_idle_ns), which by its decap program's
+ * socket lookup has no connection of that tuple left.
  */
 #ifndef BALLAST_BOUNCE_H
 #define BALLAST_BOUNCE_H
@@ -116,6 +118,7 @@ static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *o
 	const struct ballast_vip_meta *vip;
 	struct ballast_handshake *h;
 	struct ballast_backend *be;
+	struct ballast_flow *f;
 	__u32 last, first, next, bounces;
 
 	if (bounce_parse(ctx, outer, in))
@@ -152,6 +155,12 @@ static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *o
 		vip_account(vip->vip_id, 0, 1);
 		return BALLAST_V_DROP_NO_BACKEND;
 	}
+	/* The SYN came on an established flow of that backend, which has no
+	 * socket for it: the flow is over, and the client's completing ACK
+	 * must find the slot, not the flow. */
+	f = bpf_map_lookup_elem(&flows, &in->key);
+	if (f && f->backend_id == last)
+		bpf_map_delete_elem(&flows, &in->key);
 	/* No other choice: back to the one that refused, as its last hop. */
 	bounces = next == last ? BALLAST_BOUNCES_MAX : h->bounces + 1u;
 	*(__u64 *)&h->hash = in->hash | (__u64)(next | bounces << 16) << 32;

@@ -25,8 +25,20 @@
  *    per retransmission until the health checks catch up. The client's ACK that
  *    completes the handshake stays with the backend the SYN went to (its
  *    slot), and creates the `flows` entry.
- *  - A SYN on a tuple that has a `flows` entry is a new connection: the
- *    entry is deleted and the SYN handled as above.
+ *  - A SYN on a tuple whose `flows` entry is ESTABLISHED on an ACTIVE
+ *    backend and saw a packet within syn_reuse_idle_ns is forwarded to that
+ *    backend and leaves the entry as it is (the backend's TCP stack judges
+ *    it: a challenge ACK for a stray or spoofed SYN, RFC 5961; its listener
+ *    for a client that reuses the port of a connection the backend reset).
+ *    Its slot is written too, so the backend can bounce it (second chance,
+ *    which then ends the flow). On any other entry (closing, idle longer,
+ *    draining backend) a SYN is a new connection: the entry is deleted and
+ *    the SYN handled as above.
+ *  - A RST or FIN moves a flow to CLOSING only when its sequence number is
+ *    within BALLAST_SEQ_WINDOW of the client's next one (seq_next, which
+ *    the client's packets move forward by at most that much each); any
+ *    other is forwarded and changes nothing. So a blind spoofer can neither
+ *    move nor end an established flow.
  *  - A TCP packet other than a SYN with neither an entry nor a slot (flow
  *    expired or evicted from the LRU, its slot overwritten, or moved here
  *    from another router by ECMP) picks from the table and is adopted as
@@ -140,8 +152,12 @@ static __always_inline void flow_insert(const struct ballast_vip_meta *vip, stru
 		f.state = BALLAST_FLOW_CLOSING;
 	else
 		f.state = BALLAST_FLOW_ESTABLISHED;
+	if (p->key.proto == IPPROTO_TCP) {
+		f.seq_next = p->seq + p->payload_len + !!(p->tcp_flags & TCP_FIN);
+		f.flags = BALLAST_FLOW_F_SEQ_KNOWN;
+	}
 	if (first_payload) {
-		f.flags = BALLAST_FLOW_F_HANDSHAKE_SEEN;
+		f.flags |= BALLAST_FLOW_F_HANDSHAKE_SEEN;
 		if (p->payload_len > 0) {
 			f.payload_ns = now;
 			f.payload_ack = p->ack_seq;
@@ -273,13 +289,14 @@ static __always_inline __u32 maglev_next_choice(__u32 vip_id, struct pkt *p, __u
 	return first;
 }
 
-/* A pure SYN: a new connection (the `flows` entry of its tuple, if any, is
- * deleted), or a retransmission of one whose slot still holds it. Follows
- * the current table either way and writes no `flows` entry. `now` is the
- * precise clock. Returns the pick, or BALLAST_INVALID_ID when the table has
- * none. */
+/* A pure SYN: a new connection (`f`, the `flows` entry of its tuple if
+ * any, is deleted), or a retransmission of one whose slot still holds it.
+ * Follows the current table either way and writes no `flows` entry. `now`
+ * is the precise clock. Returns the pick, or BALLAST_INVALID_ID when the
+ * table has none. */
 static __always_inline __u32 handshake_syn(const struct ballast_vip_meta *vip, struct pkt *p,
-					   const struct ballast_settings *s, __u64 now)
+					   const struct ballast_settings *s, __u64 now,
+					   const struct ballast_flow *f)
 {
 	struct ballast_handshake_set *set = handshake_set_of(p);
 	__u32 id = maglev_pick(vip->vip_id, p), old = BALLAST_INVALID_ID;
@@ -308,17 +325,57 @@ static __always_inline __u32 handshake_syn(const struct ballast_vip_meta *vip, s
 	if (h)
 		handshake_write(h, p, id, now); /* times from this, the latest SYN */
 	/* A new connection on a known tuple (or an older program's SYN_SENT
-	 * flow): from now on it lives in the slots. This lookup is about two
-	 * fifths of a SYN, and it is needed: a connection a backend reset (or
-	 * lost) ends without the client's RST or FIN ever crossing the router,
-	 * so its flow stays ESTABLISHED, and busy clients reuse ports well
-	 * within tcp_idle; left in place, it would take the new connection's
-	 * ACK to the old backend (docs/benchmarks.md, "Tried and dropped"). Looked up
-	 * before the delete: an LRU delete takes the bucket lock even when
-	 * there is nothing to delete, which is the usual case. */
-	if (bpf_map_lookup_elem(&flows, &p->key))
+	 * flow): from now on it lives in the slots. Left in place, the flow
+	 * would take the new connection's ACK to the old backend
+	 * (docs/benchmarks.md, "Tried and dropped"). The caller looked it up
+	 * (xdp_lb): an LRU delete takes the bucket lock even when there is
+	 * nothing to delete, which is the usual case. */
+	if (f)
 		bpf_map_delete_elem(&flows, &p->key);
 	return id;
+}
+
+/* Whether a pure SYN on flow `f` (backend `be`) leaves it in place: the flow
+ * is ESTABLISHED on an ACTIVE backend and saw a packet less than
+ * syn_reuse_idle_ns before `now` (the precise clock). */
+static __always_inline int syn_keeps_flow(const struct ballast_flow *f,
+					  const struct ballast_backend *be, __u64 now)
+{
+	struct ballast_handshake_settings *hs;
+	__u32 zero = 0;
+
+	if (f->state != BALLAST_FLOW_ESTABLISHED || !be || be->state != BALLAST_BACKEND_ACTIVE)
+		return 0;
+	hs = bpf_map_lookup_elem(&handshake_settings, &zero);
+	if (!hs || hs->syn_reuse_idle_ns == 0)
+		return 0;
+	return now < f->last_seen_ns + hs->syn_reuse_idle_ns;
+}
+
+/* A pure SYN that syn_keeps_flow(): forwarded to the flow's backend `id`,
+ * flow untouched. Its slot is written (a retransmission counted) so that
+ * the backend can bounce it when it has no socket for the tuple; the bounce
+ * then ends the flow (bounce_take). */
+static __always_inline void handshake_syn_guarded(struct pkt *p, const struct ballast_settings *s,
+						  __u64 now, __u32 id)
+{
+	struct ballast_handshake_set *set = handshake_set_of(p);
+	struct ballast_backend_stats *bs;
+	struct ballast_handshake *h;
+
+	if (!set)
+		return;
+	h = handshake_find(set, p, s, now);
+	if (h && h->backend_id == id) {
+		bs = backend_stats_of(id);
+		if (bs)
+			bs->syn_retransmits += 1;
+	} else {
+		count_new_flow(id);
+	}
+	if (!h)
+		h = handshake_victim(set, s, now);
+	handshake_write(h, p, id, now);
 }
 
 /* A TCP packet other than a SYN with no flow. If its slot holds its
@@ -383,18 +440,34 @@ static __always_inline __u32 flow_start(const struct ballast_vip_meta *vip, stru
 	if (p->key.proto == IPPROTO_UDP)
 		return flow_restart(vip, p, now);
 	if (is_pure_syn(p))
-		return handshake_syn(vip, p, s, now);
+		return handshake_syn(vip, p, s, now, 0);
 	return handshake_complete(vip, p, s, now);
+}
+
+/* Whether `seq` is within BALLAST_SEQ_WINDOW of the flow's seq_next, either
+ * way (modulo 2^32). True for a flow without seq_next (an older build's, up
+ * to its first packet here). */
+static __always_inline int seq_plausible(const struct ballast_flow *f, __u32 seq)
+{
+	if (!(f->flags & BALLAST_FLOW_F_SEQ_KNOWN))
+		return 1;
+	return seq - f->seq_next + BALLAST_SEQ_WINDOW <= 2 * BALLAST_SEQ_WINDOW;
 }
 
 /* TCP state transitions and passive signals for a packet of an existing
  * flow that stays on f->backend_id. `now` is the coarse clock; the timing
- * samples read the precise one, once per flow each. */
-static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct pkt *p, __u64 now)
+ * samples read the precise one, once per flow each. Returns 0, or 1 when
+ * the packet is a RST or FIN outside the window (seq_plausible): it is
+ * forwarded and changes nothing. */
+static __always_inline int flow_tcp_update(struct ballast_flow *f, const struct pkt *p, __u64 now)
 {
-	struct ballast_backend_stats *bs = backend_stats_of(f->backend_id);
+	struct ballast_backend_stats *bs;
 	__u8 flags = p->tcp_flags;
+	__u32 end;
 
+	if ((flags & (TCP_RST | TCP_FIN)) && !seq_plausible(f, p->seq))
+		return 1;
+	bs = backend_stats_of(f->backend_id);
 	if (flags & TCP_RST) {
 		/* Once per flow, and only for a flow whose handshake this
 		 * router saw: a thousand RSTs on one flow, or RSTs sent after
@@ -404,7 +477,7 @@ static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct
 			bs->client_rsts += 1;
 		f->state = BALLAST_FLOW_CLOSING;
 		f->last_seen_ns = now;
-		return;
+		return 0;
 	}
 	if (f->state == BALLAST_FLOW_SYN_SENT && (flags & TCP_ACK)) {
 		/* an older program's flow (see BALLAST_FLOW_SYN_SENT) */
@@ -415,6 +488,20 @@ static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct
 			bs->handshake_ns_sum += t - f->start_ns;
 			bs->handshake_count += 1;
 		}
+	}
+	/* The client's next sequence number moves forward by at most the
+	 * window per packet (one word written, only when it moves). An older
+	 * build's flow takes it from its first packet here (for a SYN_SENT
+	 * one, start_ns is spent by now). */
+	end = p->seq + p->payload_len + !!(flags & TCP_FIN);
+	if (unlikely(!(f->flags & BALLAST_FLOW_F_SEQ_KNOWN))) {
+		if (f->state != BALLAST_FLOW_SYN_SENT) {
+			f->seq_next = end;
+			f->reserved = 0;
+			f->flags |= BALLAST_FLOW_F_SEQ_KNOWN;
+		}
+	} else if (end - f->seq_next - 1 < BALLAST_SEQ_WINDOW) {
+		f->seq_next = end;
 	}
 	if (f->state == BALLAST_FLOW_SYN_SENT) {
 		/* no payload sample before the handshake completes */
@@ -438,12 +525,15 @@ static __always_inline void flow_tcp_update(struct ballast_flow *f, const struct
 		f->state = BALLAST_FLOW_CLOSING;
 		f->last_seen_ns = now;
 	}
+	return 0;
 }
 
 /* Chooses the backend for a TCP or UDP packet to a VIP and keeps the
  * connection table up to date. `f` is the packet's flow (the caller looked
- * it up), or NULL. `vip_looked_up`: the VIP came from the `vips` lookup, not
- * from the flow's shortcut, so a kept flow records it (flow_note_vip).
+ * it up), or NULL. Sets p->guarded when the packet is a SYN, RST or FIN
+ * that leaves its established flow as it was (see the rules above).
+ * `vip_looked_up`: the VIP came from the `vips` lookup, not from the flow's
+ * shortcut, so a kept flow records it (flow_note_vip).
  * Returns the backend_id, or BALLAST_INVALID_ID when the VIP has no usable
  * backend. When the flow keeps its backend, *bep is set to that backend's
  * entry (already checked usable); otherwise (a fresh pick) *bep is left
@@ -463,10 +553,19 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 	__u32 old;
 
 	if (!f)
-		return flow_start(vip, p, s, now); /* also every pure SYN (see xdp_lb) */
+		return flow_start(vip, p, s, now);
 
 	old = f->backend_id;
 	be = bpf_map_lookup_elem(&backends, &old);
+	if (p->key.proto == IPPROTO_TCP && is_pure_syn(p)) {
+		/* `now` is the precise clock (xdp_lb) */
+		if (!syn_keeps_flow(f, be, now))
+			return handshake_syn(vip, p, s, now, f);
+		handshake_syn_guarded(p, s, now, old);
+		p->guarded = 1;
+		*bep = be;
+		return old;
+	}
 	if (!backend_usable(be)) {
 		bs = backend_stats_of(old);
 		if (bs)
@@ -476,8 +575,11 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 	if (flow_expired(f, s, now))
 		return flow_restart(vip, p, now);
 
-	if (p->key.proto == IPPROTO_TCP)
-		flow_tcp_update(f, p, now);
+	if (p->key.proto == IPPROTO_TCP && flow_tcp_update(f, p, now)) {
+		p->guarded = 1; /* a RST or FIN outside the window: the flow stays */
+		*bep = be;
+		return old;
+	}
 	if (unlikely(vip_looked_up))
 		flow_note_vip(f, vip->vip_id);
 	/* no underflow should last_seen_ns be ahead of `now` */

@@ -67,6 +67,7 @@ struct pkt {
 	 * BALLAST_ENCAP_ID_LAST: an IPv6 outer header then carries
 	 * BALLAST_FLOW_LABEL_LAST) */
 	__u16 outer_id;
+	__u8 guarded; /* set by conntrack_select: a SYN/RST/FIN that left its flow alone */
 };
 
 static __always_inline enum parse_result parse_ip4(void *data, void *data_end, struct pkt *p)

@@ -158,6 +158,38 @@ TEST_CASE("A bounced SYN goes to the next choice, twice at most, and the ACK fol
   CHECK(fx.Flow(key)->backend_id == third);
 }
 
+// A client reuses the port of a connection its backend ended (the router
+// never saw a close: the flow is ESTABLISHED and recent), and that backend
+// no longer listens: the SYN goes to the flow's backend (lb_spoof_test),
+// which bounces it; the bounce ends the flow, and the ACK follows the next
+// choice.
+TEST_CASE("A SYN on an active flow that its backend bounces ends the flow", "[lb][bounce]") {
+  LbFixture fx;
+  const FirstSyn setup = SendFirstSyn(fx);
+  const auto& [first, second, third, port, key, syn, o1] = setup;
+  REQUIRE(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 101, 5001).Build())) ==
+          first);
+  REQUIRE(fx.Flow(key));
+
+  const Outcome o2 = fx.Run(FromClient4().Tcp(port, 80, tcp::kSyn, 777000, 0).Build());
+  REQUIRE(o2.verdict == BALLAST_V_GUARDED_TX);
+  REQUIRE(BackendOf(fx, o2) == first);
+  REQUIRE(fx.Flow(key));
+  // A bounce from another backend is a stranger's and ends nothing.
+  CHECK(fx.Run(BounceFrom(o2.out, fx.BackendAddr(second))).verdict ==
+        BALLAST_V_DROP_BOUNCE_STRANGER);
+  REQUIRE(fx.Flow(key));
+  CHECK(fx.Flow(key)->backend_id == first);
+
+  const Outcome o3 = fx.Run(Bounce(o2.out));
+  REQUIRE(o3.verdict == BALLAST_V_BOUNCE_TX);
+  CHECK(BackendOf(fx, o3) == second);
+  CHECK_FALSE(fx.Flow(key));
+  CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 777001, 1).Build())) == second);
+  REQUIRE(fx.Flow(key));
+  CHECK(fx.Flow(key)->backend_id == second);
+}
+
 TEST_CASE("IPv6 and IPv4-in-IPv6 bounces; the last hop is marked in the flow label",
           "[lb][bounce]") {
   LbFixture fx;

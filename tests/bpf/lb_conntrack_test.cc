@@ -154,13 +154,20 @@ TEST_CASE("The handshake slots grow with the flow table, or as set", "[lb][connt
 
 // The common case behind this rule: a backend reset the connection (or died)
 // and its RST went straight to the client, so the flow here is still
-// ESTABLISHED when the client reuses the port. Leaving the flow in place
-// sends the new connection's ACK to the old backend (the health e2e tests
-// fail: failed connections after a kill, SYNs that never complete).
-TEST_CASE("A SYN on a tuple with a flow is a new connection: the flow is replaced",
+// ESTABLISHED when the client reuses the port. Left in place, the flow would
+// send the new connection's ACK to the old backend (the health e2e tests
+// fail: failed connections after a kill, SYNs that never complete). A flow
+// that saw a packet within syn_reuse_idle keeps its SYNs instead
+// (lb_spoof_test: a blind spoofer's SYN); that backend's listener, or its
+// bounce, serves a reused port then.
+TEST_CASE("A SYN on a tuple with an idle flow is a new connection: the flow is replaced",
           "[lb][conntrack][handshake]") {
   LbFixture fx;
   Establish(fx);
+  ballast_flow aged = *fx.Flow(kKey);
+  aged.last_seen_ns = dataplane::Dataplane::MonotonicNowNs() -
+                      dataplane::Settings{}.syn_reuse_idle_ns - 1'000'000'000ull;
+  fx.SetFlow(kKey, aged);
   fx.SetUniformTable(kVipTcp4, 2);
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0))) == 2);
   CHECK_FALSE(fx.Flow(kKey));

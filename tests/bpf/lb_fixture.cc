@@ -205,6 +205,10 @@ std::optional<ballast_flow> LbFixture::Flow(const ballast_flow_key& key) const {
   return f;
 }
 
+void LbFixture::SetFlow(const ballast_flow_key& key, const ballast_flow& f) {
+  REQUIRE(bpf_map_update_elem(dp_->map_fd("flows"), &key, &f, BPF_ANY) == 0);
+}
+
 ballast_handshake_set LbFixture::HandshakeSet(const ballast_flow_key& key) const {
   const uint32_t idx = ballast_flow_hash(&key) & (dp_->handshake_sets() - 1);
   ballast_handshake_set set;

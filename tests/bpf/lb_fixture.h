@@ -117,6 +117,8 @@ class LbFixture {
   // Backend id whose address is `outer_dst` (0 if none).
   uint32_t BackendAt(const Addr& outer_dst) const;
   std::optional<ballast_flow> Flow(const ballast_flow_key& key) const;
+  // Overwrites the flow of `key` (tests of ageing).
+  void SetFlow(const ballast_flow_key& key, const ballast_flow& f);
   // The `handshakes` set `key` hashes to, and the slot of it that holds
   // `key` (hash and ports match, whatever its age), if any.
   ballast_handshake_set HandshakeSet(const ballast_flow_key& key) const;

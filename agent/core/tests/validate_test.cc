@@ -223,6 +223,16 @@ TEST_CASE("ValidateConfig names the field and the allowed range of every bad inp
       {"syn retry out of range",
        [](v1::Config& c) { c.mutable_global()->mutable_timeouts()->set_syn_retry_ms(5); },
        "global.timeouts.syn_retry_ms: 5 is out of range 10..60000 (0 = default 200)"},
+      {"syn reuse idle out of range",
+       [](v1::Config& c) { c.mutable_global()->mutable_timeouts()->set_syn_reuse_idle_s(90000); },
+       "global.timeouts.syn_reuse_idle_s: 90000 is out of range 1..86400 (0 = default 60)"},
+      {"syn reuse idle above tcp idle",
+       [](v1::Config& c) {
+         c.mutable_global()->mutable_timeouts()->set_tcp_idle_s(30);
+         c.mutable_global()->mutable_timeouts()->set_syn_reuse_idle_s(40);
+       },
+       "global.timeouts.syn_reuse_idle_s: 40 s is above tcp_idle_s (30 s): an established flow "
+       "is forgotten before it is that idle"},
       {"syn retry not below syn idle",
        [](v1::Config& c) {
          c.mutable_global()->mutable_timeouts()->set_syn_idle_s(2);

@@ -1,0 +1,183 @@
+// A blind spoofer (who does not see the client's traffic) cannot move or end
+// an established flow: a SYN on an active flow goes to the flow's backend
+// and changes nothing; a RST or FIN changes the flow only within
+// BALLAST_SEQ_WINDOW of the client's next sequence number. Everything is
+// still forwarded: the backend's TCP stack judges it (RFC 5961).
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
+#include <netinet/in.h>
+
+#include <catch2/catch.hpp>
+
+#include "tests/bpf/lb_fixture.h"
+
+namespace ballast::bpftest {
+namespace {
+
+namespace tcp = pktgen::tcp;
+
+constexpr uint16_t kPort = 41500;
+const ballast_flow_key kKey = FlowKey(Lab::Client4(), Lab::Vip4(), kPort, 80, IPPROTO_TCP);
+
+Bytes Segment(uint8_t flags, uint32_t seq, uint32_t ack, size_t payload = 0) {
+  return FromClient4().Tcp(kPort, 80, flags, seq, ack).PayloadSize(payload).Build();
+}
+
+uint32_t BackendOf(const LbFixture& fx, const Outcome& o) {
+  auto v = pktgen::ParseFrame(o.out);
+  REQUIRE(v.ok());
+  REQUIRE(v->ip.has_value());
+  return fx.BackendAt(v->ip->dst);
+}
+
+ballast_flow FlowOf(const LbFixture& fx) {
+  const auto f = fx.Flow(kKey);
+  REQUIRE(f);
+  return *f;
+}
+
+// SETUP: a connection on backend 1 (client ISN 100), 10 bytes sent, then
+// the table moved to backend 2: the flow's next choice by the table is not
+// its backend, so a moved flow shows.
+void Establish(LbFixture& fx) {
+  SetUpLab(fx);
+  fx.SetUniformTable(kVipTcp4, 1);
+  REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
+  REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001))) == 1);
+  REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, 101, 5001, 10))) == 1);
+  const ballast_flow f = FlowOf(fx);
+  REQUIRE(f.state == BALLAST_FLOW_ESTABLISHED);
+  REQUIRE((f.flags & BALLAST_FLOW_F_SEQ_KNOWN) != 0);
+  REQUIRE(f.seq_next == 111);
+  fx.SetUniformTable(kVipTcp4, 2);
+}
+
+TEST_CASE("A RST or FIN outside the window is forwarded and leaves the flow established",
+          "[lb][spoof]") {
+  LbFixture fx;
+  Establish(fx);
+  const uint32_t w = BALLAST_SEQ_WINDOW;
+  struct Case {
+    const char* what;
+    uint8_t flags;
+    uint32_t seq;
+  };
+  for (const Case& c : {Case{"RST far away", tcp::kRst, 111u + (1u << 30)},
+                        Case{"RST just past the window", tcp::kRst, 111u + w + 1},
+                        Case{"RST just behind the window", tcp::kRst | tcp::kAck, 111u - w - 1},
+                        Case{"FIN far away", tcp::kFin | tcp::kAck, 111u + (1u << 31)},
+                        Case{"FIN just past the window", tcp::kFin | tcp::kAck, 111u + w + 1}}) {
+    INFO(c.what);
+    const Outcome o = fx.Run(Segment(c.flags, c.seq, 5001));
+    CHECK(o.verdict == BALLAST_V_GUARDED_TX);
+    CHECK(BackendOf(fx, o) == 1);  // the backend judges it
+    const ballast_flow f = FlowOf(fx);
+    CHECK(f.state == BALLAST_FLOW_ESTABLISHED);
+    CHECK(f.backend_id == 1);
+    CHECK(f.seq_next == 111);
+  }
+  CHECK(fx.BackendStats(1).client_rsts == 0);
+  CHECK(fx.Verdicts()[BALLAST_V_GUARDED_TX] == 5);
+
+  // A segment beyond the window is forwarded but does not move seq_next
+  // (else a spoofer could first move it, then reset); one within it does.
+  CHECK(fx.Run(Segment(tcp::kAck | tcp::kPsh, 111 + w + 100, 5001, 10)).verdict == BALLAST_V_TX);
+  CHECK(FlowOf(fx).seq_next == 111);
+  CHECK(fx.Run(Segment(tcp::kAck | tcp::kPsh, 111, 5001, 1000)).verdict == BALLAST_V_TX);
+  CHECK(FlowOf(fx).seq_next == 1111);
+  // A retransmission (behind) does not move it back.
+  CHECK(fx.Run(Segment(tcp::kAck | tcp::kPsh, 111, 5001, 10)).verdict == BALLAST_V_TX);
+  CHECK(FlowOf(fx).seq_next == 1111);
+
+  SECTION("the client's own RST closes the flow, and counts once") {
+    const Outcome o = fx.Run(Segment(tcp::kRst, 1111, 0));
+    CHECK(o.verdict == BALLAST_V_TX);
+    CHECK(FlowOf(fx).state == BALLAST_FLOW_CLOSING);
+    CHECK(fx.BackendStats(1).client_rsts == 1);
+  }
+  SECTION("the client's FIN, reordered ahead of data still in the window, closes the flow") {
+    const Outcome o = fx.Run(Segment(tcp::kFin | tcp::kAck, 1111 + 5000, 5001));
+    CHECK(o.verdict == BALLAST_V_TX);
+    CHECK(FlowOf(fx).state == BALLAST_FLOW_CLOSING);
+    CHECK(FlowOf(fx).backend_id == 1);
+  }
+  SECTION("a RST just inside the window behind is taken (the client's view may lag)") {
+    CHECK(fx.Run(Segment(tcp::kRst, 1111 - w, 0)).verdict == BALLAST_V_TX);
+    CHECK(FlowOf(fx).state == BALLAST_FLOW_CLOSING);
+  }
+}
+
+TEST_CASE("A SYN on an active flow goes to the flow's backend and moves nothing", "[lb][spoof]") {
+  LbFixture fx;
+  Establish(fx);
+
+  // A stray or spoofed SYN (any ISN): to backend 1, whose stack answers it
+  // with a challenge ACK; the flow stays, and so do the client's packets.
+  for (int i = 0; i < 3; ++i) {
+    const Outcome o = fx.Run(Segment(tcp::kSyn, 900000 + i, 0));
+    CHECK(o.verdict == BALLAST_V_GUARDED_TX);
+    CHECK(BackendOf(fx, o) == 1);
+    CHECK(fx.Run(Segment(tcp::kAck | tcp::kPsh, 111, 5001, 10)).verdict == BALLAST_V_TX);
+  }
+  const ballast_flow f = FlowOf(fx);
+  CHECK(f.state == BALLAST_FLOW_ESTABLISHED);
+  CHECK(f.backend_id == 1);
+  // Its slot names backend 1, so that backend could bounce it.
+  REQUIRE(fx.Handshake(kKey));
+  CHECK(fx.Handshake(kKey)->backend_id == 1);
+  // The spoofer's own completing ACK goes to the flow's backend too.
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 900001, 1))) == 1);
+  CHECK(FlowOf(fx).backend_id == 1);
+  CHECK(fx.BackendStats(2).packets == 0);
+
+  SECTION("on a flow idle for syn_reuse_idle, a SYN starts a new connection") {
+    ballast_flow aged = FlowOf(fx);
+    const uint64_t reuse_ns = dataplane::Settings{}.syn_reuse_idle_ns;
+    REQUIRE(reuse_ns == 60'000'000'000ull);
+    aged.last_seen_ns = dataplane::Dataplane::MonotonicNowNs() - reuse_ns - 1'000'000'000ull;
+    fx.SetFlow(kKey, aged);
+    const Outcome o = fx.Run(Segment(tcp::kSyn, 7000, 0));
+    CHECK(o.verdict == BALLAST_V_TX);
+    CHECK(BackendOf(fx, o) == 2);
+    CHECK_FALSE(fx.Flow(kKey));
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 7001, 1))) == 2);
+    CHECK(FlowOf(fx).backend_id == 2);
+  }
+  SECTION("on a closing flow (the client's FIN), a SYN starts a new connection") {
+    REQUIRE(fx.Run(Segment(tcp::kFin | tcp::kAck, 111, 5001)).verdict == BALLAST_V_TX);
+    REQUIRE(FlowOf(fx).state == BALLAST_FLOW_CLOSING);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0))) == 2);
+    CHECK_FALSE(fx.Flow(kKey));
+  }
+  SECTION("on a draining backend's flow, a SYN starts a new connection") {
+    fx.SetBackendState(1, BALLAST_BACKEND_DRAINING);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0))) == 2);
+    CHECK_FALSE(fx.Flow(kKey));
+  }
+  SECTION("syn_reuse_idle_ns 0 (an older agent): every SYN starts a new connection") {
+    dataplane::Settings s = *fx.dp().GetSettings();
+    s.syn_reuse_idle_ns = 0;
+    fx.SetSettings(s);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0))) == 2);
+    CHECK_FALSE(fx.Flow(kKey));
+  }
+}
+
+TEST_CASE("A flow written without seq_next takes it from its next packet", "[lb][spoof]") {
+  LbFixture fx;
+  Establish(fx);
+  // What an older build's flow looks like: no SEQ_KNOWN, the union zero.
+  ballast_flow old = FlowOf(fx);
+  old.flags &= ~BALLAST_FLOW_F_SEQ_KNOWN;
+  old.start_ns = 0;
+  fx.SetFlow(kKey, old);
+  CHECK(fx.Run(Segment(tcp::kAck | tcp::kPsh, 5000, 5001, 10)).verdict == BALLAST_V_TX);
+  const ballast_flow f = FlowOf(fx);
+  CHECK((f.flags & BALLAST_FLOW_F_SEQ_KNOWN) != 0);
+  CHECK(f.seq_next == 5010);
+  CHECK(fx.Run(Segment(tcp::kRst, 5010 + (1u << 30), 0)).verdict == BALLAST_V_GUARDED_TX);
+  CHECK(FlowOf(fx).state == BALLAST_FLOW_ESTABLISHED);
+}
+
+}  // namespace
+}  // namespace ballast::bpftest
