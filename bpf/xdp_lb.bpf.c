@@ -197,6 +197,7 @@ int xdp_lb(struct xdp_md *ctx)
 	struct pkt p = {};
 	enum parse_result r;
 	__u32 zero = 0, id;
+	enum flow_class cls = FLOW_SEEN;
 	int looked_up = 0, l4_bad, syn;
 	__u64 now;
 
@@ -253,8 +254,14 @@ int xdp_lb(struct xdp_md *ctx)
 	/* A known flow names its VIP (vip_of_flow); only other packets pay
 	 * for the `vips` hash lookup. A pure SYN needs the flow too: it leaves
 	 * an active one alone (syn_keeps_flow), else handshake_syn() deletes
-	 * it. */
-	f = bpf_map_lookup_elem(&flows, &p.key);
+	 * it. A TCP packet without a `flows` entry looks for its handshake slot
+	 * and then for an adopted flow (conntrack_select). */
+	if (p.key.proto == IPPROTO_UDP) {
+		cls = FLOW_UDP;
+		f = bpf_map_lookup_elem(&flows_udp, &p.key);
+	} else {
+		f = bpf_map_lookup_elem(&flows, &p.key);
+	}
 	if (f)
 		vip = vip_of_flow(f, &p.key);
 	if (!vip) {
@@ -283,7 +290,7 @@ int xdp_lb(struct xdp_md *ctx)
 	 * VIP). */
 	if (!now)
 		now = f && !syn ? clock_coarse() : clock_precise();
-	id = conntrack_select(vip, &p, s, now, f, looked_up, &be);
+	id = conntrack_select(vip, &p, s, now, f, cls, looked_up, &be);
 	if (!be) {
 		/* a fresh pick from the table */
 		be = bpf_map_lookup_elem(&backends, &id);

@@ -268,8 +268,13 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
   if (const bpf_map* inner = bpf_map__inner_map(dp->skel_->maps.maglev_tables)) {
     dp->inner_flags_ = bpf_map__map_flags(inner);
   }
-  if (int err = bpf_map__set_max_entries(dp->skel_->maps.flows, options.flow_capacity); err != 0) {
-    return ErrnoStatus(err, "setting the flow table capacity");
+  // The three flow maps (one per class: seen, adopted, UDP) each hold the
+  // configured capacity, so that no class can evict another's flows.
+  for (bpf_map* flows :
+       {dp->skel_->maps.flows, dp->skel_->maps.flows_adopted, dp->skel_->maps.flows_udp}) {
+    if (int err = bpf_map__set_max_entries(flows, options.flow_capacity); err != 0) {
+      return ErrnoStatus(err, Cat("setting the capacity of ", bpf_map__name(flows)));
+    }
   }
   // The handshake slots grow with the flow table; the program indexes them
   // with the mask it is loaded with (a constant to the verifier).
@@ -417,7 +422,10 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::OpenPinned(std::string_vie
     // The sizes of the flow table and of the handshake slots are chosen at
     // load time; take what is pinned.
     auto info = GetMapInfo(fd.get());
-    if (info.ok() && m == spec->maps.flows) bpf_map__set_max_entries(m, info->max_entries);
+    if (info.ok() &&
+        (m == spec->maps.flows || m == spec->maps.flows_adopted || m == spec->maps.flows_udp)) {
+      bpf_map__set_max_entries(m, info->max_entries);
+    }
     if (info.ok() && m == spec->maps.handshakes) {
       bpf_map__set_max_entries(m, info->max_entries);
       dp->handshake_sets_ = info->max_entries;
@@ -1229,7 +1237,21 @@ absl::StatusOr<std::vector<std::pair<ballast_flow_key, ballast_flow>>> Dataplane
 absl::StatusOr<size_t> Dataplane::ForEachFlow(
     size_t max, const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
     size_t batch) const {
-  const int fd = map_fd("flows");
+  size_t seen = 0;
+  for (const char* name : kFlowMaps) {
+    auto n = ForEachFlowIn(name, max - seen, fn, batch);
+    if (!n.ok()) return n.status();
+    seen += *n;
+    if (seen >= max) break;
+  }
+  return seen;
+}
+
+absl::StatusOr<size_t> Dataplane::ForEachFlowIn(
+    const char* map, size_t max,
+    const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
+    size_t batch) const {
+  const int fd = map_fd(map);
   size_t seen = 0;
   // Batches end at bucket boundaries: a batch needs room for a whole bucket
   // (ENOSPC with nothing read otherwise; the batch then grows).
@@ -1250,7 +1272,7 @@ absl::StatusOr<size_t> Dataplane::ForEachFlow(
       continue;
     }
     // ENOENT: this batch reached the end of the map (count holds what it read).
-    if (rc != 0 && err != ENOENT) return ErrnoStatus(err, "reading the flows map");
+    if (rc != 0 && err != ENOENT) return ErrnoStatus(err, Cat("reading the ", map, " map"));
     for (uint32_t i = 0; i < count && seen < max; ++i, ++seen) fn(keys[i], values[i]);
     if (rc != 0) break;
     first = false;

@@ -8,7 +8,7 @@
 // Thread-safety: one owner thread calls every method, with two exceptions:
 // SetVipOwnerDeadline() and GetVipOwner() may be called from another thread
 // (a lease keep-alive) at any time between Open*() and destruction, and so
-// may ForEachFlow() and Flows(), which only read the flows map through an fd
+// may ForEachFlow() and Flows(), which only read the flow maps through fds
 // fixed at Open*() (the engine's status scan runs outside its lock). The
 // methods that write a VIP's `vips`/`vip_refs` entries (UpsertVip,
 // DeleteVip, SetVipOwnerDeadline) serialise on an internal mutex, so a VIP
@@ -292,10 +292,15 @@ class Dataplane {
   // budget was spent (Settings::icmp_too_big_per_s), summed over CPUs. They
   // are also in the drop_too_big verdict.
   absl::StatusOr<uint64_t> IcmpTooBigLimited() const;
-  // Up to `max` entries of the connection table, in map order. Entries that
-  // expire during the walk are skipped.
+  // The connection table's maps, one per class of flow (bpf/lib/maps.h):
+  // handshake seen here, adopted mid-stream, UDP.
+  static constexpr const char* kFlowMaps[] = {"flows", "flows_adopted", "flows_udp"};
+  // Up to `max` entries of the connection table (the three maps, in
+  // kFlowMaps order), in map order. Entries that expire during the walk are
+  // skipped.
   absl::StatusOr<std::vector<std::pair<ballast_flow_key, ballast_flow>>> Flows(size_t max) const;
-  // Calls `fn` for up to `max` entries of the connection table, in map order,
+  // Calls `fn` for up to `max` entries of the connection table (kFlowMaps
+  // in order), in map order,
   // without keeping them; returns how many it saw. The table is read `batch`
   // entries per system call (whole buckets of the hash, so an entry the
   // program adds or evicts meanwhile is seen at most once; the batch doubles
@@ -324,6 +329,11 @@ class Dataplane {
   static uint64_t MonotonicNowNs();  // CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns
 
  private:
+  // ForEachFlow over the one map `map`.
+  absl::StatusOr<size_t> ForEachFlowIn(
+      const char* map, size_t max,
+      const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
+      size_t batch) const;
   Dataplane() = default;
   absl::Status AdoptOrPinProgram();
   bool IsOurs(uint32_t prog_id) const;

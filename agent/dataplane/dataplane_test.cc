@@ -158,10 +158,10 @@ uint32_t AttachedId(const char* dev) {
   return st->prog_id;
 }
 
-const char* const kMaps[] = {"vips",          "vip_refs",   "vip_filter",    "backends",
-                             "maglev_tables", "flows",      "handshakes",    "settings",
-                             "icmp_budget",   "nexthops",   "backend_stats", "vip_stats",
-                             "verdicts",      "clock_cache"};
+const char* const kMaps[] = {"vips",          "vip_refs",  "vip_filter",    "backends",
+                             "maglev_tables", "flows",     "flows_adopted", "flows_udp",
+                             "handshakes",    "settings",  "icmp_budget",   "nexthops",
+                             "backend_stats", "vip_stats", "verdicts",      "clock_cache"};
 
 std::unique_ptr<Dataplane> OpenUnpinned(uint32_t flow_capacity = 4096) {
   Options o;
@@ -312,9 +312,12 @@ TEST_CASE("Open without pinning loads the program and its maps", "[dataplane][bp
     CHECK(dp->map_fd(m) >= 0);
   }
   CHECK(dp->map_fd("no_such_map") == -1);
-  auto flows_info = GetMapInfo(dp->map_fd("flows"));
-  REQUIRE(flows_info.ok());
-  CHECK(flows_info->max_entries == 4096);
+  for (const char* m : Dataplane::kFlowMaps) {
+    INFO(m);
+    auto flows_info = GetMapInfo(dp->map_fd(m));
+    REQUIRE(flows_info.ok());
+    CHECK(flows_info->max_entries == 4096);
+  }
 
   // Settings: defaults round trip, validation.
   Settings s;

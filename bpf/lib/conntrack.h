@@ -134,12 +134,12 @@ static __always_inline void count_new_flow(__u32 backend_id)
 		bs->new_flows += 1;
 }
 
-/* Creates (or replaces) the flow of `p` on backend `id`, in the state its
- * flags give: UDP, CLOSING after FIN/RST, else ESTABLISHED. With
- * `first_payload`, a payload in this packet starts the first-response
- * sample (the packet completes a handshake). */
+/* Creates (or replaces) the flow of `p` on backend `id` in the map of class
+ * `cls`, in the state its flags give: UDP, CLOSING after FIN/RST, else
+ * ESTABLISHED. With `first_payload`, a payload in this packet starts the
+ * first-response sample (the packet completes a handshake). */
 static __always_inline void flow_insert(const struct ballast_vip_meta *vip, struct pkt *p, __u32 id,
-					__u64 now, int first_payload)
+					__u64 now, enum flow_class cls, int first_payload)
 {
 	struct ballast_flow f = {};
 
@@ -156,15 +156,19 @@ static __always_inline void flow_insert(const struct ballast_vip_meta *vip, stru
 		f.seq_next = p->seq + p->payload_len + !!(p->tcp_flags & TCP_FIN);
 		f.flags = BALLAST_FLOW_F_SEQ_KNOWN;
 	}
-	if (first_payload) {
+	if (cls == FLOW_SEEN)
 		f.flags |= BALLAST_FLOW_F_HANDSHAKE_SEEN;
-		if (p->payload_len > 0) {
-			f.payload_ns = now;
-			f.payload_ack = p->ack_seq;
-			f.flags |= BALLAST_FLOW_F_PAYLOAD_SEEN;
-		}
+	if (first_payload && p->payload_len > 0) {
+		f.payload_ns = now;
+		f.payload_ack = p->ack_seq;
+		f.flags |= BALLAST_FLOW_F_PAYLOAD_SEEN;
 	}
-	bpf_map_update_elem(&flows, &p->key, &f, BPF_ANY);
+	if (cls == FLOW_UDP)
+		bpf_map_update_elem(&flows_udp, &p->key, &f, BPF_ANY);
+	else if (cls == FLOW_ADOPTED)
+		bpf_map_update_elem(&flows_adopted, &p->key, &f, BPF_ANY);
+	else
+		bpf_map_update_elem(&flows, &p->key, &f, BPF_ANY);
 }
 
 static __always_inline __u32 handshake_time(__u64 now)
@@ -378,13 +382,14 @@ static __always_inline void handshake_syn_guarded(struct pkt *p, const struct ba
 	handshake_write(h, p, id, now);
 }
 
-/* A TCP packet other than a SYN with no flow. If its slot holds its
- * handshake, it completes it on the SYN's backend (when that is still
- * usable): the handshake sample is taken (an ACK), a client RST counted, the
- * slot freed. Otherwise it is adopted from the table. Either way it becomes
- * a `flows` entry. `now` is the precise clock. */
-static __always_inline __u32 handshake_complete(const struct ballast_vip_meta *vip, struct pkt *p,
-						const struct ballast_settings *s, __u64 now)
+/* A TCP packet other than a SYN with no `flows` entry whose slot holds its
+ * handshake completes it on the SYN's backend (when that is still usable):
+ * the handshake sample is taken (an ACK), a client RST counted, the slot
+ * freed, a `flows` entry created. Returns 1 with *idp set then, else 0
+ * (the caller looks for an adopted flow). `now` is the precise clock. */
+static __always_inline int handshake_complete(const struct ballast_vip_meta *vip, struct pkt *p,
+					      const struct ballast_settings *s, __u64 now,
+					      __u32 *idp)
 {
 	struct ballast_handshake_set *set = handshake_set_of(p);
 	struct ballast_handshake *h = set ? handshake_find(set, p, s, now) : 0;
@@ -392,56 +397,42 @@ static __always_inline __u32 handshake_complete(const struct ballast_vip_meta *v
 	struct ballast_backend *be;
 	__u32 id, age;
 
-	if (h) {
-		id = h->backend_id;
-		age = handshake_time(now) - h->syn_time;
-		*(__u64 *)&h->hash = 0; /* free the slot */
-		be = bpf_map_lookup_elem(&backends, &id);
-		if (backend_usable(be)) {
-			bs = backend_stats_of(id);
-			if (bs && (p->tcp_flags & TCP_RST)) {
-				bs->client_rsts += 1;
-			} else if (bs && (p->tcp_flags & TCP_ACK)) {
-				bs->handshake_ns_sum += (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT;
-				bs->handshake_count += 1;
-			}
-			flow_insert(vip, p, id, now, 1);
-			return id;
-		}
+	if (!h)
+		return 0;
+	id = h->backend_id;
+	age = handshake_time(now) - h->syn_time;
+	*(__u64 *)&h->hash = 0; /* free the slot */
+	be = bpf_map_lookup_elem(&backends, &id);
+	if (!backend_usable(be))
+		return 0;
+	bs = backend_stats_of(id);
+	if (bs && (p->tcp_flags & TCP_RST)) {
+		bs->client_rsts += 1;
+	} else if (bs && (p->tcp_flags & TCP_ACK)) {
+		bs->handshake_ns_sum += (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT;
+		bs->handshake_count += 1;
 	}
-	id = maglev_pick(vip->vip_id, p);
-	if (id != BALLAST_INVALID_ID)
-		flow_insert(vip, p, id, now, 0);
-	return id;
+	flow_insert(vip, p, id, now, FLOW_SEEN, 1);
+	*idp = id;
+	return 1;
 }
 
-/* A flow (re)started from the table: a UDP flow's first packet, or a
- * known flow's packet after it expired or its backend became unusable. A
- * UDP flow counts as a new flow; a TCP one is adopted (its connection was
- * counted at its SYN). */
+/* A flow (re)started from the table in the map of class `cls`: a UDP
+ * flow's first packet, a TCP packet adopted mid-stream, or a known flow's
+ * packet after it expired or its backend became unusable. A UDP flow
+ * counts as a new flow; a TCP one is adopted (its connection was counted
+ * at its SYN). */
 static __always_inline __u32 flow_restart(const struct ballast_vip_meta *vip, struct pkt *p,
-					  __u64 now)
+					  __u64 now, enum flow_class cls)
 {
 	__u32 id = maglev_pick(vip->vip_id, p);
 
 	if (id == BALLAST_INVALID_ID)
 		return id;
-	flow_insert(vip, p, id, now, 0);
-	if (p->key.proto == IPPROTO_UDP)
+	flow_insert(vip, p, id, now, cls, 0);
+	if (cls == FLOW_UDP)
 		count_new_flow(id);
 	return id;
-}
-
-/* A packet with no flow: UDP starts a flow; TCP goes through the
- * handshake slots. `now` is the precise clock. */
-static __always_inline __u32 flow_start(const struct ballast_vip_meta *vip, struct pkt *p,
-					const struct ballast_settings *s, __u64 now)
-{
-	if (p->key.proto == IPPROTO_UDP)
-		return flow_restart(vip, p, now);
-	if (is_pure_syn(p))
-		return handshake_syn(vip, p, s, now, 0);
-	return handshake_complete(vip, p, s, now);
 }
 
 /* Whether `seq` is within BALLAST_SEQ_WINDOW of the flow's seq_next, either
@@ -529,8 +520,10 @@ static __always_inline int flow_tcp_update(struct ballast_flow *f, const struct 
 }
 
 /* Chooses the backend for a TCP or UDP packet to a VIP and keeps the
- * connection table up to date. `f` is the packet's flow (the caller looked
- * it up), or NULL. Sets p->guarded when the packet is a SYN, RST or FIN
+ * connection table up to date. `f` is the packet's flow in the map of class
+ * `cls` (the caller looked it up: `flows` for TCP, `flows_udp` for UDP), or
+ * NULL; a TCP packet without one looks for its handshake slot, then for an
+ * adopted flow. Sets p->guarded when the packet is a SYN, RST or FIN
  * that leaves its established flow as it was (see the rules above).
  * `vip_looked_up`: the VIP came from the `vips` lookup, not from the flow's
  * shortcut, so a kept flow records it (flow_note_vip).
@@ -545,19 +538,32 @@ static __always_inline int flow_tcp_update(struct ballast_flow *f, const struct 
  * and touch comparisons only get more exact. */
 static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip, struct pkt *p,
 					      const struct ballast_settings *s, __u64 now,
-					      struct ballast_flow *f, int vip_looked_up,
-					      struct ballast_backend **bep)
+					      struct ballast_flow *f, enum flow_class cls,
+					      int vip_looked_up, struct ballast_backend **bep)
 {
 	struct ballast_backend_stats *bs;
 	struct ballast_backend *be;
 	__u32 old;
 
-	if (!f)
-		return flow_start(vip, p, s, now);
+	if (!f) {
+		/* `now` is the precise clock (xdp_lb) */
+		if (cls == FLOW_UDP)
+			return flow_restart(vip, p, now, FLOW_UDP);
+		if (is_pure_syn(p))
+			return handshake_syn(vip, p, s, now, 0);
+		/* The slot before the adopted flows: a new connection on the
+		 * tuple of an adopted flow completes on its SYN's backend. */
+		if (handshake_complete(vip, p, s, now, &old))
+			return old;
+		f = bpf_map_lookup_elem(&flows_adopted, &p->key);
+		if (!f)
+			return flow_restart(vip, p, now, FLOW_ADOPTED);
+		cls = FLOW_ADOPTED;
+	}
 
 	old = f->backend_id;
 	be = bpf_map_lookup_elem(&backends, &old);
-	if (p->key.proto == IPPROTO_TCP && is_pure_syn(p)) {
+	if (cls == FLOW_SEEN && is_pure_syn(p)) {
 		/* `now` is the precise clock (xdp_lb) */
 		if (!syn_keeps_flow(f, be, now))
 			return handshake_syn(vip, p, s, now, f);
@@ -570,10 +576,10 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 		bs = backend_stats_of(old);
 		if (bs)
 			bs->resteered_away += 1;
-		return flow_restart(vip, p, now);
+		return flow_restart(vip, p, now, cls);
 	}
 	if (flow_expired(f, s, now))
-		return flow_restart(vip, p, now);
+		return flow_restart(vip, p, now, cls);
 
 	if (p->key.proto == IPPROTO_TCP && flow_tcp_update(f, p, now)) {
 		p->guarded = 1; /* a RST or FIN outside the window: the flow stays */
@@ -602,21 +608,27 @@ static __always_inline __u32 conntrack_peek(const struct ballast_vip_meta *vip, 
 	struct ballast_flow *f;
 	__u32 id;
 
-	f = bpf_map_lookup_elem(&flows, &p->key);
+	if (p->key.proto == IPPROTO_UDP) {
+		f = bpf_map_lookup_elem(&flows_udp, &p->key);
+	} else {
+		f = bpf_map_lookup_elem(&flows, &p->key);
+		if (!f) {
+			set = handshake_set_of(p);
+			h = set ? handshake_find(set, p, s, clock_precise()) : 0;
+			if (h) {
+				id = h->backend_id;
+				be = bpf_map_lookup_elem(&backends, &id);
+				if (backend_usable(be))
+					return id;
+			}
+			f = bpf_map_lookup_elem(&flows_adopted, &p->key);
+		}
+	}
 	if (f) {
 		id = f->backend_id;
 		be = bpf_map_lookup_elem(&backends, &id);
 		if (backend_usable(be))
 			return id;
-	} else {
-		set = handshake_set_of(p);
-		h = set ? handshake_find(set, p, s, clock_precise()) : 0;
-		if (h) {
-			id = h->backend_id;
-			be = bpf_map_lookup_elem(&backends, &id);
-			if (backend_usable(be))
-				return id;
-		}
 	}
 	return maglev_pick(vip->vip_id, p);
 }

@@ -64,8 +64,14 @@ struct {
 	__array(values, struct maglev_inner); /* must be the last member */
 } maglev_tables SEC(".maps");
 
-/* client->VIP 5-tuple -> backend and TCP state, for connections whose
- * handshake completed (or that were adopted mid-stream) and UDP flows. */
+/* client->VIP 5-tuple -> backend and TCP state. Three LRU maps, one per
+ * class of flow, so that each class can only evict its own (a flood of
+ * spoofed ACKs or of UDP tuples cannot push out the connections whose
+ * handshake this router saw). All three are sized with the flow table.
+ *  - flows: TCP connections whose handshake completed here;
+ *  - flows_adopted: TCP flows adopted mid-stream (no flow and no handshake
+ *    slot: ECMP moved them here, they expired, their slot was lost);
+ *  - flows_udp: UDP flows. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, BALLAST_DEFAULT_FLOWS);
@@ -73,6 +79,29 @@ struct {
 	__type(value, struct ballast_flow);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BALLAST_DEFAULT_FLOWS);
+	__type(key, struct ballast_flow_key);
+	__type(value, struct ballast_flow);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} flows_adopted SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BALLAST_DEFAULT_FLOWS);
+	__type(key, struct ballast_flow_key);
+	__type(value, struct ballast_flow);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} flows_udp SEC(".maps");
+
+/* Which of the three maps a flow lives in. */
+enum flow_class {
+	FLOW_SEEN = 0,	  /* flows */
+	FLOW_ADOPTED = 1, /* flows_adopted */
+	FLOW_UDP = 2,	  /* flows_udp */
+};
 
 /* Handshakes under way, by flow hash (struct ballast_handshake_set). Shared
  * by all CPUs: a client's retransmitted SYN may arrive on another one.

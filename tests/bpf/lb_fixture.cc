@@ -201,12 +201,24 @@ uint32_t LbFixture::BackendAt(const Addr& outer_dst) const {
 
 std::optional<ballast_flow> LbFixture::Flow(const ballast_flow_key& key) const {
   ballast_flow f;
-  if (bpf_map_lookup_elem(dp_->map_fd("flows"), &key, &f) != 0) return std::nullopt;
-  return f;
+  for (const char* m : dataplane::Dataplane::kFlowMaps) {
+    if (bpf_map_lookup_elem(dp_->map_fd(m), &key, &f) == 0) return f;
+  }
+  return std::nullopt;
+}
+
+std::string LbFixture::FlowMap(const ballast_flow_key& key) const {
+  ballast_flow f;
+  for (const char* m : dataplane::Dataplane::kFlowMaps) {
+    if (bpf_map_lookup_elem(dp_->map_fd(m), &key, &f) == 0) return m;
+  }
+  return "";
 }
 
 void LbFixture::SetFlow(const ballast_flow_key& key, const ballast_flow& f) {
-  REQUIRE(bpf_map_update_elem(dp_->map_fd("flows"), &key, &f, BPF_ANY) == 0);
+  std::string m = FlowMap(key);
+  if (m.empty()) m = "flows";
+  REQUIRE(bpf_map_update_elem(dp_->map_fd(m.c_str()), &key, &f, BPF_ANY) == 0);
 }
 
 ballast_handshake_set LbFixture::HandshakeSet(const ballast_flow_key& key) const {

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <set>
 #include <vector>
 
@@ -116,8 +117,12 @@ class LbFixture {
                        const std::set<uint32_t>& unusable = {}) const;
   // Backend id whose address is `outer_dst` (0 if none).
   uint32_t BackendAt(const Addr& outer_dst) const;
+  // The flow of `key` in whichever of the three flow maps holds it
+  // (Dataplane::kFlowMaps order), and that map's name ("" if none).
   std::optional<ballast_flow> Flow(const ballast_flow_key& key) const;
-  // Overwrites the flow of `key` (tests of ageing).
+  std::string FlowMap(const ballast_flow_key& key) const;
+  // Overwrites the flow of `key` in the map that holds it (`flows` if none;
+  // tests of ageing).
   void SetFlow(const ballast_flow_key& key, const ballast_flow& f);
   // The `handshakes` set `key` hashes to, and the slot of it that holds
   // `key` (hash and ports match, whatever its age), if any.

@@ -344,6 +344,7 @@ TEST_CASE("UDP to a VIP: encapsulated, and the flow stays pinned across a table 
   auto flow = fx.Flow(key);
   REQUIRE(flow);
   CHECK(flow->state == BALLAST_FLOW_UDP);
+  CHECK(fx.FlowMap(key) == "flows_udp");
   CHECK(fx.BackendStats(first).new_flows == 1);
 
   const uint32_t other = first == 1 ? 2 : 1;

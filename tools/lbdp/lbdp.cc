@@ -525,12 +525,15 @@ int CmdFlows(const Global& g, size_t max) {
     if (!src.ok() || !dst.ok()) continue;
     const bool v6 = k.family == BALLAST_FAMILY_V6;
     const double idle = f.last_seen_ns < now ? (now - f.last_seen_ns) / 1e9 : 0.0;
-    printf("%s%s%s:%u -> %s%s%s:%u %s %s backend %u idle %.1f s\n", v6 ? "[" : "",
+    // A TCP flow whose handshake this router did not see lives in
+    // flows_adopted (bpf/lib/maps.h).
+    const bool adopted = k.proto == IPPROTO_TCP && (f.flags & BALLAST_FLOW_F_HANDSHAKE_SEEN) == 0;
+    printf("%s%s%s:%u -> %s%s%s:%u %s %s%s backend %u idle %.1f s\n", v6 ? "[" : "",
            src->ToString().c_str(), v6 ? "]" : "", ntohs(k.sport), v6 ? "[" : "",
            dst->ToString().c_str(), v6 ? "]" : "", ntohs(k.dport),
            k.proto == IPPROTO_TCP ? "tcp" : (k.proto == IPPROTO_UDP ? "udp" : "?"),
            std::string(FlowStateName(static_cast<ballast_flow_state>(f.state))).c_str(),
-           f.backend_id, idle);
+           adopted ? " adopted" : "", f.backend_id, idle);
   }
   printf("%zu flows shown\n", flows->size());
   return kOk;

@@ -1,0 +1,142 @@
+// Floods cannot evict established flows: connections whose handshake the
+// router saw (`flows`), TCP flows adopted mid-stream (`flows_adopted`) and
+// UDP flows (`flows_udp`) live in three LRU maps, so a flood of spoofed ACKs
+// or of UDP tuples evicts only its own class.
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
+#include <netinet/in.h>
+
+#include <map>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "tests/bpf/lb_fixture.h"
+#include "tests/lib/xdp_run.h"
+
+namespace ballast::bpftest {
+namespace {
+
+namespace tcp = pktgen::tcp;
+
+constexpr uint32_t kCapacity = 16384;  // each of the three maps
+constexpr uint32_t kEstablished = 10000;
+constexpr uint32_t kFlood = 1000000;
+
+uint32_t BackendOf(const LbFixture& fx, const Bytes& out) {
+  auto v = pktgen::ParseFrame(out);
+  REQUIRE(v.ok());
+  REQUIRE(v->ip.has_value());
+  return fx.BackendAt(v->ip->dst);
+}
+
+// Client 198.18.<hi>.<lo> (inside the lab's 198.18.0.0/15).
+Addr Client(uint8_t hi, uint8_t lo) {
+  return Addr::Parse("198.18." + std::to_string(hi) + "." + std::to_string(lo));
+}
+
+// Runs `frame` (IPv4, no options, from a client) `n` times, each with a new
+// client: the address's last two bytes from `hi0` up and the source port,
+// so n distinct tuples. Returns how many the program forwarded (XDP_TX).
+uint32_t Flood(LbFixture& fx, Bytes frame, uint8_t hi0, uint32_t n) {
+  constexpr size_t kSrcHi = 14 + 14, kSrcLo = 14 + 15, kPortHi = 14 + 20, kPortLo = 14 + 21;
+  uint32_t tx = 0, failed = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t port = 1024 + i % 64000, client = i / 64000;
+    frame[kSrcHi] = static_cast<uint8_t>(hi0 + client / 256);
+    frame[kSrcLo] = static_cast<uint8_t>(client % 256);
+    frame[kPortHi] = static_cast<uint8_t>(port >> 8);
+    frame[kPortLo] = static_cast<uint8_t>(port & 0xff);
+    auto r = pktgen::RunXdp(fx.dp().prog_fd(), frame);
+    if (!r.ok()) {
+      ++failed;
+      continue;
+    }
+    if (r->action == XDP_TX) ++tx;
+  }
+  REQUIRE(failed == 0);
+  return tx;
+}
+
+// Entries in the map `name`.
+size_t Entries(LbFixture& fx, const char* name) {
+  const int fd = fx.dp().map_fd(name);
+  ballast_flow_key key{}, next{};
+  size_t n = 0;
+  for (const void* prev = nullptr; bpf_map_get_next_key(fd, prev, &next) == 0; prev = &key) {
+    key = next;
+    ++n;
+  }
+  return n;
+}
+
+TEST_CASE("A flood of spoofed ACKs and UDP tuples cannot evict established flows", "[lb][flood]") {
+  LbFixture fx(kCapacity);
+  SetUpLab(fx);
+  fx.SetTable(kVipTcp4, CyclingTable({1, 2, 3}));
+
+  // 10,000 connections with a handshake, on 100 clients x 100 ports.
+  std::map<std::pair<int, int>, uint32_t> backend_of;
+  for (uint32_t i = 0; i < kEstablished; ++i) {
+    const int lo = static_cast<int>(i / 100), port = 20000 + static_cast<int>(i % 100);
+    const auto seg = [&](uint8_t flags, uint32_t seq) {
+      return pktgen::PacketBuilder()
+          .Eth(Lab::TorMac(), Lab::RouterMac())
+          .Ip4(Client(50, static_cast<uint8_t>(lo)), Lab::Vip4())
+          .Tcp(static_cast<uint16_t>(port), 80, flags, seq, 1)
+          .Build();
+    };
+    const Outcome syn = fx.Run(seg(tcp::kSyn, 100));
+    REQUIRE(syn.verdict == BALLAST_V_TX);
+    const Outcome ack = fx.Run(seg(tcp::kAck, 101));
+    REQUIRE(ack.verdict == BALLAST_V_TX);
+    backend_of[{lo, port}] = BackendOf(fx, ack.out);
+  }
+
+  // 1,000,000 spoofed ACKs, each a new tuple (adopted), and 1,000,000 UDP
+  // tuples: each class fills its own map many times over.
+  const Bytes ack = pktgen::PacketBuilder()
+                        .Eth(Lab::TorMac(), Lab::RouterMac())
+                        .Ip4(Client(60, 0), Lab::Vip4())
+                        .Tcp(1024, 80, tcp::kAck, 5000, 1)
+                        .Build();
+  const Bytes udp = pktgen::PacketBuilder()
+                        .Eth(Lab::TorMac(), Lab::RouterMac())
+                        .Ip4(Client(100, 0), Lab::Vip4())
+                        .Udp(1024, 53)
+                        .PayloadSize(32)
+                        .Build();
+  CHECK(Flood(fx, ack, 60, kFlood) == kFlood);
+  CHECK(Flood(fx, udp, 100, kFlood) == kFlood);
+
+  // The table changes: every established flow still goes where it went.
+  fx.SetTable(kVipTcp4, CyclingTable({2, 3, 1}));
+  uint32_t kept = 0, in_flows = 0;
+  for (const auto& [client, backend] : backend_of) {
+    const auto [lo, port] = client;
+    const Bytes data = pktgen::PacketBuilder()
+                           .Eth(Lab::TorMac(), Lab::RouterMac())
+                           .Ip4(Client(50, static_cast<uint8_t>(lo)), Lab::Vip4())
+                           .Tcp(static_cast<uint16_t>(port), 80, tcp::kAck | tcp::kPsh, 101, 1)
+                           .PayloadSize(20)
+                           .Build();
+    const Outcome o = fx.Run(data);
+    REQUIRE(o.verdict == BALLAST_V_TX);
+    if (BackendOf(fx, o.out) == backend) ++kept;
+    const ballast_flow_key key = FlowKey(Client(50, static_cast<uint8_t>(lo)), Lab::Vip4(),
+                                         static_cast<uint16_t>(port), 80, IPPROTO_TCP);
+    if (fx.FlowMap(key) == "flows") ++in_flows;
+  }
+  INFO(kept << " of " << kEstablished << " kept their backend; " << in_flows
+            << " still in `flows`");
+  CHECK(kept >= kEstablished * 99 / 100);
+  CHECK(in_flows >= kEstablished * 99 / 100);
+  // The floods are where they belong: each map full, `flows` holding the
+  // connections only.
+  CHECK(Entries(fx, "flows") == kEstablished);
+  CHECK(Entries(fx, "flows_adopted") > kCapacity * 9 / 10);
+  CHECK(Entries(fx, "flows_udp") > kCapacity * 9 / 10);
+}
+
+}  // namespace
+}  // namespace ballast::bpftest
