@@ -1,6 +1,9 @@
 #include "agent/etcd/ownership.h"
 
+#include <chrono>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -35,43 +38,74 @@ absl::StatusOr<std::unique_ptr<Ownership>> Ownership::TryAcquire(Client& client,
 
   // The key may go while the lease lives (an operator deletes it, a bug
   // overwrites it): that ends ownership too.
+  if (absl::Status w = own->WatchKey(own->fence_.revision + 1); !w.ok()) {
+    (void)own->Release();
+    return w;
+  }
+  return own;
+}
+
+absl::Status Ownership::WatchKey(int64_t from_revision) {
   WatchSpec spec;
-  spec.key = key;
-  spec.start_revision = own->fence_.revision + 1;
-  Fence fence = own->fence_;
-  absl::StatusOr<std::unique_ptr<Watch>> watch = client.StartWatch(spec, [self, fence, &client](
-                                                                             const WatchUpdate& u) {
-    if (u.kind == WatchUpdate::Kind::kEvents) {
-      for (const Event& e : u.events) {
-        if (e.type == Event::Type::kDelete) {
-          self->Lose(absl::AbortedError(
-              absl::StrFormat("ownership of %s lost: the key was deleted at revision %d", fence.key,
-                              e.kv.mod_revision)));
-          return;
-        }
-        if (e.kv.create_revision != fence.revision) {
-          self->Lose(absl::AbortedError(
-              absl::StrFormat("ownership of %s lost: the key was re-created at revision %d",
-                              fence.key, e.kv.create_revision)));
-          return;
-        }
+  spec.key = fence_.key;
+  spec.start_revision = from_revision;
+  absl::StatusOr<std::unique_ptr<Watch>> watch =
+      client_.StartWatch(spec, [this](const WatchUpdate& u) { OnKeyWatch(u); });
+  if (!watch.ok()) return watch.status();
+  std::vector<std::unique_ptr<Watch>> done;
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    if (!watch_closed_) {
+      // The ended watch (if any) is kept until later: it may be the one
+      // whose callback is running now, which cannot destroy it. An older
+      // one can go.
+      done = std::move(retired_);
+      retired_.clear();
+      if (watch_ != nullptr) retired_.push_back(std::move(watch_));
+      watch_ = std::move(*watch);
+    } else {
+      done.push_back(std::move(*watch));  // Release() ran meanwhile
+    }
+  }
+  for (auto& w : done) w->Stop();
+  return absl::OkStatus();
+}
+
+void Ownership::OnKeyWatch(const WatchUpdate& u) {
+  if (u.kind == WatchUpdate::Kind::kEvents) {
+    for (const Event& e : u.events) {
+      if (e.type == Event::Type::kDelete) {
+        Lose(absl::AbortedError(
+            absl::StrFormat("ownership of %s lost: the key was deleted at revision %d", fence_.key,
+                            e.kv.mod_revision)));
+        return;
       }
-    } else if (u.kind == WatchUpdate::Kind::kCompacted || u.kind == WatchUpdate::Kind::kFailed) {
-      // The watch has ended: check the key once; the lease still guards
-      // against expiry.
-      absl::StatusOr<RangeResult> now = client.Get(fence.key);
-      if (now.ok() && (now->kvs.empty() || now->kvs[0].create_revision != fence.revision)) {
-        self->Lose(absl::AbortedError(
-            absl::StrFormat("ownership of %s lost: the key is gone or re-created", fence.key)));
+      if (e.kv.create_revision != fence_.revision) {
+        Lose(absl::AbortedError(
+            absl::StrFormat("ownership of %s lost: the key was re-created at revision %d",
+                            fence_.key, e.kv.create_revision)));
+        return;
       }
     }
-  });
-  if (!watch.ok()) {
-    (void)own->Release();
-    return watch.status();
+    return;
   }
-  own->watch_ = std::move(*watch);
-  return own;
+  if (u.kind != WatchUpdate::Kind::kCompacted && u.kind != WatchUpdate::Kind::kFailed) return;
+  // The watch has ended (its history was compacted, say after a member
+  // restart): read the key, and if it is still ours watch again from that
+  // read. Until etcd answers, the lease guards against expiry; a key
+  // deleted meanwhile shows in the read.
+  while (held()) {
+    absl::StatusOr<RangeResult> now = client_.Get(fence_.key);
+    if (now.ok()) {
+      if (now->kvs.empty() || now->kvs[0].create_revision != fence_.revision) {
+        Lose(absl::AbortedError(
+            absl::StrFormat("ownership of %s lost: the key is gone or re-created", fence_.key)));
+        return;
+      }
+      if (WatchKey(now->revision + 1).ok()) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 Ownership::~Ownership() { (void)Release(); }
@@ -105,7 +139,18 @@ absl::Status Ownership::Release() {
     was_held = status_.ok() && !released_;
     released_ = true;
   }
-  if (watch_ != nullptr) watch_->Stop();
+  // Not under watch_mu_: a callback restarting the watch takes it (after
+  // held() turned false it starts none). Stop() joins the threads.
+  std::unique_ptr<Watch> watch;
+  std::vector<std::unique_ptr<Watch>> retired;
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    watch_closed_ = true;  // no callback installs a new watch from here on
+    watch = std::move(watch_);
+    retired = std::move(retired_);
+  }
+  if (watch != nullptr) watch->Stop();
+  for (auto& w : retired) w->Stop();
   absl::Status s = absl::OkStatus();
   if (was_held && fence_.revision != 0) s = ReleaseKey(client_, fence_);
   if (session_ != nullptr) {

@@ -15,6 +15,10 @@
 //
 // Writes that depend on ownership carry fence() (FencedTxn in fence.h).
 //
+// The key watch is kept for as long as the key is held: when it ends (its
+// history compacted, e.g. after a member restart) the key is read again and
+// a new watch starts from that read.
+//
 // Threading: thread-safe. on_lost runs on an internal thread (keep-alive or
 // watch) and must not destroy the Ownership. The Client must outlive it.
 #ifndef BALLAST_AGENT_ETCD_OWNERSHIP_H_
@@ -25,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -66,12 +71,22 @@ class Ownership {
  private:
   Ownership(Client& client, OwnershipOptions options);
   void Lose(const absl::Status& why);
+  // Watches the key from `from_revision` (a deletion or re-creation loses
+  // ownership), replacing the current watch.
+  absl::Status WatchKey(int64_t from_revision);
+  // The watch's callback. When the watch ends (compaction, refusal) it reads
+  // the key and watches again from there, for as long as it is held.
+  void OnKeyWatch(const WatchUpdate& u);
 
   Client& client_;
   OwnershipOptions options_;
   Fence fence_;
   std::unique_ptr<Session> session_;
+
+  std::mutex watch_mu_;
   std::unique_ptr<Watch> watch_;
+  std::vector<std::unique_ptr<Watch>> retired_;  // ended watches, stopped by Release()
+  bool watch_closed_ = false;                    // Release() took the watches
 
   mutable std::mutex mu_;
   absl::Status status_;

@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <mutex>
+#include <string>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "agent/etcd/client.h"
@@ -77,6 +79,41 @@ TEST_CASE("an owner notices that its key was deleted", "[ownership]") {
   Report("ownership: key deleted -> owner told", MsSince(t0), "ms");
   CHECK_FALSE((*a)->held());
   CHECK((*a)->status().code() == absl::StatusCode::kAborted);
+}
+
+// The key watch ends when its history is compacted away (here: the member
+// restarts while the watch's next revision is compacted); the owner reads
+// the key and watches again, so a later deletion is still noticed.
+TEST_CASE("an owner keeps watching its key across a compaction and a member restart",
+          "[ownership]") {
+  auto etcd = EtcdCluster::Start(1);
+  auto client = MakeClient(etcd->endpoints());
+  std::atomic<bool> lost{false};
+  OwnershipOptions opts;
+  opts.ttl_seconds = 10;
+  opts.on_lost = [&](const absl::Status& why) {
+    if (absl::StrContains(why.message(), "deleted")) lost = true;
+  };
+  absl::StatusOr<std::unique_ptr<Ownership>> a =
+      Ownership::TryAcquire(*client, kVipKey, "router-a", opts);
+  REQUIRE_OK(a);
+  REQUIRE(*a != nullptr);
+  absl::StatusOr<int64_t> last = 0;
+  for (int i = 0; i < 5; ++i) {
+    last = client->Put("/ballast/other", std::to_string(i));
+    REQUIRE_OK(last);
+  }
+  REQUIRE_OK(client->Compact(*last));
+  etcd->Kill(0);
+  etcd->Restart(0);
+  // The watch resumes from before the compaction: ended, then re-made.
+  std::this_thread::sleep_for(2s);
+  REQUIRE((*a)->held());
+  const auto t0 = SteadyClock::now();
+  REQUIRE_OK(client->Delete(kVipKey));
+  REQUIRE(WaitFor([&] { return lost.load(); }, 1s));
+  Report("ownership: key deleted after compaction + restart -> owner told", MsSince(t0), "ms");
+  CHECK_FALSE((*a)->held());
 }
 
 TEST_CASE("a frozen etcd: the owner gives up at its deadline, before a standby can take over",
