@@ -54,6 +54,12 @@ std::span<const MethodInfo> AllMethods() { return kMethods; }
 
 const MethodInfo& Describe(Method method) { return kMethods[static_cast<size_t>(method)]; }
 
+std::vector<std::string> IdentityNames(const PeerInfo& peer) {
+  if (peer.has_san) return peer.san_names;
+  if (peer.common_name.empty()) return {};
+  return {peer.common_name};
+}
+
 absl::StatusOr<AccessPolicy> AccessPolicy::Create(const v1::AdminAccess& admin) {
   AccessPolicy policy;
   std::set<std::string> seen;
@@ -87,24 +93,39 @@ absl::StatusOr<Caller> AccessPolicy::Authorize(const PeerInfo& peer, Method meth
     case PeerInfo::Transport::kTls:
       break;
   }
-  if (!peer.verified || peer.names.empty()) {
+  if (!peer.verified) {
     return absl::UnauthenticatedError(
         absl::StrCat("client ", peer.address,
                      " presented no verified client certificate; the admin TCP "
                      "listener requires one issued by admin.tls_client_ca"));
   }
+  // Said when a certificate is refused although its CN is in the list.
+  const std::string cn_ignored =
+      peer.has_san && !peer.common_name.empty()
+          ? absl::StrCat(" (its CN '", peer.common_name,
+                         "' does not count: the certificate has subject alternative names)")
+          : std::string();
+  const std::vector<std::string> names = IdentityNames(peer);
+  if (names.empty()) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "client ", peer.address,
+        " presented a certificate with no name to match admin.identities: no DNS or URI subject "
+        "alternative name",
+        cn_ignored.empty() ? " and no CN" : cn_ignored));
+  }
   const v1::Identity* match = nullptr;
   for (const v1::Identity& id : identities_) {
-    for (const std::string& name : peer.names) {
+    for (const std::string& name : names) {
       if (name != id.name()) continue;
       // Least privilege: a read-only match wins over an admin match.
       if (match == nullptr || id.read_only()) match = &id;
     }
   }
   if (match == nullptr) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "client certificate names [", absl::StrJoin(peer.names, ", "),
-        "] match no entry of admin.identities; add one of them to the agent's allow-list"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("client certificate names [", absl::StrJoin(names, ", "),
+                     "] match no entry of admin.identities", cn_ignored,
+                     "; add one of them to the agent's allow-list"));
   }
   caller.actor = absl::StrCat("operator:tls:", match->name());
   caller.read_only = match->read_only();

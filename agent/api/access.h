@@ -11,10 +11,13 @@
 //    is unknown.
 //  - TLS callers must present a client certificate that chains to
 //    admin.tls_client_ca (enforced by the TLS handshake) AND one of its
-//    names (subject CN, DNS or URI subject alternative names; exact,
-//    case-sensitive) must equal an entry of admin.identities. Their actor is
-//    "operator:tls:<identity>". If a certificate matches several entries and
-//    any of them is read_only, the caller is read-only (least privilege).
+//    names (exact, case-sensitive) must equal an entry of admin.identities.
+//    Its names are its DNS and URI subject alternative names; its subject
+//    CN counts only when it has no SAN at all (RFC 6125), so a certificate
+//    with any SAN (DNS, URI, IP, email) is never identified by its CN.
+//    Their actor is "operator:tls:<identity>". If a certificate matches
+//    several entries and any of them is read_only, the caller is read-only
+//    (least privilege).
 //  - Read-only identities may call read methods only (List*, Get*,
 //    WatchEvents, QueryAudit) and ApplyConfig with dry_run=true, which
 //    changes nothing (it is `lbctl config diff`).
@@ -82,11 +85,17 @@ struct PeerInfo {
   enum class Transport { kUnknown, kUnix, kTls };
   Transport transport = Transport::kUnknown;
   std::optional<uint32_t> uid;  // kUnix: from SO_PEERCRED when known
-  bool verified = false;        // kTls: the certificate chain was verified
-  // kTls: subject CN first, then DNS and URI subject alternative names.
-  std::vector<std::string> names;
-  std::string address;  // for messages, e.g. "ipv4:127.0.0.1:51234"
+  bool verified = false;        // kTls: the handshake verified the chain
+  // kTls: what the client certificate says (IdentityNames picks the names).
+  std::string common_name;             // subject CN, "" if none
+  std::vector<std::string> san_names;  // DNS, then URI subject alternative names
+  bool has_san = false;                // any SAN, also IP or email
+  std::string address;                 // for messages, e.g. "ipv4:127.0.0.1:51234"
 };
+
+// The names a TLS caller is identified by: san_names if the certificate has
+// any SAN, else its common name.
+std::vector<std::string> IdentityNames(const PeerInfo& peer);
 
 struct Caller {
   std::string actor;  // for the audit log

@@ -22,6 +22,11 @@ void AddValues(const grpc::AuthContext& auth, const char* property, std::vector<
   }
 }
 
+std::string FirstValue(const grpc::AuthContext& auth, const char* property) {
+  const std::vector<grpc::string_ref> values = auth.FindPropertyValues(property);
+  return values.empty() ? std::string() : std::string(values[0].data(), values[0].size());
+}
+
 }  // namespace
 
 PeerInfo PeerOf(const grpc::ServerContext& ctx, const UidLookup& uid_of_fd) {
@@ -38,9 +43,10 @@ PeerInfo PeerOf(const grpc::ServerContext& ctx, const UidLookup& uid_of_fd) {
   if (security == GRPC_SSL_TRANSPORT_SECURITY_TYPE) {
     peer.transport = PeerInfo::Transport::kTls;
     peer.verified = auth->IsPeerAuthenticated();
-    AddValues(*auth, GRPC_X509_CN_PROPERTY_NAME, &peer.names);
-    AddValues(*auth, GRPC_PEER_DNS_PROPERTY_NAME, &peer.names);
-    AddValues(*auth, GRPC_PEER_URI_PROPERTY_NAME, &peer.names);
+    peer.common_name = FirstValue(*auth, GRPC_X509_CN_PROPERTY_NAME);
+    AddValues(*auth, GRPC_PEER_DNS_PROPERTY_NAME, &peer.san_names);
+    AddValues(*auth, GRPC_PEER_URI_PROPERTY_NAME, &peer.san_names);
+    peer.has_san = !auth->FindPropertyValues(GRPC_X509_SAN_PROPERTY_NAME).empty();
     return peer;
   }
   // Connections we accepted on the unix socket ourselves are insecure

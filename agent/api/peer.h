@@ -4,9 +4,10 @@
 //    strings "fd:<n>" and no transport security; their uid comes from the
 //    listener's SO_PEERCRED record for that fd.
 //  - Calls over the TCP listener have transport_security_type "ssl"; the
-//    names are the certificate's subject CN, then its DNS and URI subject
-//    alternative names (gRPC 1.51 properties x509_common_name, peer_dns,
-//    peer_uri).
+//    peer carries the certificate's subject CN, its DNS and URI subject
+//    alternative names and whether it has any SAN (gRPC 1.51 properties
+//    x509_common_name, peer_dns, peer_uri, x509_subject_alternative_name).
+//    Which names count is AccessPolicy's rule (access.h).
 //  - Anything else is Transport::kUnknown and AccessPolicy refuses it.
 #ifndef BALLAST_AGENT_API_PEER_H_
 #define BALLAST_AGENT_API_PEER_H_

@@ -90,7 +90,7 @@ absl::StatusOr<TlsMaterial> LoadTlsMaterial(const v1::AdminAccess& admin) {
   if (admin.identities_size() == 0) {
     return absl::InvalidArgumentError(
         "admin.tcp_listen is set but admin.identities is empty: list the client certificate "
-        "names (CN or DNS/URI SAN) allowed to connect");
+        "names (DNS/URI SAN, or the CN of a certificate without SAN) allowed to connect");
   }
 
   TlsMaterial m;

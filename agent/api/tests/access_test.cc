@@ -19,11 +19,15 @@ v1::AdminAccess Admin() {
   return a;
 }
 
-PeerInfo Tls(std::vector<std::string> names) {
+// A verified TLS peer whose certificate has subject CN `cn` and the DNS/URI
+// subject alternative names `sans` (none: no SAN extension).
+PeerInfo Tls(std::string cn, std::vector<std::string> sans = {}) {
   PeerInfo p;
   p.transport = PeerInfo::Transport::kTls;
   p.verified = true;
-  p.names = std::move(names);
+  p.common_name = std::move(cn);
+  p.has_san = !sans.empty();
+  p.san_names = std::move(sans);
   p.address = "ipv4:127.0.0.1:5000";
   return p;
 }
@@ -78,14 +82,14 @@ TEST_CASE("TLS identities: admin, read-only, unknown, unverified", "[access]") {
   REQUIRE(policy.ok());
 
   SECTION("admin may write") {
-    absl::StatusOr<Caller> c = policy->Authorize(Tls({"ops-admin"}), Method::kSetWeight);
+    absl::StatusOr<Caller> c = policy->Authorize(Tls("ops-admin"), Method::kSetWeight);
     REQUIRE(c.ok());
     CHECK(c->actor == "operator:tls:ops-admin");
   }
   SECTION("read-only may read, not write") {
     for (const MethodInfo& m : AllMethods()) {
       INFO(m.name);
-      absl::StatusOr<Caller> c = policy->Authorize(Tls({"reader", "reader.example"}), m.method);
+      absl::StatusOr<Caller> c = policy->Authorize(Tls("reader", {"reader.example"}), m.method);
       if (m.access == Access::kRead) {
         REQUIRE(c.ok());
         CHECK(c->actor == "operator:tls:reader.example");
@@ -98,32 +102,33 @@ TEST_CASE("TLS identities: admin, read-only, unknown, unverified", "[access]") {
     }
   }
   SECTION("read-only may dry-run a config, not apply it") {
-    CHECK(policy->Authorize(Tls({"reader.example"}), Method::kApplyConfig, true).ok());
-    absl::StatusOr<Caller> c = policy->Authorize(Tls({"reader.example"}), Method::kApplyConfig);
+    CHECK(policy->Authorize(Tls("", {"reader.example"}), Method::kApplyConfig, true).ok());
+    absl::StatusOr<Caller> c = policy->Authorize(Tls("", {"reader.example"}), Method::kApplyConfig);
     CHECK(c.status().code() == absl::StatusCode::kPermissionDenied);
     CHECK_THAT(std::string(c.status().message()),
                Catch::Contains("ConfigService/ApplyConfig (without dry_run)"));
   }
   SECTION("a certificate matching both an admin and a read-only entry is read-only") {
     absl::StatusOr<Caller> c =
-        policy->Authorize(Tls({"ops-admin", "reader.example"}), Method::kDrain);
+        policy->Authorize(Tls("", {"ops-admin", "reader.example"}), Method::kDrain);
     CHECK(c.status().code() == absl::StatusCode::kPermissionDenied);
   }
   SECTION("names not in the allow-list are denied and listed") {
-    absl::StatusOr<Caller> c = policy->Authorize(Tls({"stranger", "x.example"}), Method::kListVips);
+    absl::StatusOr<Caller> c =
+        policy->Authorize(Tls("", {"stranger", "x.example"}), Method::kListVips);
     CHECK(c.status().code() == absl::StatusCode::kPermissionDenied);
     CHECK_THAT(std::string(c.status().message()), Catch::Contains("[stranger, x.example]"));
   }
   SECTION("matching is exact") {
-    CHECK_FALSE(policy->Authorize(Tls({"OPS-ADMIN"}), Method::kListVips).ok());
-    CHECK_FALSE(policy->Authorize(Tls({"ops-admin2"}), Method::kListVips).ok());
+    CHECK_FALSE(policy->Authorize(Tls("OPS-ADMIN"), Method::kListVips).ok());
+    CHECK_FALSE(policy->Authorize(Tls("ops-admin2"), Method::kListVips).ok());
   }
   SECTION("no verified certificate is unauthenticated") {
-    PeerInfo p = Tls({"ops-admin"});
+    PeerInfo p = Tls("ops-admin");
     p.verified = false;
     CHECK(policy->Authorize(p, Method::kListVips).status().code() ==
           absl::StatusCode::kUnauthenticated);
-    CHECK(policy->Authorize(Tls({}), Method::kListVips).status().code() ==
+    CHECK(policy->Authorize(Tls(""), Method::kListVips).status().code() ==
           absl::StatusCode::kUnauthenticated);
   }
   SECTION("an unknown transport is refused") {
@@ -132,6 +137,39 @@ TEST_CASE("TLS identities: admin, read-only, unknown, unverified", "[access]") {
     CHECK(policy->Authorize(p, Method::kListVips).status().code() ==
           absl::StatusCode::kUnauthenticated);
   }
+}
+
+TEST_CASE("the CN counts only when the certificate has no SAN", "[access]") {
+  absl::StatusOr<AccessPolicy> policy = AccessPolicy::Create(Admin());
+  REQUIRE(policy.ok());
+
+  CHECK(IdentityNames(Tls("ops-admin")) == std::vector<std::string>{"ops-admin"});
+  CHECK(IdentityNames(Tls("ops-admin", {"a.example", "spiffe://x/y"})) ==
+        std::vector<std::string>{"a.example", "spiffe://x/y"});
+  CHECK(IdentityNames(Tls("")).empty());
+
+  // No SAN: identified by its CN.
+  absl::StatusOr<Caller> cn_only = policy->Authorize(Tls("ops-admin"), Method::kSetWeight);
+  REQUIRE(cn_only.ok());
+  CHECK(cn_only->actor == "operator:tls:ops-admin");
+
+  // A DNS SAN: the CN no longer counts, and the refusal says so.
+  absl::StatusOr<Caller> mixed =
+      policy->Authorize(Tls("ops-admin", {"someone-else"}), Method::kListVips);
+  CHECK(mixed.status().code() == absl::StatusCode::kPermissionDenied);
+  CHECK_THAT(std::string(mixed.status().message()),
+             Catch::Contains("names [someone-else] match no entry of admin.identities (its CN "
+                             "'ops-admin' does not count: the certificate has subject "
+                             "alternative names)"));
+
+  // Only an IP (or email) SAN: still a SAN, so no name is left to match.
+  PeerInfo ip_only = Tls("ops-admin");
+  ip_only.has_san = true;
+  absl::StatusOr<Caller> ip = policy->Authorize(ip_only, Method::kListVips);
+  CHECK(ip.status().code() == absl::StatusCode::kUnauthenticated);
+  CHECK_THAT(std::string(ip.status().message()),
+             Catch::Contains("no DNS or URI subject alternative name (its CN 'ops-admin' does "
+                             "not count"));
 }
 
 TEST_CASE("identity list is validated", "[access]") {

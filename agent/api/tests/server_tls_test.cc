@@ -192,9 +192,26 @@ TEST_CASE_METHOD(Fixture, "TLS: a valid certificate whose name is not allowed is
   auto ch = Channel(pki.stranger_crt, pki.stranger_key);
   grpc::Status s = ListVips(ch);
   CHECK(s.error_code() == grpc::StatusCode::PERMISSION_DENIED);
-  CHECK_THAT(s.error_message(), Catch::Contains("[stranger, stranger.example]"));
+  CHECK_THAT(s.error_message(), Catch::Contains("names [stranger.example] match no entry"));
   CHECK(AddVip(ch).error_code() == grpc::StatusCode::PERMISSION_DENIED);
   CHECK(engine.calls().empty());
+}
+
+TEST_CASE_METHOD(Fixture, "TLS: an allowed CN does not count when the certificate has a SAN",
+                 "[server][tls]") {
+  // CN=ops-admin, SAN DNS:someone-else: identified as someone-else only.
+  grpc::Status s = AddVip(Channel(pki.mixed_crt, pki.mixed_key));
+  CHECK(s.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  CHECK_THAT(s.error_message(), Catch::Contains("names [someone-else] match no entry"));
+  CHECK_THAT(s.error_message(), Catch::Contains("its CN 'ops-admin' does not count"));
+  // CN=ops-admin, SAN IP:192.0.2.1: an IP SAN is a SAN too, and not a name.
+  s = AddVip(Channel(pki.ip_only_crt, pki.ip_only_key));
+  CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK_THAT(s.error_message(), Catch::Contains("no name to match admin.identities"));
+  CHECK(engine.calls().empty());
+  // CN=ops-admin without any SAN: the admin.
+  REQUIRE(AddVip(Channel(pki.admin_crt, pki.admin_key)).ok());
+  CHECK(engine.calls().at(0).actor == "operator:tls:ops-admin");
 }
 
 TEST_CASE_METHOD(Fixture, "TLS: the unix socket keeps working next to the TCP listener",

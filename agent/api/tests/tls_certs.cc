@@ -35,6 +35,8 @@ leaf reader reader ca clientAuth "DNS:reader.example"
 leaf uri svc ca clientAuth "URI:spiffe://ballast/admin-bot"
 leaf stranger stranger ca clientAuth "DNS:stranger.example"
 leaf rogue ops-admin otherca clientAuth ""
+leaf mixed ops-admin ca clientAuth "DNS:someone-else"
+leaf iponly ops-admin ca clientAuth "IP:192.0.2.1"
 )SH";
   WriteFile(dir + "/gen.sh", script);
   const std::string cmd = "sh " + dir + "/gen.sh " + dir + " > " + dir + "/gen.log 2>&1";
@@ -58,6 +60,10 @@ leaf rogue ops-admin otherca clientAuth ""
   p.stranger_key = f("stranger.key");
   p.rogue_crt = f("rogue.crt");
   p.rogue_key = f("rogue.key");
+  p.mixed_crt = f("mixed.crt");
+  p.mixed_key = f("mixed.key");
+  p.ip_only_crt = f("iponly.crt");
+  p.ip_only_key = f("iponly.key");
   return p;
 }
 

@@ -1,7 +1,7 @@
 // Test PKI generated with the openssl command at test time: a CA, a server
 // certificate for 127.0.0.1, client certificates (admin by CN, read-only by
-// DNS SAN, a name not in any allow-list), and a second CA with a client
-// certificate that copies the admin's name.
+// DNS SAN, a name not in any allow-list, the admin's CN next to a SAN), and a
+// second CA with a client certificate that copies the admin's name.
 #ifndef BALLAST_AGENT_API_TESTS_TLS_CERTS_H_
 #define BALLAST_AGENT_API_TESTS_TLS_CERTS_H_
 
@@ -18,6 +18,8 @@ struct TestPki {
   std::string uri_crt, uri_key;            // CN=svc, SAN URI:spiffe://ballast/admin-bot
   std::string stranger_crt, stranger_key;  // CN=stranger (right CA, not allowed)
   std::string rogue_crt, rogue_key;        // CN=ops-admin signed by ANOTHER CA
+  std::string mixed_crt, mixed_key;        // CN=ops-admin, SAN DNS:someone-else
+  std::string ip_only_crt, ip_only_key;    // CN=ops-admin, SAN IP:192.0.2.1
 };
 
 // Creates everything under `dir`; throws std::runtime_error with openssl's
