@@ -60,8 +60,10 @@ std::vector<std::string> IdentityNames(const PeerInfo& peer) {
   return {peer.common_name};
 }
 
-absl::StatusOr<AccessPolicy> AccessPolicy::Create(const v1::AdminAccess& admin) {
+absl::StatusOr<AccessPolicy> AccessPolicy::Create(const v1::AdminAccess& admin,
+                                                  std::shared_ptr<const ClientVerifier> verifier) {
   AccessPolicy policy;
+  policy.verifier_ = std::move(verifier);
   std::set<std::string> seen;
   for (int i = 0; i < admin.identities_size(); ++i) {
     const v1::Identity& id = admin.identities(i);
@@ -98,6 +100,12 @@ absl::StatusOr<Caller> AccessPolicy::Authorize(const PeerInfo& peer, Method meth
         absl::StrCat("client ", peer.address,
                      " presented no verified client certificate; the admin TCP "
                      "listener requires one issued by admin.tls_client_ca"));
+  }
+  if (verifier_ != nullptr) {
+    if (absl::Status s = verifier_->Verify(peer.cert_pem, peer.chain_pem); !s.ok()) {
+      return absl::UnauthenticatedError(
+          absl::StrCat("client ", peer.address, " refused: ", s.message()));
+    }
   }
   // Said when a certificate is refused although its CN is in the list.
   const std::string cn_ignored =

@@ -10,8 +10,9 @@
 //    "operator:unix:uid=<uid>" (SO_PEERCRED) or "operator:unix" if the uid
 //    is unknown.
 //  - TLS callers must present a client certificate that chains to
-//    admin.tls_client_ca (enforced by the TLS handshake) AND one of its
-//    names (exact, case-sensitive) must equal an entry of admin.identities.
+//    admin.tls_client_ca (enforced by the TLS handshake, and again on every
+//    call with admin.tls_crl: client_verifier.h) AND one of its names
+//    (exact, case-sensitive) must equal an entry of admin.identities.
 //    Its names are its DNS and URI subject alternative names; its subject
 //    CN counts only when it has no SAN at all (RFC 6125), so a certificate
 //    with any SAN (DNS, URI, IP, email) is never identified by its CN.
@@ -30,6 +31,7 @@
 #define BALLAST_AGENT_API_ACCESS_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "agent/api/client_verifier.h"
 #include "ballast/v1/agent.pb.h"
 
 namespace ballast::api {
@@ -90,6 +93,8 @@ struct PeerInfo {
   std::string common_name;             // subject CN, "" if none
   std::vector<std::string> san_names;  // DNS, then URI subject alternative names
   bool has_san = false;                // any SAN, also IP or email
+  std::string cert_pem;                // the certificate, for ClientVerifier
+  std::string chain_pem;               // what the client sent with it
   std::string address;                 // for messages, e.g. "ipv4:127.0.0.1:51234"
 };
 
@@ -105,14 +110,17 @@ struct Caller {
 class AccessPolicy {
  public:
   // Checks admin.identities: names non-empty and unique. An empty list is
-  // valid (only the unix socket is usable then).
-  static absl::StatusOr<AccessPolicy> Create(const v1::AdminAccess& admin);
+  // valid (only the unix socket is usable then). `verifier` re-checks TLS
+  // callers' certificates on each call; null = trust the handshake alone.
+  static absl::StatusOr<AccessPolicy> Create(
+      const v1::AdminAccess& admin, std::shared_ptr<const ClientVerifier> verifier = nullptr);
 
   // dry_run matters only for kWriteUnlessDry methods.
   absl::StatusOr<Caller> Authorize(const PeerInfo& peer, Method method, bool dry_run = false) const;
 
  private:
   std::vector<v1::Identity> identities_;
+  std::shared_ptr<const ClientVerifier> verifier_;
 };
 
 }  // namespace ballast::api

@@ -47,6 +47,8 @@ PeerInfo PeerOf(const grpc::ServerContext& ctx, const UidLookup& uid_of_fd) {
     AddValues(*auth, GRPC_PEER_DNS_PROPERTY_NAME, &peer.san_names);
     AddValues(*auth, GRPC_PEER_URI_PROPERTY_NAME, &peer.san_names);
     peer.has_san = !auth->FindPropertyValues(GRPC_X509_SAN_PROPERTY_NAME).empty();
+    peer.cert_pem = FirstValue(*auth, GRPC_X509_PEM_CERT_PROPERTY_NAME);
+    peer.chain_pem = FirstValue(*auth, GRPC_X509_PEM_CERT_CHAIN_PROPERTY_NAME);
     return peer;
   }
   // Connections we accepted on the unix socket ourselves are insecure

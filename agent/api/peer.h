@@ -5,8 +5,9 @@
 //    listener's SO_PEERCRED record for that fd.
 //  - Calls over the TCP listener have transport_security_type "ssl"; the
 //    peer carries the certificate's subject CN, its DNS and URI subject
-//    alternative names and whether it has any SAN (gRPC 1.51 properties
-//    x509_common_name, peer_dns, peer_uri, x509_subject_alternative_name).
+//    alternative names, whether it has any SAN, and its PEM with the chain
+//    (gRPC 1.51 properties x509_common_name, peer_dns, peer_uri,
+//    x509_subject_alternative_name, x509_pem_cert, x509_pem_cert_chain).
 //    Which names count is AccessPolicy's rule (access.h).
 //  - Anything else is Transport::kUnknown and AccessPolicy refuses it.
 #ifndef BALLAST_AGENT_API_PEER_H_

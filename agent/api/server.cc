@@ -23,9 +23,6 @@ absl::StatusOr<std::unique_ptr<AdminServer>> StartAdminServer(core::Engine& engi
                                                               const v1::AdminAccess& admin,
                                                               AdminServerOptions options) {
   if (!options.log) options.log = StderrJsonLog;
-  absl::StatusOr<AccessPolicy> policy = AccessPolicy::Create(admin);
-  if (!policy.ok()) return policy.status();
-
   std::optional<TlsMaterial> tls;
   if (!admin.tcp_listen().empty()) {
     absl::StatusOr<TlsMaterial> m = LoadTlsMaterial(admin);
@@ -37,6 +34,8 @@ absl::StatusOr<std::unique_ptr<AdminServer>> StartAdminServer(core::Engine& engi
                 "admin.identities is set but admin.tcp_listen is empty: identities apply only "
                 "to the TCP listener, which is off");
   }
+  absl::StatusOr<AccessPolicy> policy = AccessPolicy::Create(admin, tls ? tls->verifier : nullptr);
+  if (!policy.ok()) return policy.status();
 
   std::unique_ptr<AdminServer> server(new AdminServer());
   server->options_ = options;

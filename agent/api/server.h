@@ -7,9 +7,10 @@
 //    unix_listener.h for how it is created and how stale sockets are handled.
 //  - TCP (admin.tcp_listen non-empty): TLS with the server certificate
 //    admin.tls_cert/admin.tls_key; every client must present a certificate
-//    that chains to admin.tls_client_ca (verified in the handshake) and
-//    whose name is in admin.identities (see access.h). Starting a TCP
-//    listener without all three files or without identities is an error.
+//    that chains to admin.tls_client_ca (verified in the handshake), is
+//    not revoked by admin.tls_crl if set, and whose name is in
+//    admin.identities (see access.h). Starting a TCP listener without all
+//    three files or without identities is an error.
 //
 // StartAdminServer validates all of admin first and either returns a
 // running server or an error naming the field; it never leaves a

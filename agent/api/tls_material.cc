@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -121,10 +122,16 @@ absl::StatusOr<TlsMaterial> LoadTlsMaterial(const v1::AdminAccess& admin) {
                                                    "admin.tls_cert (",
                                                    admin.tls_cert(), ")"));
   }
-  if (FirstCert(m.client_ca_pem) == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("admin.tls_client_ca: ", admin.tls_client_ca(),
-                                                   " contains no PEM certificate"));
+  std::optional<std::string> crl_pem;
+  if (!admin.tls_crl().empty()) {
+    absl::StatusOr<std::string> crl = ReadFile(admin.tls_crl(), "admin.tls_crl");
+    if (!crl.ok()) return crl.status();
+    crl_pem = std::move(*crl);
   }
+  absl::StatusOr<std::shared_ptr<const ClientVerifier>> verifier =
+      ClientVerifier::Create(m.client_ca_pem, crl_pem, admin);
+  if (!verifier.ok()) return verifier.status();
+  m.verifier = std::move(*verifier);
   struct stat st;
   if (stat(admin.tls_key().c_str(), &st) == 0 && (st.st_mode & S_IROTH)) {
     m.warnings.push_back(absl::StrCat("admin.tls_key: ", admin.tls_key(),

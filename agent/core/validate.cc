@@ -666,7 +666,7 @@ absl::Status ValidateAgentConfig(const v1::AgentConfig& c) {
   }
   for (const auto& [field, path] :
        {std::pair{"tls_cert", &a.tls_cert()}, std::pair{"tls_key", &a.tls_key()},
-        std::pair{"tls_client_ca", &a.tls_client_ca()}}) {
+        std::pair{"tls_client_ca", &a.tls_client_ca()}, std::pair{"tls_crl", &a.tls_crl()}}) {
     if (auto s = CheckAbsolutePath(*path, admin.Child(field)); !s.ok()) return s;
   }
   if (!c.metrics_listen().empty()) {

@@ -16,7 +16,6 @@
 namespace ballast::api {
 namespace {
 
-using testing::ReadFileOrDie;
 using testing::RecordingEngine;
 using testing::TempDir;
 using testing::TestPki;
@@ -59,14 +58,7 @@ struct Fixture {
 
   // A channel to the TCP listener presenting `cert`/`key` ("" = none).
   std::shared_ptr<grpc::Channel> Channel(const std::string& cert, const std::string& key) {
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = ReadFileOrDie(pki.ca_crt);
-    if (!cert.empty()) {
-      ssl.pem_cert_chain = ReadFileOrDie(cert);
-      ssl.pem_private_key = ReadFileOrDie(key);
-    }
-    return grpc::CreateChannel("127.0.0.1:" + std::to_string(server->tcp_port()),
-                               grpc::SslCredentials(ssl));
+    return testing::TlsChannel(server->tcp_port(), pki.ca_crt, cert, key);
   }
 
   grpc::Status ListVips(const std::shared_ptr<grpc::Channel>& ch) {
@@ -214,6 +206,34 @@ TEST_CASE_METHOD(Fixture, "TLS: an allowed CN does not count when the certificat
   CHECK(engine.calls().at(0).actor == "operator:tls:ops-admin");
 }
 
+TEST_CASE("TLS: with admin.tls_crl a revoked certificate is refused, others get in",
+          "[server][tls][crl]") {
+  TempDir dir;
+  const TestPki pki = testing::GeneratePki(dir.path());
+  RecordingEngine engine;
+  AdminServerOptions quiet;
+  quiet.log = [](absl::string_view, absl::string_view) {};
+  v1::AdminAccess a = TlsAccess(dir, pki);
+  a.set_tls_crl(pki.ca_crl);
+  auto server = StartAdminServer(engine, a, quiet);
+  REQUIRE(server.ok());
+  const int port = (*server)->tcp_port();
+  auto call = [&](const std::string& cert, const std::string& key) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::ListVipsResponse resp;
+    return v1::Vips::NewStub(testing::TlsChannel(port, pki.ca_crt, cert, key))
+        ->ListVips(&ctx, {}, &resp);
+  };
+  // Same CN as the admin, same CA, but revoked.
+  grpc::Status revoked = call(pki.revoked_crt, pki.revoked_key);
+  CHECK(revoked.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK_THAT(revoked.error_message(), Catch::Contains("client certificate 'CN=ops-admin'"));
+  CHECK_THAT(revoked.error_message(), Catch::Contains("is revoked by admin.tls_crl"));
+  CHECK(call(pki.admin_crt, pki.admin_key).ok());
+  CHECK(call(pki.reader_crt, pki.reader_key).ok());
+}
+
 TEST_CASE_METHOD(Fixture, "TLS: the unix socket keeps working next to the TCP listener",
                  "[server][tls]") {
   auto ch = testing::UnixChannel(dir.Join("lbagent.sock"));
@@ -254,7 +274,7 @@ TEST_CASE("TLS: the TCP listener refuses to start without what mutual TLS needs"
   struct Case {
     const char* what;
     std::function<void(v1::AdminAccess&)> edit;
-    const char* message;
+    std::string message;
   };
   const Case cases[] = {
       {"no cert", [](v1::AdminAccess& a) { a.clear_tls_cert(); }, "admin.tls_cert is empty"},
@@ -273,6 +293,12 @@ TEST_CASE("TLS: the TCP listener refuses to start without what mutual TLS needs"
        "admin.tcp_listen"},
       {"v6 without brackets", [](v1::AdminAccess& a) { a.set_tcp_listen("::1:7443"); },
        "without brackets"},
+      {"missing CRL", [&](v1::AdminAccess& a) { a.set_tls_crl(dir.Join("nope.crl")); },
+       "admin.tls_crl: cannot read"},
+      {"CRL of another CA", [&](v1::AdminAccess& a) { a.set_tls_crl(pki.other_ca_crl); },
+       "which is not a CA in admin.tls_client_ca"},
+      {"expired CRL", [&](v1::AdminAccess& a) { a.set_tls_crl(pki.expired_crl); },
+       "admin.tls_crl: " + pki.expired_crl + " has a CRL of 'CN=ballast test CA' that expired"},
   };
   for (const Case& c : cases) {
     INFO(c.what);

@@ -26,6 +26,21 @@ std::shared_ptr<grpc::Channel> UnixChannel(const std::string& socket_path) {
   return grpc::CreateChannel("unix:" + socket_path, grpc::InsecureChannelCredentials());
 }
 
+std::shared_ptr<grpc::Channel> TlsChannel(int port, const std::string& ca_file,
+                                          const std::string& cert_file,
+                                          const std::string& key_file) {
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadFileOrDie(ca_file);
+  if (!cert_file.empty()) {
+    ssl.pem_cert_chain = ReadFileOrDie(cert_file);
+    ssl.pem_private_key = ReadFileOrDie(key_file);
+  }
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::SslCredentials(ssl),
+                                   args);
+}
+
 namespace {
 std::string Slurp(std::FILE* f) {
   std::string s;

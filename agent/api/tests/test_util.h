@@ -1,6 +1,6 @@
 // Helpers shared by the API tests: a temporary directory that removes
-// itself, a unix-socket channel to a test server, and capturing lbctl's
-// output.
+// itself, unix-socket and TLS channels to a test server, and capturing
+// lbctl's output.
 #ifndef BALLAST_AGENT_API_TESTS_TEST_UTIL_H_
 #define BALLAST_AGENT_API_TESTS_TEST_UTIL_H_
 
@@ -28,6 +28,13 @@ class TempDir {
 };
 
 std::shared_ptr<grpc::Channel> UnixChannel(const std::string& socket_path);
+
+// A channel to 127.0.0.1:<port> over TLS that trusts the CA in `ca_file`
+// and presents `cert_file`/`key_file` ("" = no client certificate). It has
+// its own subchannel pool: it never shares another channel's connection.
+std::shared_ptr<grpc::Channel> TlsChannel(int port, const std::string& ca_file,
+                                          const std::string& cert_file,
+                                          const std::string& key_file);
 
 // Runs lbctl's RunLbctl with `args` (without "lbctl"); captures stdout and
 // stderr.

@@ -18,6 +18,9 @@ ca() {
   key "$1"
   openssl req -x509 -new -key "$1.key" -subj "/CN=$2" -days 2 -out "$1.crt" \
     -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign"
+  mkdir "$1.db"; : > "$1.db/index.txt"; echo 01 > "$1.db/crlnumber"
+  printf '[ca]\ndefault_ca=d\n[d]\ndatabase=%s\ncrlnumber=%s\ndefault_md=sha256\ndefault_crl_days=2\n' \
+    "$1.db/index.txt" "$1.db/crlnumber" > "$1.db/ca.cnf"
 }
 leaf() {  # name CN CA EKU SAN
   key "$1"
@@ -27,8 +30,13 @@ leaf() {  # name CN CA EKU SAN
   openssl x509 -req -in "$1.csr" -CA "$3.crt" -CAkey "$3.key" -CAcreateserial -days 2 \
     -extfile "$1.ext" -out "$1.crt" 2>/dev/null
 }
+crl() {  # CA out [openssl ca options]
+  c=$1; out=$2; shift 2
+  openssl ca -batch -config "$c.db/ca.cnf" -cert "$c.crt" -keyfile "$c.key" -gencrl -out "$out" "$@"
+}
 ca ca "ballast test CA"
 ca otherca "some other CA"
+ca fakeca "ballast test CA"
 leaf server lbagent ca serverAuth "IP:127.0.0.1,DNS:localhost"
 leaf admin ops-admin ca clientAuth ""
 leaf reader reader ca clientAuth "DNS:reader.example"
@@ -37,6 +45,12 @@ leaf stranger stranger ca clientAuth "DNS:stranger.example"
 leaf rogue ops-admin otherca clientAuth ""
 leaf mixed ops-admin ca clientAuth "DNS:someone-else"
 leaf iponly ops-admin ca clientAuth "IP:192.0.2.1"
+leaf revoked ops-admin ca clientAuth ""
+openssl ca -batch -config ca.db/ca.cnf -cert ca.crt -keyfile ca.key -revoke revoked.crt
+crl ca ca.crl
+crl ca expired.crl -crl_lastupdate 20200101000000Z -crl_nextupdate 20200102000000Z
+crl otherca otherca.crl
+crl fakeca fakeca.crl
 )SH";
   WriteFile(dir + "/gen.sh", script);
   const std::string cmd = "sh " + dir + "/gen.sh " + dir + " > " + dir + "/gen.log 2>&1";
@@ -64,6 +78,13 @@ leaf iponly ops-admin ca clientAuth "IP:192.0.2.1"
   p.mixed_key = f("mixed.key");
   p.ip_only_crt = f("iponly.crt");
   p.ip_only_key = f("iponly.key");
+  p.revoked_crt = f("revoked.crt");
+  p.revoked_key = f("revoked.key");
+  p.other_ca_crt = f("otherca.crt");
+  p.ca_crl = f("ca.crl");
+  p.expired_crl = f("expired.crl");
+  p.other_ca_crl = f("otherca.crl");
+  p.fake_ca_crl = f("fakeca.crl");
   return p;
 }
 

@@ -384,6 +384,10 @@ TEST_CASE("ValidateAgentConfig checks lbagent's own fields") {
   REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
           "admin.tls_cert: required with tcp_listen (mutual TLS only)");
   a.mutable_admin()->clear_tcp_listen();
+  a.mutable_admin()->set_tls_crl("clients.crl");
+  REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+          "admin.tls_crl: \"clients.crl\" is not an absolute path");
+  a.mutable_admin()->clear_tls_crl();
   *a.mutable_initial()->add_vips() = SmallConfig().vips(0);
   a.mutable_initial()->mutable_vips(0)->mutable_backends(2)->set_weight(3000);
   REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
