@@ -11,14 +11,14 @@
 //    is unknown.
 //  - TLS callers must present a client certificate that chains to
 //    admin.tls_client_ca (enforced by the TLS handshake, and again on every
-//    call with admin.tls_crl: client_verifier.h) AND one of its names
-//    (exact, case-sensitive) must equal an entry of admin.identities.
-//    Its names are its DNS and URI subject alternative names; its subject
-//    CN counts only when it has no SAN at all (RFC 6125), so a certificate
-//    with any SAN (DNS, URI, IP, email) is never identified by its CN.
-//    Their actor is "operator:tls:<identity>". If a certificate matches
-//    several entries and any of them is read_only, the caller is read-only
-//    (least privilege).
+//    call against the current CA and admin.tls_crl: client_verifier.h) AND
+//    one of its names (exact, case-sensitive) must equal an entry of
+//    admin.identities. Its names are its DNS and URI subject alternative
+//    names; its subject CN counts only when it has no SAN at all (RFC 6125),
+//    so a certificate with any SAN (DNS, URI, IP, email) is never identified
+//    by its CN. Their actor is "operator:tls:<identity>". If a certificate
+//    matches several entries and any of them is read_only, the caller is
+//    read-only (least privilege).
 //  - Read-only identities may call read methods only (List*, Get*,
 //    WatchEvents, QueryAudit) and ApplyConfig with dry_run=true, which
 //    changes nothing (it is `lbctl config diff`).
@@ -26,7 +26,8 @@
 //    identity is presented, PERMISSION_DENIED when the identity is not
 //    allowed to call the method.
 //
-// AccessPolicy is immutable after Create and safe to use from any thread.
+// AccessPolicy is immutable after Create and safe to use from any thread; a
+// reload replaces the whole policy (services.h).
 #ifndef BALLAST_AGENT_API_ACCESS_H_
 #define BALLAST_AGENT_API_ACCESS_H_
 
@@ -114,6 +115,8 @@ class AccessPolicy {
   // callers' certificates on each call; null = trust the handshake alone.
   static absl::StatusOr<AccessPolicy> Create(
       const v1::AdminAccess& admin, std::shared_ptr<const ClientVerifier> verifier = nullptr);
+
+  size_t identity_count() const { return identities_.size(); }
 
   // dry_run matters only for kWriteUnlessDry methods.
   absl::StatusOr<Caller> Authorize(const PeerInfo& peer, Method method, bool dry_run = false) const;

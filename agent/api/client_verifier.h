@@ -1,14 +1,16 @@
-// Checks a TLS client's certificate on every call against
+// Checks a TLS client's certificate on every call against the current
 // admin.tls_client_ca and, when configured, admin.tls_crl.
 //
-// The TLS handshake already verified the chain against the CA; checking
-// again per call is where revocation is enforced.
+// The TLS handshake already verified the chain against the CA that was
+// current when the connection opened; checking again per call makes a
+// reload (new CA, new CRL) apply to connections that are already open, and
+// is where revocation is enforced.
 //
 // The CRL file holds one PEM CRL for each CA certificate in tls_client_ca
 // (a client certificate whose issuer has no CRL could not be checked and
 // would be refused). Each CRL must be signed by its CA and be current
 // (nextUpdate in the future); a CRL that expires while loaded refuses every
-// certificate of its CA until the agent loads a fresh one.
+// certificate of its CA until a fresh one is reloaded.
 //
 // Immutable after Create; Verify is safe from any thread.
 #ifndef BALLAST_AGENT_API_CLIENT_VERIFIER_H_

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/api/access.h"
 #include "agent/api/services.h"
+#include "agent/api/tls_credentials.h"
 #include "agent/api/tls_material.h"
 #include "agent/api/unix_listener.h"
 
@@ -17,28 +18,63 @@ namespace {
 
 constexpr int kMaxMessageBytes = 64 << 20;  // status of 100 VIPs x 100 backends fits easily
 
+// What StartAdminServer and Reload read and check: the TLS material (only
+// with a TCP listener) and the access policy over it.
+struct AdminMaterial {
+  std::optional<TlsMaterial> tls;
+  AccessPolicy policy;
+};
+
+absl::StatusOr<AdminMaterial> LoadAdminMaterial(const v1::AdminAccess& admin, const LogFn& log) {
+  std::optional<TlsMaterial> tls;
+  if (!admin.tcp_listen().empty()) {
+    absl::StatusOr<TlsMaterial> m = LoadTlsMaterial(admin);
+    if (!m.ok()) return m.status();
+    tls = std::move(*m);
+  }
+  absl::StatusOr<AccessPolicy> policy = AccessPolicy::Create(admin, tls ? tls->verifier : nullptr);
+  if (!policy.ok()) return policy.status();
+  if (tls) {
+    for (const std::string& w : tls->warnings) log("warning", w);
+  } else if (admin.identities_size() > 0 || !admin.tls_crl().empty()) {
+    log("warning",
+        "admin.identities or admin.tls_crl is set but admin.tcp_listen is empty: they apply only "
+        "to the TCP listener, which is off");
+  }
+  return AdminMaterial{std::move(tls), std::move(*policy)};
+}
+
+// The fields a reload cannot change: the listeners are bound to them.
+absl::Status CheckBindingsUnchanged(const v1::AdminAccess& running, const v1::AdminAccess& next) {
+  const struct {
+    const char* field;
+    const std::string& was;
+    const std::string& is;
+  } fields[] = {{"admin.socket_path", running.socket_path(), next.socket_path()},
+                {"admin.socket_group", running.socket_group(), next.socket_group()},
+                {"admin.tcp_listen", running.tcp_listen(), next.tcp_listen()}};
+  for (const auto& f : fields) {
+    if (f.was == f.is) continue;
+    return absl::InvalidArgumentError(absl::StrCat(f.field, ": changed from '", f.was, "' to '",
+                                                   f.is,
+                                                   "', which takes a restart; nothing reloaded"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AdminServer>> StartAdminServer(core::Engine& engine,
                                                               const v1::AdminAccess& admin,
                                                               AdminServerOptions options) {
   if (!options.log) options.log = StderrJsonLog;
-  std::optional<TlsMaterial> tls;
-  if (!admin.tcp_listen().empty()) {
-    absl::StatusOr<TlsMaterial> m = LoadTlsMaterial(admin);
-    if (!m.ok()) return m.status();
-    for (const std::string& w : m->warnings) options.log("warning", w);
-    tls = std::move(*m);
-  } else if (admin.identities_size() > 0) {
-    options.log("warning",
-                "admin.identities is set but admin.tcp_listen is empty: identities apply only "
-                "to the TCP listener, which is off");
-  }
-  absl::StatusOr<AccessPolicy> policy = AccessPolicy::Create(admin, tls ? tls->verifier : nullptr);
-  if (!policy.ok()) return policy.status();
+  absl::StatusOr<AdminMaterial> material = LoadAdminMaterial(admin, options.log);
+  if (!material.ok()) return material.status();
+  const std::optional<TlsMaterial>& tls = material->tls;
 
   std::unique_ptr<AdminServer> server(new AdminServer());
   server->options_ = options;
+  server->admin_ = admin;
 
   absl::StatusOr<std::unique_ptr<UnixListener>> unix =
       UnixListener::Bind(admin.socket_path(), admin.socket_group());
@@ -48,8 +84,8 @@ absl::StatusOr<std::unique_ptr<AdminServer>> StartAdminServer(core::Engine& engi
 
   UnixListener* listener = server->unix_.get();
   server->services_ = std::make_unique<AdminServices>(
-      engine, std::move(*policy), [listener](int fd) { return listener->UidOfFd(fd); }, options.log,
-      options.max_event_streams);
+      engine, std::move(material->policy), [listener](int fd) { return listener->UidOfFd(fd); },
+      options.log, options.max_event_streams);
 
   grpc::ServerBuilder builder;
   for (grpc::Service* s : server->services_->services()) builder.RegisterService(s);
@@ -63,11 +99,8 @@ absl::StatusOr<std::unique_ptr<AdminServer>> StartAdminServer(core::Engine& engi
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int selected_port = 0;
   if (tls) {
-    grpc::SslServerCredentialsOptions ssl(
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    ssl.pem_root_certs = tls->client_ca_pem;
-    ssl.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
-    builder.AddListeningPort(admin.tcp_listen(), grpc::SslServerCredentials(ssl), &selected_port);
+    server->tls_ = std::make_unique<ReloadableTlsCredentials>(*tls);
+    builder.AddListeningPort(admin.tcp_listen(), server->tls_->credentials(), &selected_port);
   }
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr) {
@@ -96,6 +129,29 @@ absl::StatusOr<std::unique_ptr<AdminServer>> StartAdminServer(core::Engine& engi
 }
 
 AdminServer::~AdminServer() { Shutdown(); }
+
+absl::Status AdminServer::Reload(const v1::AdminAccess& admin) {
+  if (shut_down_) return absl::FailedPreconditionError("admin API: reload after shutdown");
+  if (absl::Status s = CheckBindingsUnchanged(admin_, admin); !s.ok()) return s;
+  absl::StatusOr<AdminMaterial> material = LoadAdminMaterial(admin, options_.log);
+  if (!material.ok()) return material.status();
+  // Everything is valid: switch. tls_ exists exactly when tcp_listen is set,
+  // and tcp_listen did not change.
+  if (tls_ != nullptr) tls_->Update(*material->tls);
+  std::string what = absl::StrCat(material->policy.identity_count(), " identities");
+  if (material->tls) {
+    const ClientVerifier& v = *material->tls->verifier;
+    absl::StrAppend(&what, ", TLS material",
+                    v.crl_count() == 0
+                        ? std::string(", no CRL")
+                        : absl::StrCat(", ", v.crl_count(), " CRL(s) from ", admin.tls_crl(),
+                                       " revoking ", v.revoked_count(), " certificate(s)"));
+  }
+  services_->SetPolicy(std::move(material->policy));
+  admin_ = admin;
+  options_.log("info", absl::StrCat("admin API reloaded: ", what));
+  return absl::OkStatus();
+}
 
 void AdminServer::Shutdown() {
   if (shut_down_) return;

@@ -16,11 +16,20 @@
 // running server or an error naming the field; it never leaves a
 // half-started server or a socket file behind.
 //
+// Reload (the agent calls it on SIGHUP) re-reads tls_cert, tls_key,
+// tls_client_ca and tls_crl and takes the new identities without a
+// restart. It validates everything first: on any error it changes nothing
+// and returns the error naming the field. On success every call that starts
+// afterwards is checked against the new CA, CRL and allow-list (on new and
+// open connections); new connections get the new server certificate.
+// socket_path, socket_group and tcp_listen change only with a restart: a
+// reload that changes them is refused.
+//
 // Lifetime: the Engine must outlive the AdminServer. Shutdown() (also run by
 // the destructor) ends event streams, lets in-flight calls finish for up to
 // AdminServerOptions::shutdown_grace, then cancels them, and removes the
 // socket file. Call Shutdown from one thread (the agent's main loop), never
-// from inside a handler.
+// from inside a handler. Reload and Shutdown: the same thread.
 #ifndef BALLAST_AGENT_API_SERVER_H_
 #define BALLAST_AGENT_API_SERVER_H_
 
@@ -40,6 +49,7 @@ class Server;
 namespace ballast::api {
 
 class AdminServices;
+class ReloadableTlsCredentials;
 class UnixListener;
 
 struct AdminServerOptions {
@@ -58,6 +68,9 @@ class AdminServer {
   // Idempotent.
   void Shutdown();
 
+  // See above. `admin` as given to StartAdminServer, with the new values.
+  absl::Status Reload(const v1::AdminAccess& admin);
+
   const std::string& socket_path() const { return socket_path_; }
   // The bound TCP port (the chosen one if tcp_listen asked for port 0);
   // 0 when there is no TCP listener.
@@ -70,11 +83,13 @@ class AdminServer {
   AdminServer() = default;
 
   AdminServerOptions options_;
+  v1::AdminAccess admin_;  // what the server runs with (the last reload)
   std::string socket_path_;
   int tcp_port_ = 0;
   bool shut_down_ = false;
   std::unique_ptr<AdminServices> services_;
   std::unique_ptr<UnixListener> unix_;
+  std::unique_ptr<ReloadableTlsCredentials> tls_;  // before server_: outlives it
   std::unique_ptr<grpc::Server> server_;
 };
 

@@ -21,13 +21,14 @@ namespace ballast::api {
 struct AdminServices::Shared {
   Shared(core::Engine& e, AccessPolicy p, UidLookup u, LogFn l, int w)
       : engine(e),
-        policy(std::move(p)),
+        policy(std::make_shared<const AccessPolicy>(std::move(p))),
         uid_of_fd(std::move(u)),
         log(std::move(l)),
         max_watchers(w) {}
 
   core::Engine& engine;
-  const AccessPolicy policy;
+  std::mutex policy_mu;
+  std::shared_ptr<const AccessPolicy> policy;  // guarded by policy_mu; replaced whole
   const UidLookup uid_of_fd;
   const LogFn log;
   const int max_watchers;
@@ -39,7 +40,12 @@ struct AdminServices::Shared {
   template <typename Fn>
   grpc::Status Run(grpc::ServerContext* ctx, Method method, Fn&& fn, bool dry_run = false) {
     const PeerInfo peer = PeerOf(*ctx, uid_of_fd);
-    absl::StatusOr<Caller> caller = policy.Authorize(peer, method, dry_run);
+    std::shared_ptr<const AccessPolicy> current;
+    {
+      std::lock_guard<std::mutex> lock(policy_mu);
+      current = policy;
+    }
+    absl::StatusOr<Caller> caller = current->Authorize(peer, method, dry_run);
     if (!caller.ok()) {
       if (log) {
         log("warning", absl::StrCat("admin API: refused ", Describe(method).name, " from ",
@@ -364,5 +370,11 @@ std::vector<grpc::Service*> AdminServices::services() {
 }
 
 void AdminServices::BeginShutdown() { shared_->stopping.store(true); }
+
+void AdminServices::SetPolicy(AccessPolicy policy) {
+  auto next = std::make_shared<const AccessPolicy>(std::move(policy));
+  std::lock_guard<std::mutex> lock(shared_->policy_mu);
+  shared_->policy = std::move(next);
+}
 
 }  // namespace ballast::api

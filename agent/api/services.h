@@ -48,6 +48,10 @@ class AdminServices {
   // The seven services, owned by this object, to register with a builder.
   std::vector<grpc::Service*> services();
 
+  // Replaces the access policy: every call that starts afterwards is
+  // authorized by `policy` (calls in progress keep the one they started with).
+  void SetPolicy(AccessPolicy policy);
+
   // Ends every WatchEvents stream (UNAVAILABLE) and refuses new ones. Call
   // before grpc::Server::Shutdown so shutdown does not wait on streams.
   void BeginShutdown();

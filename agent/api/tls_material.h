@@ -1,7 +1,8 @@
 // The TCP admin listener's TLS material, read and checked before the
-// listener starts so that a bad file is reported by field and path
-// ("admin.tls_key: /etc/ballast/admin.key does not match the certificate in
-// admin.tls_cert") instead of as a failed handshake later.
+// listener starts (and before a reload replaces it) so that a bad file is
+// reported by field and path ("admin.tls_key: /etc/ballast/admin.key does
+// not match the certificate in admin.tls_cert") instead of as a failed
+// handshake later.
 #ifndef BALLAST_AGENT_API_TLS_MATERIAL_H_
 #define BALLAST_AGENT_API_TLS_MATERIAL_H_
 

@@ -17,6 +17,8 @@
 // the agent exits and leaves the program attached and the maps pinned:
 // forwarding goes on, and the next start adopts them. Only an explicit teardown
 // (`lbagent --teardown`, `lbctl teardown --yes`) detaches and unpins.
+// SIGHUP re-reads the config file and reloads the admin API's TLS files, CRL
+// and identities (api::AdminServer::Reload); a bad reload changes nothing.
 //
 // Logs: one JSON object per line on stderr. Exit codes: 0 ok, 1 runtime
 // failure, 2 bad usage or bad config file.
@@ -31,6 +33,7 @@
 #include <cstdio>
 #include <cstring>
 #include <google/protobuf/text_format.h>
+#include <google/protobuf/util/message_differencer.h>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -402,6 +405,32 @@ class HealthLoop {
   std::thread thread_;  // last: starts after everything above exists
 };
 
+// SIGHUP: re-read the config file and reload the admin section's TLS files,
+// CRL and identities. Anything wrong (file, field) is logged and the running
+// material stays. The rest of the file is not applied.
+void ReloadAdmin(const std::string& config_path, const v1::AgentConfig& running,
+                 api::AdminServer& admin) {
+  absl::StatusOr<v1::AgentConfig> next = core::LoadAgentConfig(config_path);
+  if (next.ok()) *next = core::WithDefaults(*next);
+  absl::Status s = next.ok() ? admin.Reload(next->admin()) : next.status();
+  if (!s.ok()) {
+    Log(LogLevel::kError,
+        "SIGHUP: reload refused, the admin API keeps its TLS material and identities",
+        {{"config", config_path}, {"error", std::string(s.message())}});
+    return;
+  }
+  v1::AgentConfig before = running;
+  v1::AgentConfig after = *std::move(next);
+  before.clear_admin();
+  after.clear_admin();
+  if (!google::protobuf::util::MessageDifferencer::Equals(before, after)) {
+    Log(LogLevel::kWarning,
+        "SIGHUP reloads only the admin section; other changes in the config file take effect "
+        "at the next start (initial: never, use lbctl config apply)",
+        {{"config", config_path}});
+  }
+}
+
 int Run(const std::string& config_path) {
   auto loaded = core::LoadAgentConfig(config_path);
   if (!loaded.ok()) {
@@ -543,11 +572,7 @@ int Run(const std::string& config_path) {
       reason = sig == SIGTERM ? "SIGTERM" : "SIGINT";
       break;
     }
-    if (sig == SIGHUP) {
-      Log(LogLevel::kInfo,
-          "SIGHUP ignored: the config changes through the API "
-          "(lbctl config apply); the file is read at start only");
-    }
+    if (sig == SIGHUP) ReloadAdmin(config_path, config, **admin);
     // Drain deadlines are automated decisions: in a cluster only the leader
     // writes them (and nobody while frozen).
     const bool decides = cluster == nullptr || (cluster->IsLeader() && !cluster->Frozen());

@@ -38,6 +38,7 @@ ca ca "ballast test CA"
 ca otherca "some other CA"
 ca fakeca "ballast test CA"
 leaf server lbagent ca serverAuth "IP:127.0.0.1,DNS:localhost"
+leaf server2 lbagent otherca serverAuth "IP:127.0.0.1,DNS:localhost"
 leaf admin ops-admin ca clientAuth ""
 leaf reader reader ca clientAuth "DNS:reader.example"
 leaf uri svc ca clientAuth "URI:spiffe://ballast/admin-bot"
@@ -81,6 +82,8 @@ crl fakeca fakeca.crl
   p.revoked_crt = f("revoked.crt");
   p.revoked_key = f("revoked.key");
   p.other_ca_crt = f("otherca.crt");
+  p.server2_crt = f("server2.crt");
+  p.server2_key = f("server2.key");
   p.ca_crl = f("ca.crl");
   p.expired_crl = f("expired.crl");
   p.other_ca_crl = f("otherca.crl");

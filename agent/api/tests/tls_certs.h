@@ -2,7 +2,7 @@
 // certificate for 127.0.0.1, client certificates (admin by CN, read-only by
 // DNS SAN, a name not in any allow-list, the admin's CN next to a SAN, a
 // revoked one), a second CA with a client certificate that copies the
-// admin's name, and CRLs made with `openssl ca`.
+// admin's name and a server certificate, and CRLs made with `openssl ca`.
 #ifndef BALLAST_AGENT_API_TESTS_TLS_CERTS_H_
 #define BALLAST_AGENT_API_TESTS_TLS_CERTS_H_
 
@@ -23,6 +23,7 @@ struct TestPki {
   std::string ip_only_crt, ip_only_key;    // CN=ops-admin, SAN IP:192.0.2.1
   std::string revoked_crt, revoked_key;    // CN=ops-admin, revoked in ca_crl
   std::string other_ca_crt;                // the other CA
+  std::string server2_crt, server2_key;    // server certificate from the other CA
   std::string ca_crl;                      // CA's CRL: revokes revoked_crt
   std::string expired_crl;                 // CA's CRL whose nextUpdate passed (2020)
   std::string other_ca_crl;                // the other CA's CRL (revokes nothing)
