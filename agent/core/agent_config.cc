@@ -70,6 +70,8 @@ v1::AgentConfig WithDefaults(const v1::AgentConfig& in) {
   if (c.admin().socket_group().empty()) c.mutable_admin()->set_socket_group("root");
   if (c.state_file().empty()) c.set_state_file(kDefaultStateFile);
   if (c.audit_log().empty()) c.set_audit_log(kDefaultAuditLog);
+  if (c.audit_max_mb() == 0) c.set_audit_max_mb(64);
+  if (c.audit_retention_days() == 0) c.set_audit_retention_days(90);
   if (c.pin_dir().empty()) c.set_pin_dir(BALLAST_PIN_DIR);
   if (c.attach_mode().empty()) c.set_attach_mode("auto");
   if (c.flow_capacity() == 0) c.set_flow_capacity(BALLAST_DEFAULT_FLOWS);

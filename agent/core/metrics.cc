@@ -159,6 +159,9 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
   w.Family("ballast_map_update_errors_total", "counter",
            "Programming passes of the data plane that failed (and were rolled back).");
   w.Sample("ballast_map_update_errors_total", "", health.map_update_errors);
+  w.Family("ballast_audit_append_failures_total", "counter",
+           "Changes applied whose audit record could not be written (disk full, I/O error).");
+  w.Sample("ballast_audit_append_failures_total", "", health.audit_append_failures);
   w.Family("ballast_evictions_total", "counter",
            "Draining backends evicted because their drain deadline passed.");
   w.Sample("ballast_evictions_total", "", health.evictions);

@@ -164,7 +164,7 @@ absl::StatusOr<std::unique_ptr<StandaloneEngine>> StandaloneEngine::Start(
     std::unique_ptr<dataplane::Dataplane> dp, const EngineOptions& options, const Clock* clock,
     const v1::Config& initial) {
   if (dp == nullptr) return absl::InvalidArgumentError("no data plane");
-  auto audit = AuditLog::Open(options.audit_log);
+  auto audit = AuditLog::Open(options.audit_log, options.audit_max_bytes);
   if (!audit.ok()) return audit.status();
   std::unique_ptr<StandaloneEngine> e(
       new StandaloneEngine(std::move(dp), options, clock, std::move(*audit)));
@@ -585,7 +585,18 @@ void StandaloneEngine::Finish(const Actor& actor, const Mutation& m, const absl:
     rec.set_inputs_json(a.inputs_json);
     rec.set_result(result.ok() ? "ok" : std::string(result.ToString()));
     if (auto s = audit_->Append(rec); !s.ok()) {
-      Log(LogLevel::kError, "audit record lost", {{"error", std::string(s.message())}});
+      // Loud: the change stands (it is applied), its record does not.
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++health_.audit_append_failures;
+        health_.last_audit_error = std::string(s.message());
+      }
+      Log(LogLevel::kError, "audit record lost: the change was applied unaudited",
+          {{"action", a.action},
+           {"actor", rec.actor()},
+           {"vip", a.vip},
+           {"backend", a.backend},
+           {"error", std::string(s.message())}});
     }
     if (result.ok()) {
       Log(LogLevel::kInfo, a.action,
@@ -950,6 +961,8 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (absl::Status s = StatusLocked(&out); !s.ok()) return s;
+    out.set_audit_append_failures(health_.audit_append_failures);
+    out.set_last_audit_error(health_.last_audit_error);
     if (health_.torn_down) return out;
     timeouts = image_.settings;
   }

@@ -64,11 +64,13 @@ namespace ballast::core {
 struct EngineOptions {
   std::string state_file = "/var/lib/ballast/state.pb";
   std::string audit_log = "/var/lib/ballast/audit.jsonl";
+  uint64_t audit_max_bytes = AuditLog::kDefaultMaxBytes;  // rotated past this
   dataplane::AttachMode attach_mode = dataplane::AttachMode::kAuto;
   // Status counts flows per backend by reading at most this many entries of
-  // the connection table. The read holds the engine's lock: about 0.5 us an
-  // entry, so the default bounds a status call's wait at about 0.5 s on a
-  // huge table (status then says its counts are lower bounds). 0: no limit.
+  // the connection table (its three maps). The read runs outside the
+  // engine's lock, about 0.5 us an entry, so the default bounds a status
+  // call at about 0.5 s on a huge table (status then says its counts are
+  // lower bounds). 0: no limit.
   size_t flow_scan_limit = size_t{1} << 20;
   std::string agent_version = "0.1.0";
   // Where the state lives (agent/coord/store.h). Null: the local state file
@@ -113,10 +115,12 @@ struct EngineHealth {
   ProgramStats start_reconcile;                    // what the start-up reconciliation wrote
   std::map<std::string, uint64_t> health_actions;  // automated health actions by kind
   bool torn_down = false;
-  int64_t store_revision = 0;       // the store's revision of the running state
-  uint64_t adopted = 0;             // replicated states applied (AdoptReplicated)
-  uint64_t adopted_map_writes = 0;  // map writes those applications made
-  uint64_t commit_conflicts = 0;    // operator writes retried after another writer won
+  int64_t store_revision = 0;          // the store's revision of the running state
+  uint64_t adopted = 0;                // replicated states applied (AdoptReplicated)
+  uint64_t adopted_map_writes = 0;     // map writes those applications made
+  uint64_t commit_conflicts = 0;       // operator writes retried after another writer won
+  uint64_t audit_append_failures = 0;  // changes applied whose audit record was lost
+  std::string last_audit_error;        // why the latest of them was lost
 };
 
 class StandaloneEngine final : public Engine {

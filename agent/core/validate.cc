@@ -688,7 +688,12 @@ absl::Status ValidateAgentConfig(const v1::AgentConfig& c) {
         .Invalid(absl::StrCat(c.flow_capacity(), " is out of range ", Range(1024, 1u << 26),
                               " (0 = default ", BALLAST_DEFAULT_FLOWS, ")"));
   }
-  if (auto s = CheckRange(c.audit_retention_days(), 0, 3650, root.Child("audit_retention_days"));
+  if (auto s = CheckOptionalRange(c.audit_retention_days(), 1, 3650, 90,
+                                  root.Child("audit_retention_days"));
+      !s.ok()) {
+    return s;
+  }
+  if (auto s = CheckOptionalRange(c.audit_max_mb(), 1, 4096, 64, root.Child("audit_max_mb"));
       !s.ok()) {
     return s;
   }

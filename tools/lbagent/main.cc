@@ -490,6 +490,7 @@ int Run(const std::string& config_path) {
   core::EngineOptions eo;
   eo.state_file = config.state_file();
   eo.audit_log = config.audit_log();
+  eo.audit_max_bytes = uint64_t{config.audit_max_mb()} << 20;
   eo.attach_mode = AttachModeOf(config.attach_mode());
   eo.agent_version = BALLAST_VERSION;
   if (cluster != nullptr) eo.store = cluster->store();

@@ -142,6 +142,11 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
     if (count > 0) nonzero.push_back(absl::StrCat(name, "=", Compact(count)));
   }
   if (!nonzero.empty()) absl::StrAppend(&out, "verdicts ", absl::StrJoin(nonzero, " "), "\n");
+  if (st.audit_append_failures() > 0) {
+    absl::StrAppend(
+        &out, "AUDIT: ", st.audit_append_failures(),
+        " change(s) applied without their audit record (latest: ", st.last_audit_error(), ")\n");
+  }
   if (st.flows_partial()) {
     absl::StrAppend(&out, "FLOWS: lower bounds, counted from the first ", Compact(st.flows_read()),
                     " entries of the connection table (the agent reads no more per status)\n");

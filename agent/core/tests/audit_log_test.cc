@@ -2,6 +2,9 @@
 #include "agent/core/audit_log.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -79,6 +82,85 @@ TEST_CASE("Prune drops old records and appends continue") {
   REQUIRE(all->size() == 3);
   REQUIRE((*all)[0].action() == "r2");
   REQUIRE((*all)[2].action() == "after");
+}
+
+TEST_CASE("The log rotates at its size limit; queries read both files; prune drops the old one") {
+  testing::TempDir dir;
+  const std::string path = dir.File("audit.jsonl");
+  const size_t line = AuditLog::ToJsonLine(Rec(1000, "r0")).size() + 1;
+  auto log = AuditLog::Open(path, 3 * line);  // three records a file
+  REQUIRE(log.ok());
+  for (int i = 0; i < 5; ++i) REQUIRE((*log)->Append(Rec(1000 + i, "r" + std::to_string(i))).ok());
+  struct stat st = {};
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  CHECK(static_cast<size_t>(st.st_size) == 2 * line);  // r3, r4
+  REQUIRE(stat((path + ".1").c_str(), &st) == 0);
+  CHECK(static_cast<size_t>(st.st_size) == 3 * line);  // r0..r2
+  auto all = (*log)->Query(0, 0);
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 5);
+  CHECK((*all)[0].action() == "r0");
+  CHECK((*all)[4].action() == "r4");
+  auto recent = (*log)->Query(1002, 2);
+  REQUIRE(recent.ok());
+  REQUIRE(recent->size() == 2);
+  CHECK((*recent)[0].action() == "r2");
+
+  // A second rotation replaces the older file: at most two files.
+  for (int i = 5; i < 8; ++i) REQUIRE((*log)->Append(Rec(1000 + i, "r" + std::to_string(i))).ok());
+  all = (*log)->Query(0, 0);
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 5);  // r3..r7
+  CHECK((*all)[0].action() == "r3");
+
+  // Prune: the rotated file (r3..r5) goes once all of it is old enough.
+  auto dropped = (*log)->Prune(1005);
+  REQUIRE(dropped.ok());
+  CHECK(*dropped == 0);  // r5 is not older than 1005
+  dropped = (*log)->Prune(1007);
+  REQUIRE(dropped.ok());
+  CHECK(*dropped == 4);  // r3..r5 with their file, r6
+  CHECK(stat((path + ".1").c_str(), &st) != 0);
+  all = (*log)->Query(0, 0);
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 1);
+  CHECK((*all)[0].action() == "r7");
+}
+
+// A write that runs out of room part way (here: the file size limit, EFBIG;
+// ENOSPC behaves the same) leaves no torn line: the partial record is cut
+// off, the error returned, and the next append starts clean.
+TEST_CASE("A failed append leaves no torn line") {
+  testing::TempDir dir;
+  const std::string path = dir.File("audit.jsonl");
+  auto log = AuditLog::Open(path);
+  REQUIRE(log.ok());
+  REQUIRE((*log)->Append(Rec(1, "first")).ok());
+  struct stat st = {};
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  const off_t before = st.st_size;
+
+  struct rlimit old = {};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+  void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+  struct rlimit lim = old;
+  lim.rlim_cur = static_cast<rlim_t>(before + 10);  // room for 10 bytes of the next record
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+  const absl::Status failed = (*log)->Append(Rec(2, "second"));
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &old) == 0);
+  signal(SIGXFSZ, old_handler);
+
+  INFO(failed.ToString());
+  CHECK_FALSE(failed.ok());
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  CHECK(st.st_size == before);
+  REQUIRE((*log)->Append(Rec(3, "third")).ok());
+  size_t skipped = 0;
+  auto all = (*log)->Query(0, 0, &skipped);
+  REQUIRE(all.ok());
+  CHECK(skipped == 0);
+  REQUIRE(all->size() == 2);
+  CHECK((*all)[1].action() == "third");
 }
 
 }  // namespace

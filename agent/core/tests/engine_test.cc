@@ -7,7 +7,11 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -468,6 +472,44 @@ TEST_CASE("A programming failure restores the previous state, file and maps") {
   // And the engine still works.
   REQUIRE(e->SetWeight(kVip4, "198.18.1.1", 4, kOp).ok());
   RequireDataplaneMatchesState(*e);
+}
+
+// A change whose audit record cannot be written (disk full; here the file
+// size limit) stands, and says so: a counter, the error, the status.
+TEST_CASE("A change whose audit record is lost is applied and reported") {
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  auto e = StartEngine(dir, &clock, SmallConfig());
+  // The limit applies to every file: the audit log is made longer than the
+  // state file, so the state's write fits under it and the record does not.
+  struct stat audit = {}, state = {};
+  for (int i = 0; i < 200; ++i) {
+    REQUIRE(stat(dir.File("audit.jsonl").c_str(), &audit) == 0);
+    REQUIRE(stat(dir.File("state.pb").c_str(), &state) == 0);
+    if (audit.st_size > 2 * state.st_size) break;
+    REQUIRE(e->SetWeight(kVip4, "198.18.1.1", 1 + i % 2, kOp).ok());
+  }
+  REQUIRE(audit.st_size > 2 * state.st_size);
+  struct rlimit old = {};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+  void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+  struct rlimit lim = old;
+  lim.rlim_cur = static_cast<rlim_t>(audit.st_size);  // no room for one more record
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+  const absl::Status w = e->SetWeight(kVip4, "198.18.1.1", 5, kOp);
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &old) == 0);
+  signal(SIGXFSZ, old_handler);
+  REQUIRE(w.ok());
+  RequireTableMatchesState(*e, kVip4);
+  CHECK(e->Health().audit_append_failures == 1);
+  CHECK_THAT(e->Health().last_audit_error, Catch::Contains("audit.jsonl"));
+  auto status = e->GetStatus();
+  REQUIRE(status.ok());
+  CHECK(status->audit_append_failures() == 1);
+  CHECK_FALSE(status->last_audit_error().empty());
+  // The next change is audited again.
+  REQUIRE(e->SetWeight(kVip4, "198.18.1.1", 6, kOp).ok());
+  CHECK(e->Health().audit_append_failures == 1);
 }
 
 TEST_CASE("Single changes rewrite only the tables that change, and audit and emit events") {

@@ -380,6 +380,14 @@ TEST_CASE("ValidateAgentConfig checks lbagent's own fields") {
   REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
           "state_file: \"state.pb\" is not an absolute path");
   a.clear_state_file();
+  a.set_audit_max_mb(5000);
+  REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+          "audit_max_mb: 5000 is out of range 1..4096 (0 = default 64)");
+  a.clear_audit_max_mb();
+  a.set_audit_retention_days(4000);
+  REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+          "audit_retention_days: 4000 is out of range 1..3650 (0 = default 90)");
+  a.clear_audit_retention_days();
   a.mutable_admin()->set_tcp_listen("127.0.0.1:7443");
   REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
           "admin.tls_cert: required with tcp_listen (mutual TLS only)");
