@@ -85,6 +85,7 @@ void ClusterNode::Start(core::StandaloneEngine* engine, const core::Clock* clock
       [this](const v1::YieldVipRequest& r, const core::Actor& a) { return Yield(r, a); });
   thread_ = std::thread([this] { Loop(); });
   owner_thread_ = std::thread([this] { OwnerLoop(); });
+  renew_thread_ = std::thread([this] { RenewLoop(); });
 }
 
 void ClusterNode::Stop() {
@@ -96,6 +97,7 @@ void ClusterNode::Stop() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (owner_thread_.joinable()) owner_thread_.join();
+  if (renew_thread_.joinable()) renew_thread_.join();
   if (engine_ != nullptr) engine_->SetYieldProvider(nullptr);
   {
     std::lock_guard<std::mutex> olock(owner_mu_);
@@ -107,6 +109,8 @@ void ClusterNode::Stop() {
       o.own.reset();
     }
     owned_.clear();
+    for (auto& r : retired_) (void)r->Release();
+    retired_.clear();
   }
   if (watch_ != nullptr) watch_->Stop();
   watch_.reset();
@@ -167,157 +171,6 @@ void ClusterNode::Loop() {
   }
 }
 
-void ClusterNode::OwnerLoop() {
-  for (uint64_t i = 0;; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    OwnerTick(i % 5 == 0);
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_until(lock, start + std::chrono::milliseconds(100), [this] { return stop_; });
-    if (stop_) return;
-  }
-}
-
-void ClusterNode::OwnerTick(bool slow) {
-  std::lock_guard<std::mutex> olock(owner_mu_);
-  const auto mono_ns = [] {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now().time_since_epoch())
-                                     .count());
-  };
-  const int64_t margin_ms = ttl_s_ * 1000 / 4;
-  if (slow) {
-    // The set of ACTIVE_STANDBY VIPs follows the state.
-    std::map<std::string, v1::VipKey> want;
-    std::set<std::string> present;
-    const v1::State state = engine_->State();
-    for (const v1::Vip& v : state.config().vips()) {
-      const std::string text = core::VipKeyText(v.key());
-      present.insert(text);
-      if (v.ownership() == v1::ACTIVE_STANDBY) want[text] = v.key();
-    }
-    for (auto it = owned_.begin(); it != owned_.end();) {
-      if (want.count(it->first) != 0) {
-        ++it;
-        continue;
-      }
-      // No longer ACTIVE_STANDBY (or gone): forwarded by every node again.
-      if (present.count(it->first) != 0) (void)engine_->SetVipOwnerDeadline(it->second.key, {});
-      if (it->second.own != nullptr) (void)it->second.own->Release();
-      Log(LogLevel::kInfo, "vip no longer active/standby", {{"vip", it->first}});
-      it = owned_.erase(it);
-    }
-    for (const auto& [text, key] : want) {
-      if (owned_.count(text) == 0) owned_[text].key = key;
-    }
-  }
-  bool up;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    up = up_;
-  }
-  for (auto& [text, o] : owned_) {
-    if (o.own != nullptr && (o.lost->load() || !o.own->held())) {
-      (void)engine_->SetVipOwnerDeadline(o.key, 0);
-      const absl::Status why = o.own->status();
-      o.own.reset();
-      o.lost->store(false);
-      o.holder.clear();
-      Audit("vip_lost", text, "",
-            absl::StrCat("{\"node\":\"", options_.config.node(), "\",\"reason\":\"",
-                         absl::CEscape(why.message()), "\"}"),
-            absl::StrCat("node ", options_.config.node(), " lost vip ", text,
-                         ": stopped forwarding it (", why.message(), ")"));
-    }
-    if (o.own != nullptr) {
-      // Renew: the deadline follows the lease, a margin before it.
-      const auto d = o.own->deadline() - std::chrono::milliseconds(margin_ms);
-      const int64_t ns =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(d.time_since_epoch()).count();
-      const uint64_t w = ns > 0 ? static_cast<uint64_t>(ns) : 0;
-      if (w != o.written_ns) {
-        if (auto st = engine_->SetVipOwnerDeadline(o.key, w); st.ok()) {
-          o.written_ns = w;
-        } else {
-          Log(LogLevel::kWarning, "writing the owner deadline failed",
-              {{"vip", text}, {"error", std::string(st.message())}});
-        }
-      }
-      o.holder = options_.config.node();
-    }
-    if (!slow) continue;
-    // Read back what the data plane holds (status, and keeping a standby
-    // stopped: a VIP that became ACTIVE_STANDBY while it existed).
-    auto dpo = engine_->GetVipOwner(o.key);
-    if (dpo.ok()) {
-      o.dp_deadline = dpo->deadline_ns;
-      o.fenced = dpo->fenced;
-      if (o.own == nullptr && (!dpo->deadline_ns.has_value() || *dpo->deadline_ns > mono_ns())) {
-        (void)engine_->SetVipOwnerDeadline(o.key, 0);
-        o.dp_deadline = 0;
-      }
-    }
-    const auto hold = hold_until_.find(text);
-    const bool held_off =
-        hold != hold_until_.end() && std::chrono::steady_clock::now() < hold->second;
-    if (hold != hold_until_.end() && !held_off) hold_until_.erase(hold);
-    if (o.own == nullptr && up && !frozen_.load() && dpo.ok() && !held_off) {
-      etcd::OwnershipOptions oo;
-      oo.ttl_seconds = ttl_s_;
-      core::StandaloneEngine* engine = engine_;
-      const v1::VipKey key = o.key;
-      std::shared_ptr<std::atomic<bool>> lost = o.lost;
-      oo.on_lost = [engine, key, lost](const absl::Status&) {
-        (void)engine->SetVipOwnerDeadline(key, 0);  // stop now, not at the deadline
-        lost->store(true);
-      };
-      etcd::KeyValue holder;
-      auto got = etcd::Ownership::TryAcquire(*client_, Key(absl::StrCat("/owners/", text)),
-                                             options_.config.node(), oo, &holder);
-      if (got.ok() && *got != nullptr) {
-        o.own = std::move(*got);
-        o.lost->store(false);
-        const auto d = o.own->deadline() - std::chrono::milliseconds(margin_ms);
-        const int64_t ns =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(d.time_since_epoch()).count();
-        o.written_ns = ns > 0 ? static_cast<uint64_t>(ns) : 0;
-        (void)engine_->SetVipOwnerDeadline(o.key, o.written_ns);
-        o.dp_deadline = o.written_ns;
-        o.holder = options_.config.node();
-        Audit("vip_acquired", text, "",
-              absl::StrCat("{\"node\":\"", options_.config.node(), "\",\"fence\":",
-                           o.own->fence().revision, ",\"margin_ms\":", margin_ms, "}"),
-              absl::StrCat("node ", options_.config.node(), " owns vip ", text,
-                           " and forwards it (fencing token ", o.own->fence().revision, ")"));
-      } else if (got.ok()) {
-        o.holder = holder.value;
-      }
-    } else if (o.own == nullptr && held_off && up) {
-      // Yielded: out of the contest until another node holds the VIP (the
-      // hold-off did its job) or the hold-off passes.
-      auto h = client_->Get(Key(absl::StrCat("/owners/", text)));
-      if (h.ok()) o.holder = h->kvs.empty() ? "" : h->kvs[0].value;
-      if (!o.holder.empty() && o.holder != options_.config.node()) hold_until_.erase(text);
-    }
-  }
-  if (!slow) return;
-  std::vector<v1::VipOwnerStatus> st;
-  const uint64_t now = mono_ns();
-  for (const auto& [text, o] : owned_) {
-    v1::VipOwnerStatus s;
-    s.set_vip(text);
-    s.set_owner(o.own != nullptr);
-    s.set_holder(o.holder);
-    if (o.dp_deadline.has_value()) {
-      s.set_deadline_in_ms((static_cast<int64_t>(*o.dp_deadline) - static_cast<int64_t>(now)) /
-                           1000000);
-    }
-    s.set_fenced(o.fenced);
-    st.push_back(std::move(s));
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  owner_status_ = std::move(st);
-}
-
 std::set<std::string> ClusterNode::OwnedVips() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::set<std::string> out;
@@ -325,96 +178,6 @@ std::set<std::string> ClusterNode::OwnedVips() const {
     if (o.owner()) out.insert(o.vip());
   }
   return out;
-}
-
-absl::StatusOr<v1::YieldVipResponse> ClusterNode::Yield(const v1::YieldVipRequest& req,
-                                                        const core::Actor& actor) {
-  const std::string text = core::VipKeyText(req.vip());
-  const std::string& self = options_.config.node();
-  if (req.hold_off_s() > 300) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("hold_off_s: ", req.hold_off_s(), " is out of range 1..300 (0 = default)"));
-  }
-  if (req.reason().size() > 200) {
-    return absl::InvalidArgumentError("reason: at most 200 characters");
-  }
-  const int64_t hold_s =
-      req.hold_off_s() != 0 ? req.hold_off_s() : std::max<int64_t>(10, 2 * ttl_s_);
-  bool exists = false;
-  const v1::State state = engine_->State();
-  for (const v1::Vip& v : state.config().vips()) {
-    if (core::VipKeyText(v.key()) == text) {
-      exists = true;
-      if (v.ownership() != v1::ACTIVE_STANDBY) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("vip ", text,
-                         " is not ACTIVE_STANDBY: every node forwards it, there is no owner to "
-                         "fail over (lbctl vip set-ownership ",
-                         text, " active-standby)"));
-      }
-    }
-  }
-  if (!exists) return absl::NotFoundError(absl::StrCat("vip ", text, " does not exist"));
-  if (frozen_.load()) {
-    return absl::UnavailableError(
-        absl::StrCat("node ", self, " is frozen (etcd unreachable): it changes nothing"));
-  }
-  // Someone must be able to take it over, or yielding just stops the VIP.
-  std::vector<std::string> standbys;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, r] : peers_) {
-      if (name != self && !r.frozen()) standbys.push_back(name);
-    }
-  }
-  std::lock_guard<std::mutex> olock(owner_mu_);
-  auto it = owned_.find(text);
-  if (it == owned_.end() || it->second.own == nullptr) {
-    const std::string holder = it == owned_.end() ? "" : it->second.holder;
-    return absl::FailedPreconditionError(
-        absl::StrCat("node ", self, " does not own vip ", text,
-                     " (holder: ", holder.empty() ? "none" : holder, "); ask the owner"));
-  }
-  if (standbys.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat("no other live node could take vip ", text,
-                                                      " over: yielding would stop it for ", hold_s,
-                                                      " s"));
-  }
-  OwnedVip& o = it->second;
-  // Stop forwarding first, then let a standby have the lease.
-  if (auto s = engine_->SetVipOwnerDeadline(o.key, 0); !s.ok()) {
-    return absl::InternalError(
-        absl::StrCat("stopping vip ", text, " in the data plane failed: ", s.message()));
-  }
-  const int64_t fenced_ms = clock_->NowUnixMs();
-  hold_until_[text] = std::chrono::steady_clock::now() + std::chrono::seconds(hold_s);
-  const int64_t fence = o.own->fence().revision;
-  const absl::Status released = o.own->Release();
-  o.own.reset();
-  o.lost->store(false);
-  o.holder.clear();
-  o.written_ns = 0;
-  o.dp_deadline = 0;
-  const std::string reason = req.reason().empty() ? "operator request" : req.reason();
-  engine_->Record(
-      actor, "vip_yielded", text, "",
-      absl::StrCat("{\"node\":\"", self, "\",\"fence\":", fence, ",\"hold_off_s\":", hold_s,
-                   ",\"reason\":\"", absl::CEscape(reason), "\",\"standbys\":\"",
-                   absl::StrJoin(standbys, " "), "\",\"release\":\"",
-                   released.ok() ? "ok" : absl::CEscape(released.message()), "\"}"),
-      absl::StrCat("node ", self, " gave vip ", text, " up on purpose (", reason,
-                   "): stopped forwarding it, released its lease",
-                   released.ok() ? ""
-                                 : absl::StrCat(" (release failed: ", released.message(),
-                                                "; the lease expires instead)"),
-                   ", out of the contest for ", hold_s, " s"));
-  Log(LogLevel::kWarning, "vip yielded on purpose",
-      {{"vip", text}, {"reason", reason}, {"hold_off_s", hold_s}});
-  v1::YieldVipResponse resp;
-  resp.set_node(self);
-  resp.set_fenced_unix_ms(fenced_ms);
-  resp.set_hold_off_until_unix_ms(fenced_ms + hold_s * 1000);
-  return resp;
 }
 
 void ClusterNode::EnsureWatch() {

@@ -20,10 +20,12 @@
 //     observers disagree (`split_view`, agent/health/quorum.h).
 // Gate() is the health controller's decision gate (health_controller.h).
 //
-// VIP ownership (Vip.ownership ACTIVE_STANDBY; docs/cluster.md): a second
-// loop (every 100 ms, its own thread so that a slow etcd call of the main
-// tick never delays a renewal) holds at most one etcd::Ownership per such
-// VIP on `<prefix>/owners/<vip>` (TTL = lease_ttl_s). The owner writes the
+// VIP ownership (Vip.ownership ACTIVE_STANDBY; docs/cluster.md;
+// cluster_owner.cc): two more loops on their own threads hold at most one
+// etcd::Ownership per such VIP on `<prefix>/owners/<vip>` (TTL =
+// lease_ttl_s): the renew loop (every 100 ms, no etcd call, so that no slow
+// etcd call delays a renewal) and the sync loop (acquire, release, status;
+// its etcd calls run outside owner_mu_). The owner writes the
 // data-plane owner deadline `Ownership::deadline() - margin` (margin =
 // TTL/4) whenever the lease is renewed; on loss (on_lost) the deadline is
 // set to the past at once, audited `vip_lost`. A node that does not hold
@@ -121,8 +123,13 @@ class ClusterNode {
   explicit ClusterNode(ClusterOptions options);
   void Loop();
   void Tick();
+  // cluster_owner.cc: the renew loop (data-plane deadlines, losses; no
+  // etcd call) and the sync loop (acquire, release, status; etcd calls
+  // outside owner_mu_).
+  void RenewLoop();
+  void OwnerRenew();
   void OwnerLoop();
-  void OwnerTick(bool slow);
+  void OwnerSync();
   void Publish();
   void ReadPeers();
   void Analyse();
@@ -191,16 +198,19 @@ class ClusterNode {
     std::optional<uint64_t> dp_deadline;  // as last read back
     uint64_t fenced = 0;
   };
-  // owner_mu_ guards owned_ and hold_until_: the owner loop holds it for a
-  // whole pass, Yield() (an API thread) while it gives a VIP up. Taken
-  // before mu_ and the engine's lock, never after.
+  // owner_mu_ guards owned_, hold_until_ and retired_: the renew loop, the
+  // sync loop and Yield() (an API thread) hold it briefly, never across an
+  // etcd call. Taken before mu_ and the engine's lock, never after.
   std::mutex owner_mu_;
   std::map<std::string, OwnedVip> owned_;  // by VipKeyText, the ACTIVE_STANDBY VIPs
   // VIPs yielded on purpose: no acquisition before this (steady clock), or
   // until another node holds the VIP, whichever comes first.
   std::map<std::string, std::chrono::steady_clock::time_point> hold_until_;
+  // Ownerships the renew loop found lost: released by the sync loop.
+  std::vector<std::unique_ptr<etcd::Ownership>> retired_;
   std::vector<v1::VipOwnerStatus> owner_status_;  // guarded by mu_
   std::thread owner_thread_;
+  std::thread renew_thread_;
 };
 
 }  // namespace ballast::coord

@@ -4,6 +4,8 @@
 # both nodes all along, both data planes' per-VIP counters (lbdp stats:
 # packets forwarded, fenced) sampled every ~100 ms:
 #  - one node owns the VIP and forwards it, the other keeps it stopped;
+#  - etcd SIGSTOPped for 0.6 s (< TTL/4): the owner keeps forwarding, its
+#    fenced counter does not move;
 #  - the owner SIGSTOPped: its data plane stops forwarding the VIP (fenced
 #    counter rises) before its lease can have expired (SIGSTOP + TTL); the
 #    standby acquires the lease and forwards; the owner's last forwarded
@@ -59,6 +61,19 @@ SAMPLES=$WORK/samples
 done) &
 BG+=($!)
 sleep 2
+
+# etcd stalled for less than TTL/4: a healthy owner must not fence itself
+# (its renewals make no etcd call, and nothing holds them back meanwhile).
+read -r _ fe0 <<<"$(counters "$OWNER")"
+for m in "${!MEMBER[@]}"; do kill -STOP "${MEMBER[$m]}"; done
+sleep 0.6
+for m in "${!MEMBER[@]}"; do kill -CONT "${MEMBER[$m]}"; done
+sleep 1.5
+read -r _ fe1 <<<"$(counters "$OWNER")"
+check "etcd stalled 0.6 s (< TTL/4): the owner did not fence ($fe0 -> $fe1)" test "$fe0" = "$fe1"
+check "etcd stalled 0.6 s: the owner still owns the VIP" test "$(owner_of "$OWNER")" = true
+check "etcd stalled 0.6 s: the owner still answers" wait_for 5 served
+
 T_STOP=$(now)
 kill -STOP "${AGENT[$OWNER]}"
 log "owner $OWNER SIGSTOPped"
