@@ -11,28 +11,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/api/openssl_ptr.h"
 
 namespace ballast::api {
 namespace {
-
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct X509Free {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct CrlFree {
-  void operator()(X509_CRL* c) const { X509_CRL_free(c); }
-};
-struct StackFree {
-  void operator()(STACK_OF(X509) * s) const { sk_X509_pop_free(s, X509_free); }
-};
-struct CtxFree {
-  void operator()(X509_STORE_CTX* c) const { X509_STORE_CTX_free(c); }
-};
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-using X509Ptr = std::unique_ptr<X509, X509Free>;
-using CrlPtr = std::unique_ptr<X509_CRL, CrlFree>;
 
 // Every PEM block of type T in `pem` (blocks of other types are skipped).
 // False if a block of type T is damaged.
@@ -171,8 +153,8 @@ absl::Status ClientVerifier::Verify(absl::string_view cert_pem, absl::string_vie
     return absl::UnauthenticatedError("the client certificate could not be read for verification");
   }
   ReadAll(chain_pem, PEM_read_bio_X509, &chain);  // a damaged chain just fails to verify
-  std::unique_ptr<STACK_OF(X509), StackFree> untrusted(sk_X509_new_null());
-  std::unique_ptr<X509_STORE_CTX, CtxFree> ctx(X509_STORE_CTX_new());
+  std::unique_ptr<STACK_OF(X509), OpensslFree> untrusted(sk_X509_new_null());
+  std::unique_ptr<X509_STORE_CTX, OpensslFree> ctx(X509_STORE_CTX_new());
   if (untrusted == nullptr || ctx == nullptr) {
     return absl::ResourceExhaustedError("out of memory verifying a client certificate");
   }
