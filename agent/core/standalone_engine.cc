@@ -958,6 +958,7 @@ absl::StatusOr<v1::ApplyConfigResponse> StandaloneEngine::ApplyConfig(const v1::
 absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
   v1::StatusResponse out;
   dataplane::Settings timeouts;
+  std::string attached_if;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (absl::Status s = StatusLocked(&out); !s.ok()) return s;
@@ -965,7 +966,11 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
     out.set_last_audit_error(health_.last_audit_error);
     if (health_.torn_down) return out;
     timeouts = image_.settings;
+    attached_if = attached_if_;
   }
+  // The data plane's counters are read outside mu_ too (a few hundred map
+  // reads for a few hundred backends): ids are those of the moment above.
+  if (absl::Status s = ReadCounters(attached_if, &out); !s.ok()) return s;
   // The connection table is read outside mu_ (a million entries take about
   // half a second), so writers and other readers of the engine do not wait
   // for it; scans take turns among themselves. Backends whose id changed
@@ -1023,22 +1028,7 @@ absl::Status StandaloneEngine::StatusLocked(v1::StatusResponse* status) const {
   *out.mutable_coordination() = coordination_;
   if (out.coordination().mode().empty()) out.mutable_coordination()->set_mode("standalone");
   if (announcement_.enabled()) *out.mutable_announcement() = announcement_;
-  if (!attached_if_.empty()) {
-    if (auto mode = dp_->AttachedMode(attached_if_); mode.ok()) {
-      out.set_attach_mode(std::string(AttachModeText(*mode)));
-    }
-  }
   if (health_.torn_down) return absl::OkStatus();
-
-  auto verdicts = dp_->Verdicts();
-  if (!verdicts.ok()) return verdicts.status();
-  for (int v = 0; v < BALLAST_V_MAX; ++v) {
-    (*out.mutable_verdicts())[std::string(
-        dataplane::VerdictName(static_cast<ballast_verdict>(v)))] = (*verdicts)[v];
-  }
-  auto limited = dp_->IcmpTooBigLimited();
-  if (!limited.ok()) return limited.status();
-  out.set_icmp_too_big_limited(*limited);
 
   std::map<std::string, const v1::BackendOverride*> overrides;
   for (const v1::BackendOverride& o : state_->overrides()) {
@@ -1051,13 +1041,6 @@ absl::Status StandaloneEngine::StatusLocked(v1::StatusResponse* status) const {
     const uint32_t vip_id = VipIdOf(*state_, vip.key());
     vs->set_vip_id(vip_id);
     vs->set_table_size(EffectiveTableSize(vip));
-    if (auto st = dp_->VipStats(vip_id); st.ok()) {
-      vs->set_packets(st->packets);
-      vs->set_bytes(st->bytes);
-      vs->set_dropped(st->dropped);
-    } else {
-      return st.status();
-    }
     if (auto h = health_view_.vips.find(VipKeyText(vip.key())); h != health_view_.vips.end()) {
       vs->set_frozen(h->second.frozen);
       vs->set_frozen_since_unix_ms(h->second.frozen_since_unix_ms);
@@ -1099,6 +1082,37 @@ absl::Status StandaloneEngine::StatusLocked(v1::StatusResponse* status) const {
       if (vi != nullptr) {
         if (auto it = vi->slots.find(id); it != vi->slots.end()) bs->set_table_slots(it->second);
       }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StandaloneEngine::ReadCounters(const std::string& attached_if,
+                                            v1::StatusResponse* status) const {
+  v1::StatusResponse& out = *status;
+  if (!attached_if.empty()) {
+    if (auto mode = dp_->AttachedMode(attached_if); mode.ok()) {
+      out.set_attach_mode(std::string(AttachModeText(*mode)));
+    }
+  }
+  auto verdicts = dp_->Verdicts();
+  if (!verdicts.ok()) return verdicts.status();
+  for (int v = 0; v < BALLAST_V_MAX; ++v) {
+    (*out.mutable_verdicts())[std::string(
+        dataplane::VerdictName(static_cast<ballast_verdict>(v)))] = (*verdicts)[v];
+  }
+  auto limited = dp_->IcmpTooBigLimited();
+  if (!limited.ok()) return limited.status();
+  out.set_icmp_too_big_limited(*limited);
+  for (v1::VipStatus& vs : *out.mutable_vips()) {
+    auto vst = dp_->VipStats(vs.vip_id());
+    if (!vst.ok()) return vst.status();
+    vs.set_packets(vst->packets);
+    vs.set_bytes(vst->bytes);
+    vs.set_dropped(vst->dropped);
+    for (v1::BackendStatus& b : *vs.mutable_backends()) {
+      const uint32_t id = b.backend_id();
+      v1::BackendStatus* bs = &b;
       auto st = dp_->BackendStats(id);
       if (!st.ok()) return st.status();
       v1::BackendCounters* c = bs->mutable_counters();

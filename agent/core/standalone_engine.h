@@ -353,8 +353,12 @@ class StandaloneEngine final : public Engine {
   // Reads the maps and programs `state` over them (start-up, and recovery
   // after a failed programming pass).
   absl::Status ReconcileLocked(const v1::State& state, ProgramStats* stats);
-  // GetStatus() but the flow counts (mu_ held).
+  // GetStatus() but the data plane's counters and the flow counts (mu_
+  // held).
   absl::Status StatusLocked(v1::StatusResponse* out) const;
+  // The data plane's counters for what StatusLocked() filled (verdicts, VIP
+  // and backend counters, the attach mode of `attached_if`); no lock.
+  absl::Status ReadCounters(const std::string& attached_if, v1::StatusResponse* out) const;
   // Live flows per backend id from one read of the connection table (up to
   // flow_scan_limit entries; no engine lock needed: map reads only).
   absl::StatusOr<size_t> CountLiveFlows(const dataplane::Settings& timeouts,

@@ -11,16 +11,26 @@
 //   to_live   SetWeight returned -> the new table read back from the map
 //   live_at_return   changes whose very first read-back was already new
 //
-//   bench_agent --socket PATH --pin-dir DIR [--changes 100] [--vip N]
+// With --fill-flows N it first writes N live ESTABLISHED flows (on the
+// VIP's backends) into the pinned `flows` map, so that every status read
+// and /metrics scrape scans a full connection table.
+//
+//   bench_agent --socket PATH --pin-dir DIR [--changes 100] [--vip N] [--fill-flows N]
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "agent/dataplane/dataplane.h"
 #include "agent/maglev/maglev.h"
 #include "ballast/v1/api.grpc.pb.h"
@@ -38,17 +48,57 @@ double Pct(std::vector<double> v, double p) {
 }
 
 int Usage() {
-  fprintf(stderr, "usage: bench_agent --socket PATH --pin-dir DIR [--changes N] [--vip INDEX]\n");
+  fprintf(stderr,
+          "usage: bench_agent --socket PATH --pin-dir DIR [--changes N] [--vip INDEX] "
+          "[--fill-flows N]\n");
   return 2;
 }
 
 }  // namespace
+
+// Writes `n` live ESTABLISHED flows from clients 198.19.x.y, spread over the
+// backends of `in`, into `flows` (batches of 65,536).
+absl::Status FillFlows(const ballast::dataplane::Dataplane& dp,
+                       const std::vector<ballast::maglev::Backend>& in, uint32_t n) {
+  constexpr uint32_t kBatch = 65536;
+  const uint64_t now = ballast::dataplane::Dataplane::MonotonicNowNs();
+  std::vector<ballast_flow_key> keys(kBatch);
+  std::vector<ballast_flow> values(kBatch);
+  for (uint32_t done = 0; done < n;) {
+    const uint32_t count = std::min(kBatch, n - done);
+    for (uint32_t j = 0; j < count; ++j) {
+      const uint32_t i = done + j;
+      ballast_flow_key& k = keys[j];
+      k = {};
+      const uint32_t client = htonl(0xc6130000u + i / 60000);  // 198.19.x.y
+      std::memcpy(k.src, &client, 4);
+      const uint32_t vip = htonl(0xc612000au);  // a VIP-looking destination
+      std::memcpy(k.dst, &vip, 4);
+      k.sport = htons(static_cast<uint16_t>(1024 + i % 60000));
+      k.dport = htons(80);
+      k.proto = IPPROTO_TCP;
+      k.family = BALLAST_FAMILY_V4;
+      values[j] = {};
+      values[j].backend_id = in[i % in.size()].id;
+      values[j].state = BALLAST_FLOW_ESTABLISHED;
+      values[j].last_seen_ns = now;
+    }
+    uint32_t written = count;
+    if (bpf_map_update_batch(dp.map_fd("flows"), keys.data(), values.data(), &written, nullptr) !=
+        0) {
+      return absl::ErrnoToStatus(errno, "bpf_map_update_batch(flows)");
+    }
+    done += count;
+  }
+  return absl::OkStatus();
+}
 
 int main(int argc, char** argv) {
   std::string socket;
   std::string pin_dir;
   int changes = 100;
   int vip_index = 0;
+  uint32_t fill_flows = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return Usage();
@@ -60,6 +110,8 @@ int main(int argc, char** argv) {
       changes = atoi(argv[++i]);
     } else if (a == "--vip") {
       vip_index = atoi(argv[++i]);
+    } else if (a == "--fill-flows") {
+      fill_flows = static_cast<uint32_t>(strtoul(argv[++i], nullptr, 10));
     } else {
       return Usage();
     }
@@ -95,6 +147,14 @@ int main(int argc, char** argv) {
   if (!dp.ok()) {
     fprintf(stderr, "%s\n", std::string(dp.status().message()).c_str());
     return 1;
+  }
+
+  if (fill_flows > 0) {
+    if (auto n = FillFlows(**dp, in, fill_flows); !n.ok()) {
+      fprintf(stderr, "filling the flow table: %s\n", std::string(n.message()).c_str());
+      return 1;
+    }
+    printf("flows written: %u\n", fill_flows);
   }
 
   std::vector<double> call_us;

@@ -10,7 +10,11 @@
 #     the time from the call returning to the new table being read back from
 #     the map (p50/p99);
 #   - RSS (VmRSS, VmHWM) and CPU time: idle for 10 s, and for the 100 changes;
-#   - one /metrics scrape (10,000 backends' series).
+#   - one /metrics scrape (10,000 backends' series);
+#   - status reads do not stall writers: the same weight changes timed with
+#     FLOWS (default 1,000,000) live flows in the table, idle and then with
+#     SCRAPERS (default 8) loops scraping /metrics (each scrape counts the
+#     flows, outside the engine's lock): call p99 of both and their ratio.
 #
 #   tools/bench/agent_bench.sh [BUILD_DIR]      (root; default BUILD_DIR <repo>/build)
 set -euo pipefail
@@ -22,6 +26,8 @@ BENCH=$BUILD/tools/bench/bench_agent
 VIPS=${VIPS:-100}
 BACKENDS=${BACKENDS:-100}
 CHANGES=${CHANGES:-100}
+FLOWS=${FLOWS:-1000000}
+SCRAPERS=${SCRAPERS:-8}
 
 [[ $(id -u) -eq 0 ]] || { echo "agent_bench: needs root (BPF maps)" >&2; exit 1; }
 for b in "$LBAGENT" "$LBCTL" "$BENCH"; do
@@ -32,7 +38,9 @@ dir=$(mktemp -d /tmp/ballast-agent-bench.XXXXXX)
 pin=/sys/fs/bpf/ballast-bench-$$
 port=$((20000 + $$ % 20000))
 AGENT=""
+SCRAPING=()
 cleanup() {
+  for p in "${SCRAPING[@]}"; do kill "$p" 2>/dev/null || true; done
   [[ -n $AGENT ]] && kill -KILL "$AGENT" 2>/dev/null && wait "$AGENT" 2>/dev/null || true
   "$LBAGENT" --teardown --config "$dir/lbagent.conf" >/dev/null 2>&1 || true
   [[ -n ${KEEP:-} ]] && cp "$dir/agent.log" "$KEEP"
@@ -46,6 +54,7 @@ vips, backends, d, pin, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], 
 print('admin { socket_path: "%s/lbagent.sock" }' % d)
 print('metrics_listen: "127.0.0.1:%s"' % port)
 print('state_file: "%s/state.pb"\naudit_log: "%s/audit.jsonl"\npin_dir: "%s"' % (d, d, pin))
+print('flow_capacity: 1048576')
 print('initial {\n  global { source_v4: "198.18.0.1" source_v6: "2001:db8::1" }')
 n = 0
 for i in range(vips):
@@ -96,6 +105,25 @@ echo "$CHANGES changes:      cpu $(awk -v a="$c1" -v b="$c2" 'BEGIN {printf "%.2
 t0=$(ms)
 bytes=$(curl -s "http://127.0.0.1:$port/metrics" | wc -c)
 echo "/metrics scrape:  $(($(ms) - t0)) ms, $bytes bytes ($(mem "$AGENT"))"
+
+# Writers under scrapers, with a full flow table.
+p99() { awk '/^call/ { print $6 }'; }
+idle=$("$BENCH" --socket "$dir/lbagent.sock" --pin-dir "$pin" --changes "$CHANGES" \
+  --fill-flows "$FLOWS" | tee /dev/stderr | p99)
+t0=$(ms)
+curl -s -o /dev/null "http://127.0.0.1:$port/metrics"
+echo "/metrics scrape with $FLOWS flows: $(($(ms) - t0)) ms"
+for ((i = 0; i < SCRAPERS; i++)); do
+  (end=$((SECONDS + 300))
+   while ((SECONDS < end)); do curl -s -o /dev/null --max-time 10 "http://127.0.0.1:$port/metrics"; done) &
+  SCRAPING+=($!)
+done
+sleep 1
+busy=$("$BENCH" --socket "$dir/lbagent.sock" --pin-dir "$pin" --changes "$CHANGES" | tee /dev/stderr | p99)
+for p in "${SCRAPING[@]}"; do kill "$p" 2>/dev/null || true; done
+wait "${SCRAPING[@]}" 2>/dev/null || true
+SCRAPING=()
+echo "weight change call p99 with $FLOWS flows: idle $idle ms, under $SCRAPERS scrapers $busy ms ($(awk -v a="$idle" -v b="$busy" 'BEGIN {printf "%.2f", b / a}')x)"
 kill -TERM "$AGENT"
 wait "$AGENT" || true
 AGENT=""
