@@ -529,8 +529,11 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
     ++r.eligible;
     // The steady score, like the weight: one noisy evaluation of a healthy
     // backend must not freeze a pool in which another backend really died.
+    // Any refused SYN counts, below refused_demote too: a serving backend
+    // refuses none, and when every server dies at once their refusals do
+    // not all reach the threshold in the same evaluation.
     w.unwell =
-        SteadyScore(w.st) < p.good_score || SteadyDriftScore(w.st) < p.good_score || w.refused_now;
+        SteadyScore(w.st) < p.good_score || SteadyDriftScore(w.st) < p.good_score || w.refused > 0;
     if (w.unwell) {
       ++r.unwell;
       unwell_keys.push_back(w.st.key);

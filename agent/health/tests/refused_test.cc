@@ -75,6 +75,24 @@ TEST_CASE("the same refusals everywhere freeze the pool: nobody is demoted") {
   for (const char* k : {"a", "b", "c"}) CHECK(s.Out(k).effective_weight == 100);
 }
 
+// Every server killed at once: each client SYN is refused by its first and
+// second choices, so the first evaluation may see one backend at
+// refused_demote and the others below it. They count as unwell all the
+// same (a serving backend refuses nothing): the pool freezes, nobody is
+// demoted (e2e health_allkilled saw one demotion here before).
+TEST_CASE("refusals below refused_demote count for the fleet guard") {
+  Sim s;
+  TrafficPool pool;
+  Settle(s, pool);
+  pool.traffic["a"].refused = 3;
+  pool.traffic["b"].refused = 2;
+  pool.traffic["c"].refused = 1;
+  const Result& r = s.Step(pool.Next());
+  CHECK(r.frozen);
+  CHECK(s.Count(ActionKind::kDemote) == 0);
+  for (const char* k : {"a", "b", "c"}) CHECK(s.Out(k).effective_weight == 100);
+}
+
 TEST_CASE("once the refusals stop, the probes promote the backend as after any demotion") {
   Sim s;
   TrafficPool pool;
