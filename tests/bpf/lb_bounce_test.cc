@@ -22,13 +22,6 @@ namespace {
 
 namespace tcp = pktgen::tcp;
 
-uint32_t BackendOf(const LbFixture& fx, const Outcome& o) {
-  auto v = pktgen::ParseFrame(o.out);
-  REQUIRE(v.ok());
-  REQUIRE(v->ip.has_value());
-  return fx.BackendAt(v->ip->dst);
-}
-
 // What a backend's decap program sends back for an encapsulated frame: MACs
 // and outer addresses swapped, TTL 64 (the router's was 64: the IPv4
 // checksum is unchanged). Written independently of xdp_decap; the chained

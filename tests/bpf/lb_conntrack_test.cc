@@ -22,13 +22,6 @@ Bytes Segment(uint8_t flags, uint32_t seq, uint32_t ack, size_t payload = 0) {
   return FromClient4().Tcp(kPort, 80, flags, seq, ack).PayloadSize(payload).Build();
 }
 
-uint32_t BackendOf(const LbFixture& fx, const Outcome& o) {
-  auto v = pktgen::ParseFrame(o.out);
-  REQUIRE(v.ok());
-  REQUIRE(v->ip.has_value());
-  return fx.BackendAt(v->ip->dst);
-}
-
 const ballast_flow_key kKey = FlowKey(Lab::Client4(), Lab::Vip4(), kPort, 80, IPPROTO_TCP);
 
 // SETUP + handshake: SYN and the client's ACK on backend 1.

@@ -277,6 +277,15 @@ void SetUpLab(LbFixture& fx) {
   fx.SetTable(kVipMixed6, CyclingTable({1}));
 }
 
+uint32_t BackendOf(const LbFixture& fx, const Bytes& out) {
+  auto v = pktgen::ParseFrame(out);
+  REQUIRE(v.ok());
+  REQUIRE(v->ip.has_value());
+  return fx.BackendAt(v->ip->dst);
+}
+
+uint32_t BackendOf(const LbFixture& fx, const Outcome& o) { return BackendOf(fx, o.out); }
+
 pktgen::PacketBuilder FromClient4(const Addr& vip) {
   pktgen::PacketBuilder b;
   b.Eth(Lab::TorMac(), Lab::RouterMac()).Ip4(Lab::Client4(), vip);

@@ -142,6 +142,10 @@ class LbFixture {
   uint64_t runs_ = 0;
 };
 
+// The backend an encapsulated output went to (by its outer destination).
+uint32_t BackendOf(const LbFixture& fx, const Bytes& out);
+uint32_t BackendOf(const LbFixture& fx, const Outcome& o);
+
 // What an encapsulated output must look like.
 struct EncapExpect {
   int outer_family = 4;  // 4: IPv4 outer, 6: IPv6 outer

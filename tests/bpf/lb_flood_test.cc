@@ -23,13 +23,6 @@ constexpr uint32_t kCapacity = 16384;  // each of the three maps
 constexpr uint32_t kEstablished = 10000;
 constexpr uint32_t kFlood = 1000000;
 
-uint32_t BackendOf(const LbFixture& fx, const Bytes& out) {
-  auto v = pktgen::ParseFrame(out);
-  REQUIRE(v.ok());
-  REQUIRE(v->ip.has_value());
-  return fx.BackendAt(v->ip->dst);
-}
-
 // Client 198.18.<hi>.<lo> (inside the lab's 198.18.0.0/15).
 Addr Client(uint8_t hi, uint8_t lo) {
   return Addr::Parse("198.18." + std::to_string(hi) + "." + std::to_string(lo));

@@ -27,13 +27,6 @@ Bytes Ack(uint16_t sport, size_t payload = 0) {
   return FromClient4().Tcp(sport, 80, tcp::kAck, 101, 5001).PayloadSize(payload).Build();
 }
 
-uint32_t BackendOf(const LbFixture& fx, const Outcome& o) {
-  auto v = pktgen::ParseFrame(o.out);
-  REQUIRE(v.ok());
-  REQUIRE(v->ip.has_value());
-  return fx.BackendAt(v->ip->dst);
-}
-
 // The standard lab with 198.18.0.10:80/tcp on backend 1 and an established
 // flow from kPort on it.
 void SetUpWithFlow(LbFixture& fx) {
