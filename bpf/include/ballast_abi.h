@@ -170,6 +170,12 @@ enum ballast_flow_state {
 /* seq_next holds the client's next sequence number (flows of older builds
  * start without it and take it from their next packet). */
 #define BALLAST_FLOW_F_SEQ_KNOWN 0x8u
+/* A SYN kept this active flow (syn_keeps_flow): a new connection on the
+ * tuple, typically after a backend's RST that the router does not see, may
+ * be under way on the flow's backend. Its handshake sample is taken from the
+ * slot at the next client packet, and its first payload starts a new
+ * first-response sample; the sequence window stays the flow's. */
+#define BALLAST_FLOW_F_REOPENED 0x10u
 
 /* How far (bytes, either way, modulo 2^32) a client's RST or FIN may be from
  * the next sequence number the router saw it send, and how far one packet

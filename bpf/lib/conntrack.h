@@ -356,12 +356,18 @@ static __always_inline int syn_keeps_flow(const struct ballast_flow *f,
 	return now < f->last_seen_ns + hs->syn_reuse_idle_ns;
 }
 
-/* A pure SYN that syn_keeps_flow(): forwarded to the flow's backend `id`,
- * flow untouched. Its slot is written (a retransmission counted) so that
- * the backend can bounce it when it has no socket for the tuple; the bounce
- * then ends the flow (bounce_take). */
+/* A pure SYN that syn_keeps_flow(): forwarded to the flow's backend `id`;
+ * the flow keeps its backend, state and sequence window. Its slot is
+ * written (a retransmission counted) so that the backend can bounce it when
+ * it has no socket for the tuple; the bounce then ends the flow
+ * (bounce_take). The flow is marked BALLAST_FLOW_F_REOPENED and its
+ * first-response sample restarts: should this be a new connection (the
+ * client reusing its port after a RST from the backend, which the router
+ * does not see), the samples are the new connection's, not the old one's
+ * payload time against the new one's ACK numbers. A spoofer gains nothing
+ * it could not get from a SYN on a tuple of its own. */
 static __always_inline void handshake_syn_guarded(struct pkt *p, const struct ballast_settings *s,
-						  __u64 now, __u32 id)
+						  __u64 now, __u32 id, struct ballast_flow *f)
 {
 	struct ballast_handshake_set *set = handshake_set_of(p);
 	struct ballast_backend_stats *bs;
@@ -380,6 +386,33 @@ static __always_inline void handshake_syn_guarded(struct pkt *p, const struct ba
 	if (!h)
 		h = handshake_victim(set, s, now);
 	handshake_write(h, p, id, now);
+	f->flags = (f->flags & ~(BALLAST_FLOW_F_PAYLOAD_SEEN | BALLAST_FLOW_F_RESPONSE_SEEN)) |
+		   BALLAST_FLOW_F_REOPENED;
+}
+
+/* The first client packet after a SYN that reopened flow `f`
+ * (BALLAST_FLOW_F_REOPENED): the slot that SYN wrote, still on the flow's
+ * backend, gives the handshake sample (an ACK) and is freed. The mark goes
+ * either way. Reads the precise clock (the slot's time is precise). */
+static __always_inline void handshake_reopened(struct ballast_flow *f, struct pkt *p,
+					       const struct ballast_settings *s)
+{
+	struct ballast_handshake_set *set = handshake_set_of(p);
+	__u64 t = clock_precise();
+	struct ballast_handshake *h = set ? handshake_find(set, p, s, t) : 0;
+	struct ballast_backend_stats *bs;
+	__u32 age;
+
+	f->flags &= ~BALLAST_FLOW_F_REOPENED;
+	if (!h || h->backend_id != f->backend_id)
+		return;
+	age = handshake_time(t) - h->syn_time;
+	*(__u64 *)&h->hash = 0; /* free the slot */
+	bs = backend_stats_of(f->backend_id);
+	if (bs && (p->tcp_flags & (TCP_ACK | TCP_RST)) == TCP_ACK) {
+		bs->handshake_ns_sum += (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT;
+		bs->handshake_count += 1;
+	}
 }
 
 /* A TCP packet other than a SYN with no `flows` entry whose slot holds its
@@ -567,7 +600,7 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 		/* `now` is the precise clock (xdp_lb) */
 		if (!syn_keeps_flow(f, be, now))
 			return handshake_syn(vip, p, s, now, f);
-		handshake_syn_guarded(p, s, now, old);
+		handshake_syn_guarded(p, s, now, old, f);
 		p->guarded = 1;
 		*bep = be;
 		return old;
@@ -581,6 +614,8 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 	if (flow_expired(f, s, now))
 		return flow_restart(vip, p, now, cls);
 
+	if (unlikely(f->flags & BALLAST_FLOW_F_REOPENED))
+		handshake_reopened(f, p, s);
 	if (p->key.proto == IPPROTO_TCP && flow_tcp_update(f, p, now)) {
 		p->guarded = 1; /* a RST or FIN outside the window: the flow stays */
 		*bep = be;

@@ -115,7 +115,9 @@ TEST_CASE("A SYN on an active flow goes to the flow's backend and moves nothing"
   const ballast_flow f = FlowOf(fx);
   CHECK(f.state == BALLAST_FLOW_ESTABLISHED);
   CHECK(f.backend_id == 1);
-  // Its slot names backend 1, so that backend could bounce it.
+  // Its slot names backend 1, so that backend could bounce it (the
+  // client's next packet frees it, see the port-reuse case below).
+  CHECK(fx.Run(Segment(tcp::kSyn, 900003, 0)).verdict == BALLAST_V_GUARDED_TX);
   REQUIRE(fx.Handshake(kKey));
   CHECK(fx.Handshake(kKey)->backend_id == 1);
   // The spoofer's own completing ACK goes to the flow's backend too.
@@ -153,6 +155,48 @@ TEST_CASE("A SYN on an active flow goes to the flow's backend and moves nothing"
     fx.SetSettings(s);
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0))) == 2);
     CHECK_FALSE(fx.Flow(kKey));
+  }
+}
+
+TEST_CASE("A port reused after the backend's RST: the new connection's samples are its own",
+          "[lb][spoof]") {
+  // The backend reset the connection of Establish() after its request (the
+  // router does not see that RST) and the client, which keeps no TIME_WAIT
+  // after a RST, reuses the port at once: the SYN is kept on backend 1 and
+  // the handshake and first response are measured for the new connection,
+  // not from the old one's payload time (seconds, in the health e2e test).
+  LbFixture fx;
+  Establish(fx);
+  const ballast_backend_stats before = fx.BackendStats(1);
+  REQUIRE(before.handshake_count == 1);
+  REQUIRE(before.first_response_count == 0);  // reset: no response
+
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 700000, 0))) == 1);
+  CHECK((FlowOf(fx).flags & BALLAST_FLOW_F_REOPENED) != 0);
+  CHECK(fx.BackendStats(1).new_flows == before.new_flows + 1);
+  // The handshake completes: one handshake sample, no response sample yet
+  // (the ACK number is past the old payload's, but this is no response).
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 700001, 9001))) == 1);
+  CHECK(fx.BackendStats(1).handshake_count == 2);
+  CHECK(fx.BackendStats(1).first_response_count == 0);
+  CHECK((FlowOf(fx).flags & BALLAST_FLOW_F_REOPENED) == 0);
+  CHECK_FALSE(fx.Handshake(kKey));  // the slot is freed
+  // The request, then the client's ACK of the response: one sample.
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, 700001, 9001, 20))) == 1);
+  CHECK(fx.BackendStats(1).first_response_count == 0);
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 700021, 9101))) == 1);
+  CHECK(fx.BackendStats(1).first_response_count == 1);
+  // The flow kept its backend and its window: the old connection's RST
+  // still closes it, the new one's far away does not.
+  CHECK(FlowOf(fx).backend_id == 1);
+  CHECK(FlowOf(fx).seq_next == 111);
+  CHECK(fx.Run(Segment(tcp::kRst, 700021, 0)).verdict == BALLAST_V_GUARDED_TX);
+
+  SECTION("a RST answering the SYN's challenge takes no handshake sample") {
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 800000, 0))) == 1);
+    CHECK(fx.Run(Segment(tcp::kRst, 800001, 0)).verdict == BALLAST_V_GUARDED_TX);
+    CHECK(fx.BackendStats(1).handshake_count == 2);
+    CHECK((FlowOf(fx).flags & BALLAST_FLOW_F_REOPENED) == 0);
   }
 }
 
