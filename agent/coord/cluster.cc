@@ -46,7 +46,22 @@ std::string BootId() {
 absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Create(ClusterOptions options) {
   std::unique_ptr<ClusterNode> n(new ClusterNode(std::move(options)));
   etcd::ClientOptions co;
-  co.endpoints.assign(n->options_.config.endpoints().begin(), n->options_.config.endpoints().end());
+  const v1::Cluster& cfg = n->options_.config;
+  co.endpoints.assign(cfg.endpoints().begin(), cfg.endpoints().end());
+  co.tls.ca_file = cfg.etcd_ca_file();
+  co.tls.cert_file = cfg.etcd_cert_file();
+  co.tls.key_file = cfg.etcd_key_file();
+  co.tls.server_name = cfg.etcd_server_name();
+  co.tls.allow_plaintext_remote = cfg.etcd_allow_plaintext_remote();
+  co.username = cfg.etcd_username();
+  if (!cfg.etcd_password_file().empty()) {
+    std::ifstream in(cfg.etcd_password_file());
+    if (!in || !std::getline(in, co.password) || co.password.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster.etcd_password_file \"", cfg.etcd_password_file(),
+                       "\": cannot be read, or its first line is empty"));
+    }
+  }
   // Short deadlines: a call that cannot finish within a tick or two means
   // "unreachable", and the node freezes rather than waits.
   co.call_timeout = absl::Seconds(2);
@@ -119,7 +134,7 @@ void ClusterNode::Stop() {
     if (auto f = store_->fence(); f.has_value()) (void)election_->Resign(*f);
   }
   leader_ = false;
-  store_->SetFence(std::nullopt);
+  if (store_ != nullptr) store_->SetFence(std::nullopt);  // null when Create failed
   election_.reset();
   if (session_ != nullptr) (void)session_->Close();  // the node record goes with the lease
   session_.reset();
@@ -145,7 +160,7 @@ void ClusterNode::OnFenced(const absl::Status& s) {
 
 void ClusterNode::StepDown(const std::string& why, const std::string& action) {
   const bool was = leader_.exchange(false);
-  store_->SetFence(std::nullopt);
+  if (store_ != nullptr) store_->SetFence(std::nullopt);  // null when Create failed
   if (was || action == "fenced") {
     Audit(action, "", "",
           absl::StrCat("{\"node\":\"", options_.config.node(), "\",\"reason\":\"", why, "\"}"),

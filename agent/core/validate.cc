@@ -15,6 +15,7 @@
 #include "agent/core/names.h"
 #include "agent/dataplane/dataplane.h"
 #include "agent/dataplane/ip_address.h"
+#include "agent/etcd/endpoint.h"
 #include "agent/maglev/maglev.h"
 #include "agent/probes/spec.h"
 #include "absl/strings/string_view.h"
@@ -703,21 +704,42 @@ absl::Status ValidateAgentConfig(const v1::AgentConfig& c) {
     if (cl.endpoints_size() == 0) {
       return at.Child("endpoints").Invalid("at least one etcd endpoint is required");
     }
+    etcd::TlsOptions tls;
+    tls.ca_file = cl.etcd_ca_file();
+    tls.allow_plaintext_remote = cl.etcd_allow_plaintext_remote();
     for (int i = 0; i < cl.endpoints_size(); ++i) {
       const std::string& e = cl.endpoints(i);
       const FieldPath ep = at.Child(absl::StrCat("endpoints[", i, "]"));
-      if (absl::StartsWith(e, "https://")) {
-        return ep.Invalid(absl::StrCat("\"", e, "\": TLS endpoints are not supported yet"));
-      }
-      const std::string hostport = absl::StartsWith(e, "http://") ? e.substr(7) : e;
+      const std::string hostport = e.substr(absl::StartsWith(e, "http://")    ? 7
+                                            : absl::StartsWith(e, "https://") ? 8
+                                                                              : 0);
       const size_t colon = hostport.rfind(':');
       if (hostport.empty() || colon == std::string::npos || colon == 0 ||
           colon + 1 == hostport.size() ||
           hostport.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
           hostport.find_first_of("/ \t\r\n") != std::string::npos) {
-        return ep.Invalid(
-            absl::StrCat("\"", e, "\" is not an etcd endpoint (http://HOST:PORT or HOST:PORT)"));
+        return ep.Invalid(absl::StrCat(
+            "\"", e,
+            "\" is not an etcd endpoint (https://HOST:PORT, http://HOST:PORT or HOST:PORT)"));
       }
+      if (auto t = etcd::ParseEndpoint(e, tls); !t.ok()) return ep.Invalid(t.status().message());
+    }
+    for (const auto& [name, path] :
+         {std::pair<const char*, const std::string*>{"etcd_ca_file", &cl.etcd_ca_file()},
+          {"etcd_cert_file", &cl.etcd_cert_file()},
+          {"etcd_key_file", &cl.etcd_key_file()},
+          {"etcd_password_file", &cl.etcd_password_file()}}) {
+      if (!path->empty() && path->front() != '/') {
+        return at.Child(name).Invalid(absl::StrCat("\"", *path, "\" must be an absolute path"));
+      }
+    }
+    if (cl.etcd_cert_file().empty() != cl.etcd_key_file().empty()) {
+      return at.Child(cl.etcd_cert_file().empty() ? "etcd_cert_file" : "etcd_key_file")
+          .Invalid("etcd_cert_file and etcd_key_file go together (the certificate and its key)");
+    }
+    if (cl.etcd_username().empty() != cl.etcd_password_file().empty()) {
+      return at.Child(cl.etcd_username().empty() ? "etcd_username" : "etcd_password_file")
+          .Invalid("etcd_username and etcd_password_file go together");
     }
     if (!cl.prefix().empty() && (cl.prefix().front() != '/' || cl.prefix().back() == '/' ||
                                  cl.prefix().find_first_of(" \t\r\n") != std::string::npos)) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "agent/etcd/credentials.h"
 #include "agent/etcd/watch.h"
 #include "etcd/etcdserverpb/rpc.grpc.pb.h"
 
@@ -22,33 +23,17 @@ namespace pb = ::etcdserverpb;
 
 struct Client::Endpoint {
   std::string name;  // host:port, as shown in errors
+  bool tls = false;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<pb::KV::Stub> kv;
   std::unique_ptr<pb::Lease::Stub> lease;
   std::unique_ptr<pb::Maintenance::Stub> maintenance;
+  std::unique_ptr<pb::Auth::Stub> auth;
 };
 
 namespace {
 
 std::chrono::system_clock::time_point ToChrono(absl::Time t) { return absl::ToChronoTime(t); }
-
-// "http://h:p" or "h:p" -> "h:p".
-absl::StatusOr<std::string> ParseEndpoint(absl::string_view url) {
-  absl::string_view rest = url;
-  if (absl::ConsumePrefix(&rest, "https://")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("etcd endpoint ", url, ": TLS endpoints are not supported; use http://"));
-  }
-  absl::ConsumePrefix(&rest, "http://");
-  while (absl::ConsumeSuffix(&rest, "/")) {
-  }
-  if (rest.empty() || rest.find(':') == absl::string_view::npos ||
-      rest.find('/') != absl::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "etcd endpoint \"", url, "\": expected http://host:port (e.g. http://127.0.0.1:2379)"));
-  }
-  return std::string(rest);
-}
 
 absl::Status FromGrpc(const grpc::Status& s, absl::string_view what, absl::string_view ep) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
@@ -235,6 +220,11 @@ Op Op::DeletePrefix(absl::string_view prefix) {
   return op;
 }
 
+bool IsInvalidToken(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAUTHENTICATED &&
+         absl::StrContains(status.error_message(), "invalid auth token");
+}
+
 bool IsCompacted(const absl::Status& status) {
   return status.code() == absl::StatusCode::kOutOfRange &&
          absl::StrContains(status.message(), "compacted");
@@ -254,11 +244,19 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
       options.connect_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("etcd client: timeouts must be positive");
   }
+  if (options.username.empty() && !options.password.empty()) {
+    return absl::InvalidArgumentError("etcd client: a password without a username");
+  }
   std::unique_ptr<Client> client(new Client(options));
   for (const std::string& url : options.endpoints) {
-    absl::StatusOr<std::string> target = ParseEndpoint(url);
+    absl::StatusOr<EndpointTarget> target = ParseEndpoint(url, options.tls);
     if (!target.ok()) return target.status();
+    auto creds = MakeCredentials(target->tls, options.tls);
+    if (!creds.ok()) return creds.status();
     grpc::ChannelArguments args;
+    if (target->tls && !options.tls.server_name.empty()) {
+      args.SetSslTargetNameOverride(options.tls.server_name);
+    }
     // Each channel owns its connection (not shared with other channels to
     // the same member), reconnects within a second of a member coming back,
     // and detects a silent member (frozen, partitioned) on open streams with
@@ -272,11 +270,13 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
     auto ep = std::make_unique<Endpoint>();
-    ep->name = *target;
-    ep->channel = grpc::CreateCustomChannel(*target, grpc::InsecureChannelCredentials(), args);
+    ep->name = target->host_port;
+    ep->tls = target->tls;
+    ep->channel = grpc::CreateCustomChannel(target->host_port, *creds, args);
     ep->kv = pb::KV::NewStub(ep->channel);
     ep->lease = pb::Lease::NewStub(ep->channel);
     ep->maintenance = pb::Maintenance::NewStub(ep->channel);
+    ep->auth = pb::Auth::NewStub(ep->channel);
     client->endpoints_.push_back(std::move(ep));
   }
   return client;
@@ -303,13 +303,30 @@ absl::Status Client::Call(
       const absl::Time now = absl::Now();
       if (now >= deadline) break;
       if (!WaitConnected(*ep.channel, std::min(deadline, now + options_.connect_timeout))) {
-        problems[ep.name] = "cannot connect";
+        problems[ep.name] = ConnectProblem(ep);
         continue;  // nothing was sent: safe to try the next member
       }
-      grpc::ClientContext ctx;
-      ctx.set_deadline(ToChrono(
-          std::min(deadline, absl::Now() + std::min(options_.attempt_timeout, attempt_cap))));
-      const grpc::Status s = attempt(ep, ctx);
+      const absl::Time attempt_deadline =
+          std::min(deadline, absl::Now() + std::min(options_.attempt_timeout, attempt_cap));
+      grpc::Status s;
+      // A refused token is fetched again once (it expired, or the member
+      // restarted); a refused user or password is final.
+      for (int round = 0; round < 2; ++round) {
+        absl::StatusOr<std::string> token = Token(ep, attempt_deadline);
+        if (!token.ok()) {
+          if (absl::IsUnavailable(token.status()) || absl::IsDeadlineExceeded(token.status())) {
+            s = grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(token.status().message()));
+            break;
+          }
+          return token.status();
+        }
+        grpc::ClientContext ctx;
+        ctx.set_deadline(ToChrono(attempt_deadline));
+        if (!token->empty()) ctx.AddMetadata("token", *token);
+        s = attempt(ep, ctx);
+        if (!IsInvalidToken(s) || token->empty()) break;
+        DropToken(*token);
+      }
       if (s.ok()) {
         set_preferred(i);
         return absl::OkStatus();
@@ -519,12 +536,19 @@ absl::StatusOr<int64_t> Client::LeaseTimeToLive(int64_t id) {
 }
 
 absl::StatusOr<MemberStatus> Client::MemberStatusOf(absl::string_view endpoint) {
-  absl::StatusOr<std::string> target = ParseEndpoint(endpoint);
+  absl::StatusOr<EndpointTarget> target = ParseEndpoint(endpoint, options_.tls);
   if (!target.ok()) return target.status();
-  for (auto& ep : endpoints_) {
-    if (ep->name != *target) continue;
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    auto& ep = endpoints_[i];
+    if (ep->name != target->host_port) continue;
+    const absl::Time deadline = absl::Now() + options_.attempt_timeout;
+    if (!WaitConnected(*ep->channel, std::min(deadline, absl::Now() + options_.connect_timeout))) {
+      return absl::UnavailableError(
+          absl::StrCat("etcd Status via ", ep->name, ": ", ConnectProblem(*ep)));
+    }
     grpc::ClientContext ctx;
-    ctx.set_deadline(ToChrono(absl::Now() + options_.attempt_timeout));
+    ctx.set_deadline(ToChrono(deadline));
+    if (auto token = Authorize(i, ctx, deadline); !token.ok()) return token.status();
     pb::StatusResponse resp;
     grpc::Status s = ep->maintenance->Status(&ctx, pb::StatusRequest(), &resp);
     if (!s.ok()) return FromGrpc(s, "Status", ep->name);
@@ -574,6 +598,69 @@ absl::StatusOr<std::unique_ptr<Watch>> Client::StartWatch(
     start = r->revision + 1;
   }
   return std::unique_ptr<Watch>(new Watch(*this, spec, start, std::move(callback)));
+}
+
+// ---- authentication and connection problems ---------------------------------
+
+absl::StatusOr<std::string> Client::Token(Endpoint& ep, absl::Time deadline) {
+  if (options_.username.empty()) return std::string();
+  {
+    std::lock_guard<std::mutex> lock(token_mu_);
+    if (!token_.empty()) return token_;
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(ToChrono(deadline));
+  pb::AuthenticateRequest req;
+  req.set_name(options_.username);
+  req.set_password(options_.password);
+  pb::AuthenticateResponse resp;
+  const grpc::Status s = ep.auth->Authenticate(&ctx, req, &resp);
+  if (!s.ok()) {
+    absl::Status out =
+        FromGrpc(s, absl::StrCat("Authenticate as user \"", options_.username, "\""), ep.name);
+    if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+        s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+      // "authentication failed, invalid user ID or password" /
+      // "authentication is not enabled": the configuration, not the member.
+      return absl::PermissionDeniedError(out.message());
+    }
+    return out;
+  }
+  std::lock_guard<std::mutex> lock(token_mu_);
+  token_ = resp.token();
+  return token_;
+}
+
+void Client::DropToken(const std::string& token) {
+  std::lock_guard<std::mutex> lock(token_mu_);
+  if (token_ == token) token_.clear();
+}
+
+absl::StatusOr<std::string> Client::Authorize(size_t i, grpc::ClientContext& ctx,
+                                              absl::Time deadline) {
+  absl::StatusOr<std::string> token = Token(*endpoints_[i % endpoints_.size()], deadline);
+  if (token.ok() && !token->empty()) ctx.AddMetadata("token", *token);
+  return token;
+}
+
+std::string Client::ConnectProblem(Endpoint& ep) {
+  // A call that does not wait for the connection fails at once with the
+  // channel's last error: a TLS handshake failure names its reason there.
+  grpc::ClientContext ctx;
+  ctx.set_wait_for_ready(false);
+  ctx.set_deadline(ToChrono(absl::Now() + absl::Milliseconds(200)));
+  pb::StatusResponse resp;
+  const grpc::Status s = ep.maintenance->Status(&ctx, pb::StatusRequest(), &resp);
+  if (s.ok() || s.error_message().empty()) return "cannot connect";
+  std::string out = absl::StrCat("cannot connect: ", s.error_message());
+  if (ep.tls && !absl::StrContains(s.error_message(), "handshake")) {
+    // A member that refuses the client's certificate (none, or not from
+    // the CA it trusts) just closes the connection.
+    absl::StrAppend(&out,
+                    " (TLS: the member may have refused this client's certificate: "
+                    "none, or not from the CA it trusts)");
+  }
+  return out;
 }
 
 }  // namespace ballast::etcd

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "agent/etcd/endpoint.h"
 #include "agent/etcd/types.h"
 
 namespace grpc {
@@ -48,9 +50,16 @@ class Watch;
 struct WatchUpdate;
 
 struct ClientOptions {
-  // "http://127.0.0.1:2379" or "127.0.0.1:2379"; at least one. TLS endpoints
-  // (https://) are not supported yet and are rejected.
+  // "https://host:port", "http://host:port" or "host:port"; at least one.
+  // TLS and the plaintext rule: endpoint.h.
   std::vector<std::string> endpoints;
+  TlsOptions tls;
+  // etcd's user/password authentication: Authenticate once, the token sent
+  // with every call and fetched again when the server no longer takes it.
+  // Empty username: no token (a server with auth enabled then takes the
+  // user from the client certificate's CN, or refuses).
+  std::string username;
+  std::string password;
   // Deadline of one call, across every member tried.
   absl::Duration call_timeout = absl::Seconds(5);
   // Deadline of one attempt on one member.
@@ -136,6 +145,11 @@ class Client {
   // Internal, for Watch: the channel of endpoint i, waiting up to `timeout`
   // for it to connect; null when it did not.
   std::shared_ptr<grpc::Channel> ConnectedChannel(size_t i, absl::Duration timeout);
+  // Internal, for Watch: adds the auth token (fetched through endpoint i
+  // when there is none yet) to `ctx` and returns it ("" without a username).
+  absl::StatusOr<std::string> Authorize(size_t i, grpc::ClientContext& ctx, absl::Time deadline);
+  // Internal: forget `token` after the server refused it (next call fetches one).
+  void DropToken(const std::string& token);
   size_t preferred() const { return preferred_.load(std::memory_order_relaxed); }
   void set_preferred(size_t i) { preferred_.store(i, std::memory_order_relaxed); }
 
@@ -154,10 +168,22 @@ class Client {
   absl::StatusOr<int64_t> DeleteRange(absl::string_view what, std::string key,
                                       std::string range_end);
 
+  // The current token, or one fetched through `ep`.
+  absl::StatusOr<std::string> Token(Endpoint& ep, absl::Time deadline);
+  // Why endpoint `ep` does not connect (gRPC's last error, e.g. a TLS
+  // handshake failure), for error messages.
+  std::string ConnectProblem(Endpoint& ep);
+
   ClientOptions options_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
+  std::mutex token_mu_;
+  std::string token_;  // guarded by token_mu_
   std::atomic<size_t> preferred_{0};
 };
+
+// True when the server refused the call's auth token (expired, or the
+// server restarted): fetch a new one and try again.
+bool IsInvalidToken(const grpc::Status& status);
 
 // True for etcd's "required revision has been compacted" (a Get at an old
 // revision): the caller must start over from a fresh read.

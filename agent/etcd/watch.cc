@@ -83,6 +83,12 @@ absl::Status Watch::RunStream(size_t i, bool& ended) {
   grpc::ClientContext ctx;
   // A member that loses its leader ends the stream instead of going quiet.
   ctx.AddMetadata("hasleader", "true");
+  absl::StatusOr<std::string> token =
+      client_.Authorize(i, ctx, absl::Now() + client_.options().attempt_timeout);
+  if (!token.ok()) {
+    return absl::Status(token.status().code(),
+                        absl::StrCat("etcd watch ", spec_.key, ": ", token.status().message()));
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) {
@@ -190,6 +196,7 @@ absl::Status Watch::RunStream(size_t i, bool& ended) {
     progress_writer_ = nullptr;
   }
   const grpc::Status st = stream->Finish();
+  if (IsInvalidToken(st)) client_.DropToken(*token);
   if (ended || stop_) return absl::OkStatus();
   if (st.ok()) {
     return absl::UnavailableError(

@@ -153,6 +153,7 @@ $eps  node: "$n"
   prefix: "/ballast-test"
   lease_ttl_s: $TTL
   drift_alert_s: 5
+  etcd_allow_plaintext_remote: true  # the test's own namespaces (etcd TLS: etcd_tests [auth])
 }
 probe_forwarding { device: "to-be1" }
 initial {

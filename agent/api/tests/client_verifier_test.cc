@@ -6,14 +6,14 @@
 #include <catch2/catch.hpp>
 
 #include "agent/api/tests/test_util.h"
-#include "agent/api/tests/tls_certs.h"
+#include "tests/lib/test_pki.h"
 
 namespace ballast::api {
 namespace {
 
 using testing::ReadFileOrDie;
 using testing::TempDir;
-using testing::TestPki;
+using testpki::TestPki;
 
 v1::AdminAccess Paths(const std::string& ca, const std::string& crl) {
   v1::AdminAccess a;
@@ -31,7 +31,7 @@ absl::StatusOr<std::shared_ptr<const ClientVerifier>> Make(const std::string& ca
 
 TEST_CASE("client verifier: CRL files that do not fit the client CA are refused", "[verifier]") {
   TempDir dir;
-  const TestPki pki = testing::GeneratePki(dir.path());
+  const TestPki pki = testpki::GeneratePki(dir.path());
   const std::string both_cas = dir.Join("both-cas.crt");
   testing::WriteFile(both_cas, ReadFileOrDie(pki.ca_crt) + ReadFileOrDie(pki.other_ca_crt));
   const std::string two_crls = dir.Join("two.crl");
@@ -85,7 +85,7 @@ TEST_CASE("client verifier: CRL files that do not fit the client CA are refused"
 
 TEST_CASE("client verifier: chains and revocation", "[verifier]") {
   TempDir dir;
-  const TestPki pki = testing::GeneratePki(dir.path());
+  const TestPki pki = testpki::GeneratePki(dir.path());
   auto verify = [&](const ClientVerifier& v, const std::string& cert) {
     return v.Verify(ReadFileOrDie(cert), "");
   };

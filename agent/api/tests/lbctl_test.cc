@@ -15,7 +15,7 @@
 #include "agent/api/server.h"
 #include "agent/api/tests/recording_engine.h"
 #include "agent/api/tests/test_util.h"
-#include "agent/api/tests/tls_certs.h"
+#include "tests/lib/test_pki.h"
 #include "tools/lbctl/commands.h"
 #include "tools/lbctl/exit_codes.h"
 
@@ -367,7 +367,7 @@ TEST_CASE("lbctl: unreachable agent is exit 5 with a clear message", "[lbctl]") 
 
 TEST_CASE("lbctl over mutual TLS: read-only identity", "[lbctl][tls]") {
   TempDir dir;
-  const testing::TestPki pki = testing::GeneratePki(dir.path());
+  const testpki::TestPki pki = testpki::GeneratePki(dir.path());
   RecordingEngine engine;
   v1::AdminAccess a;
   a.set_socket_path(dir.Join("lbagent.sock"));

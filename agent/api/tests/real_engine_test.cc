@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/api/server.h"
 #include "agent/api/tests/test_util.h"
-#include "agent/api/tests/tls_certs.h"
+#include "tests/lib/test_pki.h"
 #include "agent/core/clock.h"
 #include "agent/core/standalone_engine.h"
 #include "agent/dataplane/dataplane.h"
@@ -341,7 +341,7 @@ TEST_CASE("real engine: WatchEvents delivers the engine's events", "[real][event
 
 TEST_CASE("real engine: a read-only TLS identity cannot change the state", "[real][tls]") {
   TempDir certs;
-  const testing::TestPki pki = testing::GeneratePki(certs.path());
+  const testpki::TestPki pki = testpki::GeneratePki(certs.path());
   v1::AdminAccess access;
   access.set_tcp_listen("127.0.0.1:0");
   access.set_tls_cert(pki.server_crt);

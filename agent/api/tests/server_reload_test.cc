@@ -10,7 +10,7 @@
 #include "agent/api/server.h"
 #include "agent/api/tests/recording_engine.h"
 #include "agent/api/tests/test_util.h"
-#include "agent/api/tests/tls_certs.h"
+#include "tests/lib/test_pki.h"
 #include "ballast/v1/api.grpc.pb.h"
 
 namespace ballast::api {
@@ -18,12 +18,12 @@ namespace {
 
 using testing::RecordingEngine;
 using testing::TempDir;
-using testing::TestPki;
+using testpki::TestPki;
 
 // The server reads its TLS files from fixed paths in `live/`; a test puts
 // other material there (Install) and reloads.
 struct Fixture {
-  Fixture() : pki(testing::GeneratePki(dir.path())) {
+  Fixture() : pki(testpki::GeneratePki(dir.path())) {
     std::filesystem::create_directory(dir.Join("live"));
     Install(pki.server_crt, pki.server_key, pki.ca_crt);
     access.set_socket_path(dir.Join("lbagent.sock"));

@@ -10,7 +10,7 @@
 #include "agent/api/server.h"
 #include "agent/api/tests/recording_engine.h"
 #include "agent/api/tests/test_util.h"
-#include "agent/api/tests/tls_certs.h"
+#include "tests/lib/test_pki.h"
 #include "ballast/v1/api.grpc.pb.h"
 
 namespace ballast::api {
@@ -18,7 +18,7 @@ namespace {
 
 using testing::RecordingEngine;
 using testing::TempDir;
-using testing::TestPki;
+using testpki::TestPki;
 
 v1::VipKey Key() {
   v1::VipKey k;
@@ -44,7 +44,7 @@ v1::AdminAccess TlsAccess(const TempDir& dir, const TestPki& pki) {
 }
 
 struct Fixture {
-  Fixture() : pki(testing::GeneratePki(dir.path())) {
+  Fixture() : pki(testpki::GeneratePki(dir.path())) {
     AdminServerOptions opts;
     opts.log = [this](absl::string_view level, absl::string_view msg) {
       log.push_back(std::string(level) + ": " + std::string(msg));
@@ -209,7 +209,7 @@ TEST_CASE_METHOD(Fixture, "TLS: an allowed CN does not count when the certificat
 TEST_CASE("TLS: with admin.tls_crl a revoked certificate is refused, others get in",
           "[server][tls][crl]") {
   TempDir dir;
-  const TestPki pki = testing::GeneratePki(dir.path());
+  const TestPki pki = testpki::GeneratePki(dir.path());
   RecordingEngine engine;
   AdminServerOptions quiet;
   quiet.log = [](absl::string_view, absl::string_view) {};
@@ -267,7 +267,7 @@ TEST_CASE_METHOD(Fixture, "TLS: refused handshakes reach the agent's log through
 
 TEST_CASE("TLS: the TCP listener refuses to start without what mutual TLS needs", "[server][tls]") {
   TempDir dir;
-  const TestPki pki = testing::GeneratePki(dir.path());
+  const TestPki pki = testpki::GeneratePki(dir.path());
   RecordingEngine engine;
   AdminServerOptions quiet;
   quiet.log = [](absl::string_view, absl::string_view) {};
@@ -314,7 +314,7 @@ TEST_CASE("TLS: the TCP listener refuses to start without what mutual TLS needs"
 
 TEST_CASE("TLS: a port in use is a clear error and leaves nothing behind", "[server][tls]") {
   TempDir dir;
-  const TestPki pki = testing::GeneratePki(dir.path());
+  const TestPki pki = testpki::GeneratePki(dir.path());
   RecordingEngine engine;
   AdminServerOptions quiet;
   quiet.log = [](absl::string_view, absl::string_view) {};

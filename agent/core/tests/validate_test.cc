@@ -392,6 +392,38 @@ TEST_CASE("ValidateAgentConfig checks lbagent's own fields") {
   REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
           "admin.tls_cert: required with tcp_listen (mutual TLS only)");
   a.mutable_admin()->clear_tcp_listen();
+  {
+    v1::Cluster& cl = *a.mutable_cluster();
+    cl.set_node("r1");
+    cl.add_endpoints("http://198.18.200.1:2379");
+    REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+            "cluster.endpoints[0]: etcd endpoint \"http://198.18.200.1:2379\": plaintext to a host "
+            "that is not loopback; anyone on the path could rewrite the cluster's state. Use "
+            "https:// with a CA (etcd_ca_file), or allow it explicitly "
+            "(etcd_allow_plaintext_remote) on a trusted network");
+    cl.set_etcd_allow_plaintext_remote(true);
+    REQUIRE(ValidateAgentConfig(a).ok());
+    cl.set_etcd_allow_plaintext_remote(false);
+    cl.set_endpoints(0, "https://198.18.200.1:2379");
+    REQUIRE(ValidateAgentConfig(a).ok());
+    cl.set_endpoints(0, "198.18.200.1:2379");  // TLS with a CA file
+    cl.set_etcd_ca_file("/etc/ballast/etcd-ca.pem");
+    REQUIRE(ValidateAgentConfig(a).ok());
+    cl.set_etcd_cert_file("/etc/ballast/etcd-client.pem");
+    REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+            "cluster.etcd_key_file: etcd_cert_file and etcd_key_file go together (the "
+            "certificate and its key)");
+    cl.set_etcd_key_file("etcd-client.key");
+    REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+            "cluster.etcd_key_file: \"etcd-client.key\" must be an absolute path");
+    cl.set_etcd_key_file("/etc/ballast/etcd-client.key");
+    cl.set_etcd_username("ballast");
+    REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+            "cluster.etcd_password_file: etcd_username and etcd_password_file go together");
+    cl.set_etcd_password_file("/etc/ballast/etcd-password");
+    REQUIRE(ValidateAgentConfig(a).ok());
+    a.clear_cluster();
+  }
   a.mutable_admin()->set_tls_crl("clients.crl");
   REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
           "admin.tls_crl: \"clients.crl\" is not an absolute path");

@@ -109,19 +109,26 @@ bool HealthOnce(int port, std::chrono::milliseconds timeout) {
 }  // namespace
 
 std::unique_ptr<EtcdCluster> EtcdCluster::Start(int members) {
+  return StartTls(members, ServerTls{});
+}
+
+std::unique_ptr<EtcdCluster> EtcdCluster::StartTls(int members, const ServerTls& tls) {
   std::unique_ptr<EtcdCluster> c(new EtcdCluster());
+  c->tls_ = tls;
+  c->use_tls_ = !tls.cert_file.empty();
   c->etcd_path_ = FindEtcd();
   char tmpl[] = "/tmp/ballast-etcd-test-XXXXXX";
   if (mkdtemp(tmpl) == nullptr)
     throw std::runtime_error(std::string("mkdtemp: ") + strerror(errno));
   c->dir_ = tmpl;
   c->token_ = "ballast-test-" + std::to_string(getpid()) + "-" + c->dir_.substr(c->dir_.size() - 6);
-  std::vector<int> ports = FreePorts(2 * members);
+  std::vector<int> ports = FreePorts(3 * members);
   for (int i = 0; i < members; ++i) {
     Member m;
     m.name = "m" + std::to_string(i);
-    m.client_port = ports[2 * i];
-    m.peer_port = ports[2 * i + 1];
+    m.client_port = ports[3 * i];
+    m.peer_port = ports[3 * i + 1];
+    m.metrics_port = ports[3 * i + 2];
     m.data_dir = c->dir_ + "/" + m.name;
     m.log_path = c->dir_ + "/" + m.name + ".log";
     if (!c->initial_cluster_.empty()) c->initial_cluster_ += ",";
@@ -145,7 +152,8 @@ EtcdCluster::~EtcdCluster() {
 }
 
 std::string EtcdCluster::endpoint(int i) const {
-  return "http://127.0.0.1:" + std::to_string(members_[i].client_port);
+  return (use_tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") +
+         std::to_string(members_[i].client_port);
 }
 
 std::vector<std::string> EtcdCluster::endpoints() const {
@@ -156,7 +164,7 @@ std::vector<std::string> EtcdCluster::endpoints() const {
 
 void EtcdCluster::Spawn(int i, bool initial) {
   Member& m = members_[i];
-  const std::string client = "http://127.0.0.1:" + std::to_string(m.client_port);
+  const std::string client = endpoint(i);
   const std::string peer = "http://127.0.0.1:" + std::to_string(m.peer_port);
   std::vector<std::string> args = {
       etcd_path_,
@@ -172,6 +180,13 @@ void EtcdCluster::Spawn(int i, bool initial) {
       "--logger=zap",
       "--log-level=warn",
   };
+  if (use_tls_) {
+    args.push_back("--cert-file=" + tls_.cert_file);
+    args.push_back("--key-file=" + tls_.key_file);
+    args.push_back("--trusted-ca-file=" + tls_.ca_file);
+    args.push_back("--client-cert-auth");
+    args.push_back("--listen-metrics-urls=http://127.0.0.1:" + std::to_string(m.metrics_port));
+  }
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -199,7 +214,7 @@ void EtcdCluster::Spawn(int i, bool initial) {
 }
 
 bool EtcdCluster::Healthy(int i, std::chrono::milliseconds timeout) const {
-  return HealthOnce(members_[i].client_port, timeout);
+  return HealthOnce(use_tls_ ? members_[i].metrics_port : members_[i].client_port, timeout);
 }
 
 void EtcdCluster::WaitHealthy(int i, std::chrono::seconds timeout) {
@@ -211,7 +226,7 @@ void EtcdCluster::WaitHealthy(int i, std::chrono::seconds timeout) {
       throw std::runtime_error("etcd member " + members_[i].name + " exited during start-up:\n" +
                                LogTail(i));
     }
-    if (HealthOnce(members_[i].client_port, std::chrono::milliseconds(500))) return;
+    if (Healthy(i, std::chrono::milliseconds(500))) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   throw std::runtime_error("etcd member " + members_[i].name + " not healthy after " +

@@ -23,15 +23,25 @@
 
 namespace ballast::etcd::testing {
 
+// A TLS client listener (etcd --cert-file/--key-file/--trusted-ca-file
+// --client-cert-auth): clients must present a certificate from `ca_file`.
+// /health is then served on a separate plaintext metrics port.
+struct ServerTls {
+  std::string cert_file;
+  std::string key_file;
+  std::string ca_file;
+};
+
 class EtcdCluster {
  public:
   static std::unique_ptr<EtcdCluster> Start(int members);
+  static std::unique_ptr<EtcdCluster> StartTls(int members, const ServerTls& tls);
   ~EtcdCluster();
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
 
   int size() const { return static_cast<int>(members_.size()); }
-  // "http://127.0.0.1:<client port>" of member i / of every member.
+  // "http(s)://127.0.0.1:<client port>" of member i / of every member.
   std::string endpoint(int i) const;
   std::vector<std::string> endpoints() const;
   pid_t pid(int i) const { return members_[i].pid; }
@@ -53,6 +63,7 @@ class EtcdCluster {
     std::string name;
     int client_port = 0;
     int peer_port = 0;
+    int metrics_port = 0;  // TLS mode: /health here
     std::string data_dir;
     std::string log_path;
     pid_t pid = -1;
@@ -66,6 +77,8 @@ class EtcdCluster {
   std::string initial_cluster_;
   std::string token_;
   std::vector<Member> members_;
+  ServerTls tls_;
+  bool use_tls_ = false;
 };
 
 }  // namespace ballast::etcd::testing

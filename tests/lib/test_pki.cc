@@ -1,11 +1,28 @@
-#include "agent/api/tests/tls_certs.h"
+#include "tests/lib/test_pki.h"
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
-#include "agent/api/tests/test_util.h"
+namespace ballast::testpki {
+namespace {
 
-namespace ballast::api::testing {
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+std::string ReadFileOrDie(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
 
 TestPki GeneratePki(const std::string& dir) {
   // EC P-256 keys: fast to generate. Leaf certificates carry the usual
@@ -91,4 +108,4 @@ crl fakeca fakeca.crl
   return p;
 }
 
-}  // namespace ballast::api::testing
+}  // namespace ballast::testpki

@@ -3,12 +3,12 @@
 // DNS SAN, a name not in any allow-list, the admin's CN next to a SAN, a
 // revoked one), a second CA with a client certificate that copies the
 // admin's name and a server certificate, and CRLs made with `openssl ca`.
-#ifndef BALLAST_AGENT_API_TESTS_TLS_CERTS_H_
-#define BALLAST_AGENT_API_TESTS_TLS_CERTS_H_
+#ifndef BALLAST_TESTS_LIB_TEST_PKI_H_
+#define BALLAST_TESTS_LIB_TEST_PKI_H_
 
 #include <string>
 
-namespace ballast::api::testing {
+namespace ballast::testpki {
 
 struct TestPki {
   std::string dir;
@@ -34,6 +34,6 @@ struct TestPki {
 // output if a step fails.
 TestPki GeneratePki(const std::string& dir);
 
-}  // namespace ballast::api::testing
+}  // namespace ballast::testpki
 
-#endif  // BALLAST_AGENT_API_TESTS_TLS_CERTS_H_
+#endif  // BALLAST_TESTS_LIB_TEST_PKI_H_

@@ -1,0 +1,61 @@
+#include "agent/etcd/endpoint.h"
+
+#include <arpa/inet.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace ballast::etcd {
+namespace {
+
+// "host:port" -> host (brackets of an IPv6 literal removed).
+std::string HostOf(absl::string_view host_port) {
+  absl::string_view h = host_port.substr(0, host_port.rfind(':'));
+  if (absl::ConsumePrefix(&h, "[")) absl::ConsumeSuffix(&h, "]");
+  return std::string(h);
+}
+
+}  // namespace
+
+bool IsLoopbackHost(absl::string_view host) {
+  absl::ConsumePrefix(&host, "[");
+  absl::ConsumeSuffix(&host, "]");
+  if (absl::EqualsIgnoreCase(host, "localhost")) return true;
+  const std::string h(host);
+  in_addr a4{};
+  if (inet_pton(AF_INET, h.c_str(), &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+  in6_addr a6{};
+  if (inet_pton(AF_INET6, h.c_str(), &a6) == 1) return IN6_IS_ADDR_LOOPBACK(&a6);
+  return false;
+}
+
+absl::StatusOr<EndpointTarget> ParseEndpoint(absl::string_view url, const TlsOptions& tls) {
+  absl::string_view rest = url;
+  EndpointTarget out;
+  if (absl::ConsumePrefix(&rest, "https://")) {
+    out.tls = true;
+  } else if (absl::ConsumePrefix(&rest, "http://")) {
+    out.tls = false;
+  } else {
+    out.tls = !tls.ca_file.empty();
+  }
+  while (absl::ConsumeSuffix(&rest, "/")) {
+  }
+  if (rest.empty() || rest.find(':') == absl::string_view::npos ||
+      rest.find('/') != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "etcd endpoint \"", url, "\": expected https://host:port or http://host:port"));
+  }
+  out.host_port = std::string(rest);
+  if (!out.tls && !tls.allow_plaintext_remote && !IsLoopbackHost(HostOf(out.host_port))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "etcd endpoint \"", url,
+        "\": plaintext to a host that is not loopback; anyone on the path could rewrite the "
+        "cluster's state. Use https:// with a CA (etcd_ca_file), or allow it explicitly "
+        "(etcd_allow_plaintext_remote) on a trusted network"));
+  }
+  return out;
+}
+
+}  // namespace ballast::etcd
