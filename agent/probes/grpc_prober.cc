@@ -1,7 +1,10 @@
 // gRPC probe: a unary call to a real method through grpc::GenericStub, on a
 // channel built from a socket this probe connected itself (so it carries
 // the probe's mark), with the request built from text format and
-// assertions on the reply's fields (grpc_schema.h).
+// assertions on the reply's fields (grpc_schema.h). With grpc_tls, the
+// probe handshakes on that socket itself (tls_client.h: CA, server name,
+// client certificate, ALPN h2) and the channel, which gRPC builds from a
+// descriptor only without TLS, talks through a relay (tls_relay.h).
 #include <grpcpp/create_channel_posix.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -11,6 +14,8 @@
 #include "agent/probes/grpc_schema.h"
 #include "agent/probes/probers.h"
 #include "agent/probes/socket.h"
+#include "agent/probes/tls_client.h"
+#include "agent/probes/tls_relay.h"
 
 namespace ballast::probes {
 namespace {
@@ -62,8 +67,13 @@ const char* CodeName(grpc::StatusCode c) {
 class GrpcProber : public Prober {
  public:
   GrpcProber(std::unique_ptr<GrpcSchema> schema, std::string request,
-             std::vector<Expectation> expect)
-      : schema_(std::move(schema)), request_(std::move(request)), expect_(std::move(expect)) {}
+             std::vector<Expectation> expect, SslCtxPtr tls, std::string server_name, bool insecure)
+      : schema_(std::move(schema)),
+        request_(std::move(request)),
+        expect_(std::move(expect)),
+        tls_(std::move(tls)),
+        server_name_(std::move(server_name)),
+        insecure_(insecure) {}
 
   ProbeResult Run(const Endpoint& ep, Clock::time_point deadline) const override {
     const auto start = Clock::now();
@@ -77,12 +87,24 @@ class GrpcProber : public Prober {
     auto fd = ConnectTcp(ep, deadline);
     if (!fd.ok()) return fail(std::string(fd.status().message()));
 
+    std::unique_ptr<TlsRelay> relay;  // destroyed after the channel (declared first)
+    int channel_fd = -1;
+    if (tls_) {
+      auto ssl = TlsHandshake(tls_.get(), fd->get(), server_name_, insecure_, ep, start, deadline);
+      if (!ssl.ok()) return fail(Cat("TLS handshake: ", ssl.status().message()));
+      auto started = TlsRelay::Start(*std::move(fd), *std::move(ssl), deadline);
+      if (!started.ok()) return fail(std::string(started.status().message()));
+      relay = *std::move(started);
+      channel_fd = relay->release_plain_fd();
+    } else {
+      channel_fd = fd->release();
+    }
     grpc::ChannelArguments args;
     args.SetString(GRPC_ARG_PRIMARY_USER_AGENT_STRING, kProbeUserAgent);
     // The channel takes the connected socket (and closes it); it never
     // reconnects, so one probe is one connection.
     auto channel =
-        grpc::CreateCustomInsecureChannelFromFd(HostPort(ep.address, ep.port), fd->release(), args);
+        grpc::CreateCustomInsecureChannelFromFd(HostPort(ep.address, ep.port), channel_fd, args);
     grpc::GenericStub stub(channel);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + (deadline - Clock::now()));
@@ -119,8 +141,10 @@ class GrpcProber : public Prober {
     if (!failed.empty()) return fail(absl::StrJoin(failed, "; "));
     r.ok = true;
     r.latency = Clock::now() - start;
-    r.detail = Cat(what, ": OK in ", FormatLatency(r.latency),
-                   expect_.empty() ? "" : Cat(", ", expect_.size(), " assertion(s) hold"));
+    r.detail =
+        Cat(what, ": OK in ", FormatLatency(r.latency),
+            expect_.empty() ? "" : Cat(", ", expect_.size(), " assertion(s) hold"),
+            tls_ ? (insecure_ ? ", over TLS, not verified (tls_insecure)" : ", over TLS") : "");
     return r;
   }
 
@@ -128,6 +152,9 @@ class GrpcProber : public Prober {
   std::unique_ptr<GrpcSchema> schema_;
   std::string request_;              // serialized request
   std::vector<Expectation> expect_;  // point into schema_'s pool
+  SslCtxPtr tls_;                    // null: plaintext (no grpc_tls)
+  const std::string server_name_;
+  const bool insecure_;
 };
 
 }  // namespace
@@ -147,8 +174,15 @@ absl::StatusOr<std::unique_ptr<Prober>> MakeGrpcProber(const v1::ProbeSpec& spec
     if (!e.ok()) return e.status();
     expect.push_back(*std::move(e));
   }
-  return std::unique_ptr<Prober>(
-      new GrpcProber(*std::move(schema), std::move(bytes), std::move(expect)));
+  SslCtxPtr tls;
+  if (spec.grpc_tls()) {
+    auto ctx = MakeClientContext(spec, /*alpn_h2=*/true);
+    if (!ctx.ok()) return ctx.status();
+    tls = *std::move(ctx);
+  }
+  return std::unique_ptr<Prober>(new GrpcProber(*std::move(schema), std::move(bytes),
+                                                std::move(expect), std::move(tls),
+                                                spec.tls_server_name(), spec.tls_insecure()));
 }
 
 }  // namespace ballast::probes

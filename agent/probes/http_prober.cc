@@ -53,6 +53,8 @@ class HttpProber : public Prober {
         statuses_(HttpStatusesOf(spec)),
         body_contains_(spec.body_contains()),
         ca_file_(spec.tls_ca_file()),
+        cert_file_(spec.tls_cert_file()),
+        key_file_(spec.tls_key_file()),
         insecure_(spec.tls_insecure()),
         regex_(BodyRegexOf(spec)) {}
 
@@ -111,6 +113,10 @@ class HttpProber : public Prober {
       curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, insecure_ ? 0L : 1L);
       curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, insecure_ ? 0L : 2L);
       if (!ca_file_.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, ca_file_.c_str());
+      if (!cert_file_.empty()) {
+        curl_easy_setopt(c, CURLOPT_SSLCERT, cert_file_.c_str());
+        curl_easy_setopt(c, CURLOPT_SSLKEY, key_file_.c_str());
+      }
     }
 
     const CURLcode rc = curl_easy_perform(c);
@@ -151,6 +157,8 @@ class HttpProber : public Prober {
   const std::vector<uint32_t> statuses_;
   const std::string body_contains_;
   const std::string ca_file_;
+  const std::string cert_file_;  // client certificate, with key_file_
+  const std::string key_file_;
   const bool insecure_;
   std::unique_ptr<RE2> regex_;  // RE2 matching is thread-safe
 };

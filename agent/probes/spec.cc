@@ -99,8 +99,9 @@ absl::Status ValidateProbeSpec(const v1::ProbeSpec& spec, std::string_view field
   }
   const v1::ProbeSpec::Kind kind = KindOf(spec);
   const bool http = kind == v1::ProbeSpec::HTTP || kind == v1::ProbeSpec::HTTPS;
-  const bool tls = kind == v1::ProbeSpec::HTTPS || kind == v1::ProbeSpec::TLS;
   const bool grpc = kind == v1::ProbeSpec::GRPC;
+  const bool tls =
+      kind == v1::ProbeSpec::HTTPS || kind == v1::ProbeSpec::TLS || (grpc && spec.grpc_tls());
   const bool udp = kind == v1::ProbeSpec::UDP;
   const std::string kind_name = KindName(kind);
 
@@ -121,9 +122,13 @@ absl::Status ValidateProbeSpec(const v1::ProbeSpec& spec, std::string_view field
   }
   if (!spec.body_regex().empty()) s.Update(only(http || udp, "body_regex", "HTTP, HTTPS and UDP"));
   if (!spec.udp_request().empty()) s.Update(only(udp, "udp_request", "UDP"));
-  if (!spec.tls_ca_file().empty()) s.Update(only(tls, "tls_ca_file", "HTTPS and TLS"));
-  if (spec.tls_insecure()) s.Update(only(tls, "tls_insecure", "HTTPS and TLS"));
-  if (!spec.tls_server_name().empty()) s.Update(only(tls, "tls_server_name", "HTTPS and TLS"));
+  constexpr std::string_view kTlsKinds = "HTTPS, TLS and GRPC with grpc_tls";
+  if (!spec.tls_ca_file().empty()) s.Update(only(tls, "tls_ca_file", kTlsKinds));
+  if (spec.tls_insecure()) s.Update(only(tls, "tls_insecure", kTlsKinds));
+  if (!spec.tls_server_name().empty()) s.Update(only(tls, "tls_server_name", kTlsKinds));
+  if (!spec.tls_cert_file().empty()) s.Update(only(tls, "tls_cert_file", kTlsKinds));
+  if (!spec.tls_key_file().empty()) s.Update(only(tls, "tls_key_file", kTlsKinds));
+  if (spec.grpc_tls()) s.Update(only(grpc, "grpc_tls", "GRPC"));
   if (!spec.grpc_method().empty()) s.Update(only(grpc, "grpc_method", "GRPC"));
   if (!spec.grpc_descriptor_set().empty()) s.Update(only(grpc, "grpc_descriptor_set", "GRPC"));
   if (!spec.grpc_request_text().empty()) s.Update(only(grpc, "grpc_request_text", "GRPC"));
@@ -152,6 +157,17 @@ absl::Status ValidateProbeSpec(const v1::ProbeSpec& spec, std::string_view field
   }
   if (!spec.tls_ca_file().empty() && spec.tls_ca_file().front() != '/') {
     return at.Invalid("tls_ca_file", Cat("\"", spec.tls_ca_file(), "\" is not an absolute path"));
+  }
+  for (const auto& [field, path] :
+       {std::pair<std::string_view, const std::string*>{"tls_cert_file", &spec.tls_cert_file()},
+        {"tls_key_file", &spec.tls_key_file()}}) {
+    if (!path->empty() && path->front() != '/') {
+      return at.Invalid(field, Cat("\"", *path, "\" is not an absolute path"));
+    }
+  }
+  if (spec.tls_cert_file().empty() != spec.tls_key_file().empty()) {
+    return at.Invalid(spec.tls_cert_file().empty() ? "tls_cert_file" : "tls_key_file",
+                      "and its pair go together (the client certificate and its key)");
   }
   if (spec.tls_insecure() && !spec.tls_ca_file().empty()) {
     return at.Invalid("tls_insecure",
@@ -185,9 +201,13 @@ absl::Status ValidateProbeSpec(const v1::ProbeSpec& spec, std::string_view field
 
 absl::Status CheckProbeFiles(const v1::ProbeSpec& spec, std::string_view field_path) {
   const Where at(field_path);
-  if (!spec.tls_ca_file().empty() && access(spec.tls_ca_file().c_str(), R_OK) != 0) {
-    return at.Invalid("tls_ca_file",
-                      Cat("cannot read ", spec.tls_ca_file(), ": ", std::strerror(errno)));
+  for (const auto& [field, path] :
+       {std::pair<std::string_view, const std::string*>{"tls_ca_file", &spec.tls_ca_file()},
+        {"tls_cert_file", &spec.tls_cert_file()},
+        {"tls_key_file", &spec.tls_key_file()}}) {
+    if (!path->empty() && access(path->c_str(), R_OK) != 0) {
+      return at.Invalid(field, Cat("cannot read ", *path, ": ", std::strerror(errno)));
+    }
   }
   if (KindOf(spec) == v1::ProbeSpec::GRPC) {
     auto schema = GrpcSchema::Load(spec.grpc_descriptor_set(), spec.grpc_method());

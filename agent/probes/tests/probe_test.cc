@@ -296,6 +296,55 @@ TEST_CASE("gRPC: a real method, assertions on the reply, user agent") {
   CHECK_THAT(timeout.detail, Catch::Contains("SYN not answered"));
 }
 
+TEST_CASE("gRPC over TLS: CA, server name, client certificate") {
+  testing::TempDir dir;
+  const testing::Certs certs = testing::MakeCerts(dir.path());
+  testing::GrpcBackend tls("b1", true, certs, /*require_client_cert=*/false);
+  testing::GrpcBackend mtls("b2", true, certs, /*require_client_cert=*/true);
+  const std::string base =
+      "kind: GRPC grpc_method: \"/ballast.testing.v1.TestBackend/Hello\" "
+      "grpc_descriptor_set: \"" +
+      kDesc + "\" grpc_request_text: \"from: 'probe'\" grpc_tls: true ";
+  const std::string ca = "tls_ca_file: \"" + certs.ca + "\" ";
+  const std::string client =
+      "tls_cert_file: \"" + certs.client_cert + "\" tls_key_file: \"" + certs.client_key + "\" ";
+
+  auto ok = RunSpec(base + ca + "grpc_expect: 'name == \"b1\"'", tls.port());
+  INFO(ok.detail);
+  CHECK(ok.ok);
+  CHECK_THAT(ok.detail, Catch::EndsWith(", 1 assertion(s) hold, over TLS"));
+  CHECK_THAT(tls.last_user_agent(), Catch::Contains(" ballast-probe/1 "));
+
+  auto by_name = RunSpec(base + ca + "tls_server_name: \"probe.test\"", tls.port());
+  INFO(by_name.detail);
+  CHECK(by_name.ok);
+
+  auto wrong_ca = RunSpec(base + "tls_ca_file: \"" + certs.other_ca + "\"", tls.port());
+  CHECK_FALSE(wrong_ca.ok);
+  CHECK_THAT(wrong_ca.detail, Catch::Contains(": TLS handshake: certificate verify failed: "));
+  auto wrong_name = RunSpec(base + ca + "tls_server_name: \"other.test\"", tls.port());
+  CHECK_FALSE(wrong_name.ok);
+  CHECK_THAT(wrong_name.detail, Catch::EndsWith("certificate verify failed: hostname mismatch"));
+  auto insecure = RunSpec(base + "tls_insecure: true", tls.port());
+  INFO(insecure.detail);
+  CHECK(insecure.ok);
+  CHECK_THAT(insecure.detail, Catch::EndsWith("over TLS, not verified (tls_insecure)"));
+
+  // A backend that requires a client certificate.
+  auto with_cert = RunSpec(base + ca + client + "grpc_expect: 'name == \"b2\"'", mtls.port());
+  INFO(with_cert.detail);
+  CHECK(with_cert.ok);
+  auto without = RunSpec(base + ca, mtls.port(), 500);
+  CHECK_FALSE(without.ok);
+  INFO(without.detail);
+
+  // Plaintext gRPC to a TLS backend, and TLS to a plaintext one, fail.
+  testing::GrpcBackend plain("b3", true);
+  auto tls_to_plain = RunSpec(base + ca, plain.port(), 500);
+  CHECK_FALSE(tls_to_plain.ok);
+  CHECK_THAT(tls_to_plain.detail, Catch::Contains("TLS handshake: "));
+}
+
 TEST_CASE("a probe whose descriptor set is missing fails saying why, and runs once it is there") {
   testing::GrpcBackend b1("b1", true);
   testing::TempDir dir;

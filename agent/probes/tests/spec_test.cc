@@ -81,8 +81,24 @@ TEST_CASE("errors name the field and the problem") {
         "vips[0].backends[1].probe.http_path: is only used by HTTP and HTTPS probes (this probe "
         "is UDP)");
   CHECK(Error("kind: HTTP tls_insecure: true") ==
-        "vips[0].backends[1].probe.tls_insecure: is only used by HTTPS and TLS probes (this probe "
-        "is HTTP)");
+        "vips[0].backends[1].probe.tls_insecure: is only used by HTTPS, TLS and GRPC with "
+        "grpc_tls probes (this probe is HTTP)");
+  const std::string grpc = "kind: GRPC grpc_method: \"/a.B/C\" grpc_descriptor_set: \"/x.desc\" ";
+  CHECK(Error(grpc + "tls_ca_file: \"/ca.pem\"") ==
+        "vips[0].backends[1].probe.tls_ca_file: is only used by HTTPS, TLS and GRPC with "
+        "grpc_tls probes (this probe is GRPC)");
+  CHECK(ValidateProbeSpec(Spec(grpc + "grpc_tls: true tls_ca_file: \"/ca.pem\""), "p").ok());
+  CHECK(Error("kind: HTTP grpc_tls: true") ==
+        "vips[0].backends[1].probe.grpc_tls: is only used by GRPC probes (this probe is HTTP)");
+  CHECK(Error("kind: HTTPS tls_cert_file: \"/c.pem\"") ==
+        "vips[0].backends[1].probe.tls_key_file: and its pair go together (the client "
+        "certificate and its key)");
+  CHECK(Error("kind: TLS tls_cert_file: \"c.pem\" tls_key_file: \"/c.key\"") ==
+        "vips[0].backends[1].probe.tls_cert_file: \"c.pem\" is not an absolute path");
+  CHECK(FilesError("kind: TLS tls_cert_file: \"/nonexistent/c.pem\" tls_key_file: "
+                   "\"/nonexistent/c.key\"") ==
+        "vips[0].backends[1].probe.tls_cert_file: cannot read /nonexistent/c.pem: No such file or "
+        "directory");
   CHECK(FilesError("kind: TLS tls_ca_file: \"/nonexistent/ca.pem\"") ==
         "vips[0].backends[1].probe.tls_ca_file: cannot read /nonexistent/ca.pem: No such file or "
         "directory");

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <mutex>
 #include <stdexcept>
 
@@ -39,7 +40,8 @@ void Run(const std::string& cmd) {
 }  // namespace
 
 Certs MakeCerts(const std::string& dir) {
-  Certs c{dir + "/ca.pem", dir + "/other-ca.pem", dir + "/server.pem", dir + "/server.key"};
+  Certs c{dir + "/ca.pem",     dir + "/other-ca.pem", dir + "/server.pem",
+          dir + "/server.key", dir + "/client.pem",   dir + "/client.key"};
   Run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
       "-subj /CN=ballast-test-ca -keyout " +
       dir + "/ca.key -out " + c.ca);
@@ -52,6 +54,12 @@ Certs MakeCerts(const std::string& dir) {
   std::ofstream(dir + "/san.ext") << "subjectAltName=DNS:probe.test,IP:127.0.0.1\n";
   Run("openssl x509 -req -days 1 -in " + dir + "/server.csr -CA " + c.ca + " -CAkey " + dir +
       "/ca.key -CAcreateserial -extfile " + dir + "/san.ext -out " + c.cert);
+  Run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+      "-subj /CN=probe-client -keyout " +
+      c.client_key + " -out " + dir + "/client.csr");
+  std::ofstream(dir + "/client.ext") << "extendedKeyUsage=clientAuth\n";
+  Run("openssl x509 -req -days 1 -in " + dir + "/client.csr -CA " + c.ca + " -CAkey " + dir +
+      "/ca.key -CAcreateserial -extfile " + dir + "/client.ext -out " + c.client_cert);
   return c;
 }
 
@@ -131,6 +139,29 @@ GrpcBackend::GrpcBackend(std::string name, bool healthy) : impl_(std::make_uniqu
   b.RegisterService(impl_.get());
   impl_->server = b.BuildAndStart();
   if (!impl_->server || port_ == 0) throw std::runtime_error("cannot start the gRPC backend");
+}
+
+GrpcBackend::GrpcBackend(std::string name, bool healthy, const Certs& certs,
+                         bool require_client_cert)
+    : impl_(std::make_unique<Impl>()) {
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  impl_->name = std::move(name);
+  impl_->healthy = healthy;
+  grpc::SslServerCredentialsOptions o(
+      require_client_cert ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                          : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  o.pem_root_certs = read(certs.ca);
+  o.pem_key_cert_pairs.push_back({read(certs.key), read(certs.cert)});
+  grpc::ServerBuilder b;
+  b.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(o), &port_);
+  b.RegisterService(impl_.get());
+  impl_->server = b.BuildAndStart();
+  if (!impl_->server || port_ == 0) throw std::runtime_error("cannot start the gRPC TLS backend");
 }
 
 GrpcBackend::~GrpcBackend() { impl_->server->Shutdown(std::chrono::system_clock::now()); }

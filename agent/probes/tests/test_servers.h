@@ -41,6 +41,7 @@ struct Certs {
   std::string ca;        // PEM file of the CA that signed the server cert
   std::string other_ca;  // PEM file of an unrelated CA
   std::string cert, key;
+  std::string client_cert, client_key;  // CN=probe-client, signed by `ca`
 };
 Certs MakeCerts(const std::string& dir);
 
@@ -70,6 +71,9 @@ class HttpServer {
 class GrpcBackend {
  public:
   GrpcBackend(std::string name, bool healthy);
+  // Over TLS with `certs`' server certificate; `require_client_cert`: only
+  // clients with a certificate from certs.ca get in.
+  GrpcBackend(std::string name, bool healthy, const Certs& certs, bool require_client_cert);
   ~GrpcBackend();
   int port() const { return port_; }
   std::string last_user_agent() const;
