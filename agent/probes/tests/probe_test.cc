@@ -211,6 +211,16 @@ TEST_CASE("HTTPS and TLS: verified, insecure, wrong CA, wrong name") {
   CHECK(by_ip.ok);
   CHECK(RunSpec("kind: HTTPS tls_insecure: true", port).ok);
 
+  // A server that requires a client certificate.
+  HttpServer mtls("b9", certs.cert, certs.key, certs.ca);
+  const std::string with_ca = "kind: HTTPS tls_ca_file: \"" + certs.ca + "\" ";
+  auto with_cert = RunSpec(with_ca + "tls_cert_file: \"" + certs.client_cert +
+                               "\" tls_key_file: \"" + certs.client_key + "\"",
+                           mtls.port());
+  INFO(with_cert.detail);
+  CHECK(with_cert.ok);
+  CHECK_FALSE(RunSpec(with_ca, mtls.port()).ok);
+
   auto wrong_ca = RunSpec("kind: HTTPS tls_ca_file: \"" + certs.other_ca + "\"", port);
   CHECK_FALSE(wrong_ca.ok);
   CHECK_THAT(wrong_ca.detail, Catch::StartsWith("HTTPS probe to " + where + ": "));

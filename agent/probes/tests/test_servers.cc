@@ -63,12 +63,15 @@ Certs MakeCerts(const std::string& dir) {
   return c;
 }
 
-HttpServer::HttpServer(std::string name, const std::string& cert, const std::string& key)
+HttpServer::HttpServer(std::string name, const std::string& cert, const std::string& key,
+                       const std::string& client_ca)
     : ua_(std::make_shared<std::string>()), ua_mu_(std::make_shared<std::mutex>()) {
   if (cert.empty()) {
     server_ = std::make_unique<httplib::Server>();
-  } else {
+  } else if (client_ca.empty()) {
     server_ = std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str());
+  } else {
+    server_ = std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str(), client_ca.c_str());
   }
   auto ua = ua_;
   auto mu = ua_mu_;

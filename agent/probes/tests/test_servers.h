@@ -52,7 +52,9 @@ Certs MakeCerts(const std::string& dir);
 //   /ua        200 with the request's User-Agent as body
 class HttpServer {
  public:
-  explicit HttpServer(std::string name, const std::string& cert = "", const std::string& key = "");
+  // With `client_ca`, only clients with a certificate from it get in.
+  explicit HttpServer(std::string name, const std::string& cert = "", const std::string& key = "",
+                      const std::string& client_ca = "");
   ~HttpServer();
   int port() const { return port_; }
   std::string last_user_agent() const;
