@@ -25,11 +25,16 @@
 #include <optional>
 #include <string>
 
-#include "agent/coord/store.h"
+#include "agent/core/store.h"
 #include "agent/etcd/client.h"
 #include "agent/etcd/fence.h"
 
 namespace ballast::coord {
+
+// The store interface is core's (agent/core/store.h); this is its adapter.
+using core::Store;
+using core::StoredState;
+using core::WriteKind;
 
 struct EtcdStoreOptions {
   std::string prefix = "/ballast";

@@ -65,7 +65,7 @@ ProbePlan PlanProbe(const v1::VipKey& vip, bool has_probe, const v1::ProbeSpec& 
 struct HealthControllerOptions {
   int probe_workers = 8;
   uint32_t mark_base = BALLAST_PROBE_MARK_BASE;
-  // Cluster mode (agent/coord/cluster.h): sees every evaluation's decisions
+  // Cluster mode (coord::ClusterNode): sees every evaluation's decisions
   // and records before they go to the engine, and may remove them (a node
   // that is not the leader, or is frozen, writes none; the leader applies a
   // demotion only with an observer quorum). Unset: all are applied.

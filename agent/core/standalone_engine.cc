@@ -1,7 +1,5 @@
 #include "agent/core/standalone_engine.h"
 
-#include "agent/coord/file_store.h"
-
 #include <bpf/bpf.h>
 
 #include <chrono>
@@ -17,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/core/diff.h"
+#include "agent/core/file_store.h"
 #include "agent/core/ids.h"
 #include "agent/core/log.h"
 #include "agent/core/names.h"
@@ -156,7 +155,7 @@ StandaloneEngine::StandaloneEngine(std::unique_ptr<dataplane::Dataplane> dp, Eng
       clock_(clock),
       audit_(std::move(audit)),
       store_(options_.store != nullptr ? options_.store
-                                       : std::make_shared<coord::FileStore>(options_.state_file)) {}
+                                       : std::make_shared<FileStore>(options_.state_file)) {}
 
 StandaloneEngine::~StandaloneEngine() = default;
 
@@ -178,7 +177,7 @@ absl::StatusOr<std::unique_ptr<StandaloneEngine>> StandaloneEngine::Start(
     *state.mutable_config() = CanonicalConfig(initial);
     if (auto s = AssignIds(&state); !s.ok()) return s;
     state.set_generation(1);
-    auto saved = e->store_->Save(state, 0, coord::WriteKind::kOperator);
+    auto saved = e->store_->Save(state, 0, WriteKind::kOperator);
     if (saved.ok()) {
       e->revision_ = *saved;
       Log(LogLevel::kInfo, "first start: state initialised from the config's initial section",
@@ -478,8 +477,8 @@ absl::StatusOr<StandaloneEngine::CommitResult> StandaloneEngine::CommitLocked(
   if (!built.ok()) return absl::Status(whole_state_code, built.status().message());
   const int64_t build_us = us_since(t0);
   next.set_generation(state_->generation() + 1);
-  const coord::WriteKind kind =
-      m.automation ? coord::WriteKind::kAutomation : coord::WriteKind::kOperator;
+  const WriteKind kind =
+      m.automation ? WriteKind::kAutomation : WriteKind::kOperator;
   auto saved = store_->Save(next, revision_, kind);
   if (!saved.ok()) {
     const absl::Status& s = saved.status();
@@ -1434,7 +1433,7 @@ absl::Status StandaloneEngine::AdoptReplicated(const v1::State& incoming, int64_
 }
 
 absl::Status StandaloneEngine::RefreshFromStore(const Actor& actor) {
-  absl::StatusOr<coord::StoredState> loaded;
+  absl::StatusOr<StoredState> loaded;
   {
     std::lock_guard<std::mutex> lock(mu_);
     loaded = store_->Load();

@@ -55,7 +55,7 @@
 #include "agent/core/clock.h"
 #include "agent/core/engine.h"
 #include "agent/core/image.h"
-#include "agent/coord/store.h"
+#include "agent/core/store.h"
 #include "agent/core/state_store.h"
 #include "agent/dataplane/dataplane.h"
 
@@ -73,12 +73,12 @@ struct EngineOptions {
   // lower bounds). 0: no limit.
   size_t flow_scan_limit = size_t{1} << 20;
   std::string agent_version = "0.1.0";
-  // Where the state lives (agent/coord/store.h). Null: the local state file
-  // (coord::FileStore over state_file), the standalone default.
-  std::shared_ptr<coord::Store> store;
+  // Where the state lives (store.h). Null: the local state file
+  // (FileStore over state_file), the standalone default.
+  std::shared_ptr<Store> store;
   // Cluster mode: a VIP with ownership ACTIVE_STANDBY is created stopped
   // (owned mode, deadline in the past) and forwarded only once the cluster
-  // node (agent/coord/cluster.h) holds its lease and renews its deadline.
+  // node (coord::ClusterNode) holds its lease and renews its deadline.
   // false (standalone): the field is ignored, every VIP is forwarded.
   bool vip_ownership = false;
 };
@@ -244,7 +244,7 @@ class StandaloneEngine final : public Engine {
   };
   void SetHealthView(HealthView view);
 
-  // ---- cluster mode (agent/coord) ----
+  // ---- cluster mode (coord::ClusterNode) ----
 
   // Makes `state`, read from the store at `revision` (a watch, or a re-read
   // after the store was unreachable), the running state: validated as a
@@ -387,7 +387,7 @@ class StandaloneEngine final : public Engine {
   const EngineOptions options_;
   const Clock* const clock_;
   std::unique_ptr<AuditLog> audit_;
-  std::shared_ptr<coord::Store> store_;
+  std::shared_ptr<Store> store_;
 
   mutable std::mutex mu_;
   // GetStatus()'s connection-table scans take turns (outside mu_).

@@ -1,8 +1,11 @@
 // Where the agent's v1::State lives: one interface, two implementations.
 //
 //   FileStore (file_store.h)   standalone: the local state file is the state.
-//   EtcdStore (etcd_store.h)   cluster: one etcd key holds the state of every
+//   coord::EtcdStore           cluster: one etcd key holds the state of every
 //                              node; the local file is only a cache.
+//
+// The interface lives here, beside the engine that uses it; the cluster
+// adapter implements it (core depends on no adapter).
 //
 // The engine (agent/core/standalone_engine.h) reads the state once at start
 // (Load) and writes every change through Save, passing the revision its
@@ -12,8 +15,8 @@
 //
 // Thread-safety: the engine serializes Load/Save/Adopted; implementations
 // may be read from other threads only where they say so.
-#ifndef BALLAST_AGENT_COORD_STORE_H_
-#define BALLAST_AGENT_COORD_STORE_H_
+#ifndef BALLAST_AGENT_CORE_STORE_H_
+#define BALLAST_AGENT_CORE_STORE_H_
 
 #include <cstdint>
 #include <string>
@@ -22,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "ballast/v1/agent.pb.h"
 
-namespace ballast::coord {
+namespace ballast::core {
 
 // Who writes: an operator's request (lbctl) or the agent's own automated
 // decision (health marks, drain-deadline evictions). A clustered store lets
@@ -70,6 +73,6 @@ class Store {
   }
 };
 
-}  // namespace ballast::coord
+}  // namespace ballast::core
 
-#endif  // BALLAST_AGENT_COORD_STORE_H_
+#endif  // BALLAST_AGENT_CORE_STORE_H_

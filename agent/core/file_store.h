@@ -1,19 +1,19 @@
-// The standalone store: the local state file (agent/core/state_store.h,
+// The standalone store: the local state file (state_store.h,
 // atomic replace) is the state. There is one writer (this agent), so
 // base_revision is not checked and every revision is 0.
 //
 // Header-only: the engine builds one when no other store is given.
-#ifndef BALLAST_AGENT_COORD_FILE_STORE_H_
-#define BALLAST_AGENT_COORD_FILE_STORE_H_
+#ifndef BALLAST_AGENT_CORE_FILE_STORE_H_
+#define BALLAST_AGENT_CORE_FILE_STORE_H_
 
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "agent/coord/store.h"
 #include "agent/core/state_store.h"
+#include "agent/core/store.h"
 
-namespace ballast::coord {
+namespace ballast::core {
 
 class FileStore final : public Store {
  public:
@@ -33,9 +33,9 @@ class FileStore final : public Store {
   }
 
  private:
-  core::StateStore file_;
+  StateStore file_;
 };
 
-}  // namespace ballast::coord
+}  // namespace ballast::core
 
-#endif  // BALLAST_AGENT_COORD_FILE_STORE_H_
+#endif  // BALLAST_AGENT_CORE_FILE_STORE_H_
