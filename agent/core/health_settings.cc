@@ -1,6 +1,8 @@
 #include "agent/core/health_settings.h"
 
+#include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -11,7 +13,7 @@ namespace ballast::core {
 namespace {
 
 // 0 = default; otherwise lo..hi.
-absl::Status Optional(uint32_t v, uint32_t lo, uint32_t hi, uint32_t def, const FieldPath& at) {
+absl::Status Optional(uint32_t v, int64_t lo, int64_t hi, int64_t def, const FieldPath& at) {
   if (v == 0 || (v >= lo && v <= hi)) return absl::OkStatus();
   return at.Invalid(absl::StrCat(v, " is out of range ", lo, "..", hi, " (0 = default ", def, ")"));
 }
@@ -52,33 +54,45 @@ health::Params HealthParamsOf(const v1::HealthSettings& s) {
 }
 
 absl::Status ValidateHealthSettings(const v1::HealthSettings& s, const FieldPath& at) {
+  // The ranges are health's (params.h); the defaults are Params'. The
+  // config's 0 means the default, so its range starts at 1 at the least.
+  const health::Params def;
   struct Range {
     uint32_t v;
-    uint32_t lo, hi, def;
-    const char* name;
+    int64_t lo, hi, def;
+    std::string_view name;
   };
+  auto of = [](uint32_t v, const health::SettingRange& r, int64_t d) {
+    return Range{v, std::max<int64_t>(r.lo, 1), r.hi, d, r.name};
+  };
+  namespace hr = health::ranges;
   const Range ranges[] = {
       {s.eval_interval_ms(), 50, 60000, kDefaultEvalIntervalMs, "eval_interval_ms"},
-      {s.good_score(), 1, 100, 80, "good_score"},
-      {s.bad_score(), 1, 99, 50, "bad_score"},
-      {s.demote_after(), 1, 1000, 3, "demote_after"},
-      {s.promote_after(), 1, 1000, 12, "promote_after"},
-      {s.ramp_hold(), 1, 10000, 10, "ramp_hold"},
-      {s.ramp_sag_score(), 1, 100, 80, "ramp_sag_score"},
-      {s.flap_window_s(), 1, 86400, 3600, "flap_window_s"},
-      {s.cooldown_base_s(), 1, 86400, 30, "cooldown_base_s"},
-      {s.max_cooldown_s(), 1, 86400, 3600, "max_cooldown_s"},
-      {s.pin_flaps(), 2, 100, 3, "pin_flaps"},
-      {s.pin_window_s(), 1, 86400, 600, "pin_window_s"},
-      {s.fleet_guard_percent(), 1, 100, 50, "fleet_guard_percent"},
-      {s.unfreeze_after(), 1, 1000, 3, "unfreeze_after"},
-      {s.disagreement_alert_s(), 1, 86400, 10, "disagreement_alert_s"},
-      {s.min_samples(), 1, 1000000, 10, "min_samples"},
-      {s.refused_demote(), 1, 1000000, 3, "refused_demote"},
+      of(s.good_score(), hr::kGoodScore, def.good_score),
+      of(s.bad_score(), hr::kBadScore, def.bad_score),
+      of(s.demote_after(), hr::kDemoteAfter, def.demote_after),
+      of(s.promote_after(), hr::kPromoteAfter, def.promote_after),
+      of(s.ramp_hold(), hr::kRampHold, def.ramp_hold),
+      of(s.ramp_sag_score(), hr::kRampSagScore, def.ramp_sag_score),
+      of(s.flap_window_s(), hr::kFlapWindowS, absl::ToInt64Seconds(def.flap_window)),
+      of(s.cooldown_base_s(), hr::kCooldownBaseS, absl::ToInt64Seconds(def.cooldown_base)),
+      of(s.max_cooldown_s(), hr::kMaxCooldownS, absl::ToInt64Seconds(def.max_cooldown)),
+      of(s.pin_flaps(), hr::kPinFlaps, def.pin_flaps),
+      of(s.pin_window_s(), hr::kPinWindowS, absl::ToInt64Seconds(def.pin_window)),
+      of(s.fleet_guard_percent(), hr::kFleetGuardPercent, def.fleet_guard_percent),
+      of(s.unfreeze_after(), hr::kUnfreezeAfter, def.unfreeze_after),
+      of(s.disagreement_alert_s(), hr::kDisagreementAlertS,
+         absl::ToInt64Seconds(def.disagreement_alert_after)),
+      of(s.min_samples(), hr::kMinSamples, def.min_samples),
+      of(s.refused_demote(), hr::kRefusedDemote, def.refused_demote),
       {s.latency_floor_ms(), 1, 1000, kDefaultLatencyFloorMs, "latency_floor_ms"},
   };
   for (const Range& r : ranges) {
-    if (auto st = Optional(r.v, r.lo, r.hi, r.def, at.Child(r.name)); !st.ok()) return st;
+    if (auto st = Optional(r.v, r.lo, r.hi, r.def,
+                           at.Child(absl::string_view(r.name.data(), r.name.size())));
+        !st.ok()) {
+      return st;
+    }
   }
   if (s.ramp_percents_size() > 10) {
     return at.Child("ramp_percents")

@@ -24,6 +24,8 @@ absl::Status CheckInt(std::string_view field, int64_t v, int64_t lo, int64_t hi)
   return absl::OkStatus();
 }
 
+absl::Status CheckInt(const SettingRange& r, int64_t v) { return CheckInt(r.name, v, r.lo, r.hi); }
+
 // [lo, hi] inclusive unless lo_open (then (lo, hi]).
 absl::Status CheckDouble(std::string_view field, double v, double lo, double hi,
                          bool lo_open = false) {
@@ -58,14 +60,14 @@ absl::Status Invalid(std::string_view field, const std::vector<int>& v, std::str
 }  // namespace
 
 absl::Status ValidateParams(const Params& p) {
-  BALLAST_RETURN_IF_ERROR(CheckInt("good_score", p.good_score, 1, 100));
-  BALLAST_RETURN_IF_ERROR(CheckInt("bad_score", p.bad_score, 0, 99));
+  BALLAST_RETURN_IF_ERROR(CheckInt(ranges::kGoodScore, p.good_score));
+  BALLAST_RETURN_IF_ERROR(CheckInt(ranges::kBadScore, p.bad_score));
   if (p.bad_score >= p.good_score) {
     return absl::InvalidArgumentError(absl::StrCat("health params: bad_score ", p.bad_score,
                                                    " must be below good_score ", p.good_score));
   }
-  BALLAST_RETURN_IF_ERROR(CheckInt("demote_after", p.demote_after, 1, 1000));
-  BALLAST_RETURN_IF_ERROR(CheckInt("promote_after", p.promote_after, 1, 1000));
+  BALLAST_RETURN_IF_ERROR(CheckInt(ranges::kDemoteAfter, p.demote_after));
+  BALLAST_RETURN_IF_ERROR(CheckInt(ranges::kPromoteAfter, p.promote_after));
 
   if (p.ramp_percents.empty() || p.ramp_percents.size() > 10) {
     return Invalid("ramp_percents", p.ramp_percents, "must have 1..10 steps");
@@ -80,21 +82,23 @@ absl::Status ValidateParams(const Params& p) {
   if (p.ramp_percents.back() != 100) {
     return Invalid("ramp_percents", p.ramp_percents, "must end at 100");
   }
-  BALLAST_RETURN_IF_ERROR(CheckInt("ramp_hold", p.ramp_hold, 1, 10000));
-  BALLAST_RETURN_IF_ERROR(CheckInt("ramp_sag_score", p.ramp_sag_score, 0, 100));
+  BALLAST_RETURN_IF_ERROR(CheckInt(ranges::kRampHold, p.ramp_hold));
+  BALLAST_RETURN_IF_ERROR(CheckInt(ranges::kRampSagScore, p.ramp_sag_score));
 
-  BALLAST_RETURN_IF_ERROR(
-      CheckDuration("flap_window", p.flap_window, absl::Seconds(1), absl::Hours(24)));
-  BALLAST_RETURN_IF_ERROR(
-      CheckDuration("max_cooldown", p.max_cooldown, absl::Seconds(1), absl::Hours(24)));
-  BALLAST_RETURN_IF_ERROR(
-      CheckDuration("cooldown_base", p.cooldown_base, absl::Seconds(1), p.max_cooldown));
-  BALLAST_RETURN_IF_ERROR(CheckInt("pin_flaps", p.pin_flaps, 2, 100));
-  BALLAST_RETURN_IF_ERROR(
-      CheckDuration("pin_window", p.pin_window, absl::Seconds(1), p.flap_window));
+  BALLAST_RETURN_IF_ERROR(CheckDuration("flap_window", p.flap_window,
+                                        absl::Seconds(ranges::kFlapWindowS.lo),
+                                        absl::Seconds(ranges::kFlapWindowS.hi)));
+  BALLAST_RETURN_IF_ERROR(CheckDuration("max_cooldown", p.max_cooldown,
+                                        absl::Seconds(ranges::kMaxCooldownS.lo),
+                                        absl::Seconds(ranges::kMaxCooldownS.hi)));
+  BALLAST_RETURN_IF_ERROR(CheckDuration("cooldown_base", p.cooldown_base,
+                                        absl::Seconds(ranges::kCooldownBaseS.lo), p.max_cooldown));
+  BALLAST_RETURN_IF_ERROR(CheckInt(ranges::kPinFlaps, p.pin_flaps));
+  BALLAST_RETURN_IF_ERROR(CheckDuration("pin_window", p.pin_window,
+                                        absl::Seconds(ranges::kPinWindowS.lo), p.flap_window));
 
-  BALLAST_RETURN_IF_ERROR(CheckInt("fleet_guard_percent", p.fleet_guard_percent, 1, 100));
-  BALLAST_RETURN_IF_ERROR(CheckInt("unfreeze_after", p.unfreeze_after, 1, 1000));
+  BALLAST_RETURN_IF_ERROR(CheckInt(ranges::kFleetGuardPercent, p.fleet_guard_percent));
+  BALLAST_RETURN_IF_ERROR(CheckInt(ranges::kUnfreezeAfter, p.unfreeze_after));
 
   BALLAST_RETURN_IF_ERROR(CheckInt("probe_failure_penalty", p.probe_failure_penalty, 0, 100));
   BALLAST_RETURN_IF_ERROR(CheckDouble("slowdown_tolerance", p.slowdown_tolerance, 1.0, 10.0));
@@ -104,7 +108,8 @@ absl::Status ValidateParams(const Params& p) {
   BALLAST_RETURN_IF_ERROR(
       CheckDouble("disagreement_min_penalty", p.disagreement_min_penalty, 1, 100));
   BALLAST_RETURN_IF_ERROR(CheckDuration("disagreement_alert_after", p.disagreement_alert_after,
-                                        absl::ZeroDuration(), absl::Hours(24)));
+                                        absl::Seconds(ranges::kDisagreementAlertS.lo),
+                                        absl::Seconds(ranges::kDisagreementAlertS.hi)));
   if (p.score_bands.size() < 2 || p.score_bands.size() > 10) {
     return Invalid("score_bands", p.score_bands, "must have 2..10 entries");
   }
@@ -121,8 +126,8 @@ absl::Status ValidateParams(const Params& p) {
   BALLAST_RETURN_IF_ERROR(CheckInt("weight_score_step", p.weight_score_step, 1, 50));
   BALLAST_RETURN_IF_ERROR(CheckInt("weight_score_window", p.weight_score_window, 1, 10));
 
-  BALLAST_RETURN_IF_ERROR(CheckInt("min_samples", p.min_samples, 1, 1000000));
-  BALLAST_RETURN_IF_ERROR(CheckInt("refused_demote", p.refused_demote, 1, 1000000));
+  BALLAST_RETURN_IF_ERROR(CheckInt(ranges::kMinSamples, p.min_samples));
+  BALLAST_RETURN_IF_ERROR(CheckInt(ranges::kRefusedDemote, p.refused_demote));
   BALLAST_RETURN_IF_ERROR(CheckInt("min_peers", p.min_peers, 1, 1000));
   BALLAST_RETURN_IF_ERROR(CheckInt("baseline_min_intervals", p.baseline_min_intervals, 1, 1000));
   BALLAST_RETURN_IF_ERROR(CheckDouble("baseline_alpha", p.baseline_alpha, 0, 1, /*lo_open=*/true));

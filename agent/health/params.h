@@ -14,6 +14,7 @@
 #define BALLAST_AGENT_HEALTH_PARAMS_H_
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -128,6 +129,36 @@ struct Params {
   double ratio_floor = 0.02;
   double latency_floor_ms = 0.1;
 };
+
+// The ranges of the settings operators set, in one place: ValidateParams
+// checks Params against them, and the agent's config validation
+// (agent/core/health_settings.cc) checks the config's fields against them,
+// with the Params defaults above. Names are the config's; durations are in
+// seconds. (In the config, 0 means "the default", so there a range starts
+// at 1 at the least.)
+struct SettingRange {
+  std::string_view name;
+  int64_t lo;
+  int64_t hi;
+};
+namespace ranges {
+inline constexpr SettingRange kGoodScore{"good_score", 1, 100};
+inline constexpr SettingRange kBadScore{"bad_score", 0, 99};
+inline constexpr SettingRange kDemoteAfter{"demote_after", 1, 1000};
+inline constexpr SettingRange kPromoteAfter{"promote_after", 1, 1000};
+inline constexpr SettingRange kRampHold{"ramp_hold", 1, 10000};
+inline constexpr SettingRange kRampSagScore{"ramp_sag_score", 0, 100};
+inline constexpr SettingRange kFlapWindowS{"flap_window_s", 1, 86400};
+inline constexpr SettingRange kCooldownBaseS{"cooldown_base_s", 1, 86400};
+inline constexpr SettingRange kMaxCooldownS{"max_cooldown_s", 1, 86400};
+inline constexpr SettingRange kPinFlaps{"pin_flaps", 2, 100};
+inline constexpr SettingRange kPinWindowS{"pin_window_s", 1, 86400};
+inline constexpr SettingRange kFleetGuardPercent{"fleet_guard_percent", 1, 100};
+inline constexpr SettingRange kUnfreezeAfter{"unfreeze_after", 1, 1000};
+inline constexpr SettingRange kDisagreementAlertS{"disagreement_alert_s", 0, 86400};
+inline constexpr SettingRange kMinSamples{"min_samples", 1, 1000000};
+inline constexpr SettingRange kRefusedDemote{"refused_demote", 1, 1000000};
+}  // namespace ranges
 
 // OK, or InvalidArgument naming the first offending field, its value and the
 // allowed range, e.g. "health params: demote_after 0 is out of range 1..1000".
