@@ -12,6 +12,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "agent/base/status_macros.h"
 #include "agent/api/request_shape.h"
 #include "agent/api/status_convert.h"
 #include "ballast/v1/api.grpc.pb.h"
@@ -69,11 +70,6 @@ namespace {
 using Shared = AdminServices::Shared;
 
 core::Actor ActorOf(const Caller& caller) { return core::Actor{caller.actor}; }
-
-#define BALLAST_RETURN_IF_ERROR(expr)                  \
-  do {                                                 \
-    if (absl::Status _s = (expr); !_s.ok()) return _s; \
-  } while (0)
 
 class VipsService final : public v1::Vips::Service {
  public:

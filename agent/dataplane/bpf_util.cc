@@ -17,6 +17,10 @@
 
 namespace ballast::dataplane {
 
+using base::Cat;
+
+using base::Cat;
+
 absl::Status ErrnoStatus(int err, std::string_view what) {
   if (err < 0) err = -err;
   std::string msg = Cat(what, ": ", strerror(err));

@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 
 namespace ballast::dataplane {
 

@@ -19,11 +19,16 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "agent/base/strcat.h"
 #include "agent/dataplane/bpf_util.h"
 #include "ballast_flow_hash.h"
 #include "xdp_lb.skel.h"
 
 namespace ballast::dataplane {
+
+using base::Cat;
+
+using base::Cat;
 namespace {
 
 constexpr char kProgPinName[] = "prog_xdp_lb";

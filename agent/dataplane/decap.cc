@@ -9,10 +9,15 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "agent/base/strcat.h"
 #include "agent/dataplane/bpf_util.h"
 #include "xdp_decap.skel.h"
 
 namespace ballast::dataplane {
+
+using base::Cat;
+
+using base::Cat;
 namespace {
 
 constexpr char kProgName[] = "xdp_decap";

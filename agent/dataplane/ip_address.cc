@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "ballast_abi.h"
 
 namespace ballast {
@@ -19,14 +19,14 @@ absl::StatusOr<IpAddress> IpAddress::Parse(std::string_view text) {
   if (!t.empty() && t.front() == '[') {
     if (t.size() < 2 || t.back() != ']') {
       return absl::InvalidArgumentError(
-          dataplane::Cat("address \"", text, "\": unbalanced '[' (expected [IPv6])"));
+          base::Cat("address \"", text, "\": unbalanced '[' (expected [IPv6])"));
     }
     t = t.substr(1, t.size() - 2);
     bracketed = true;
   }
   if (t.empty() || t.size() >= INET6_ADDRSTRLEN) {
     return absl::InvalidArgumentError(
-        dataplane::Cat("address \"", text, "\" is not an IPv4 or IPv6 address"));
+        base::Cat("address \"", text, "\" is not an IPv4 or IPv6 address"));
   }
   std::string s(t);  // inet_pton needs a NUL-terminated string
   IpAddress a;
@@ -39,7 +39,7 @@ absl::StatusOr<IpAddress> IpAddress::Parse(std::string_view text) {
     return a;
   }
   return absl::InvalidArgumentError(
-      dataplane::Cat("address \"", text, "\" is not an IPv4 or IPv6 address"));
+      base::Cat("address \"", text, "\" is not an IPv4 or IPv6 address"));
 }
 
 IpAddress IpAddress::V4(const uint8_t b[4]) {
@@ -65,8 +65,7 @@ IpAddress IpAddress::Zero6() {
 absl::StatusOr<IpAddress> IpAddress::FromAbi(const uint8_t addr[16], uint8_t family) {
   if (family == BALLAST_FAMILY_V4) return V4(addr);
   if (family == BALLAST_FAMILY_V6) return V6(addr);
-  return absl::InvalidArgumentError(
-      dataplane::Cat("address family ", family, " is neither 4 nor 6"));
+  return absl::InvalidArgumentError(base::Cat("address family ", family, " is neither 4 nor 6"));
 }
 
 bool IpAddress::is_v4() const { return family_ == BALLAST_FAMILY_V4; }

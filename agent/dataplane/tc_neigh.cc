@@ -6,10 +6,14 @@
 #include <cerrno>
 
 #include "agent/dataplane/bpf_util.h"
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "tc_neigh.skel.h"
 
 namespace ballast::dataplane {
+
+using base::Cat;
+
+using base::Cat;
 namespace {
 
 // tc filter identity on the ingress hook ("ln"); tc_probe uses 0x6c62 on egress.

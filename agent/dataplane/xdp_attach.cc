@@ -13,9 +13,14 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "agent/base/strcat.h"
 #include "agent/dataplane/bpf_util.h"
 
 namespace ballast::dataplane {
+
+using base::Cat;
+
+using base::Cat;
 namespace {
 
 // The captured libbpf/libxdp log, indented, for an error message.

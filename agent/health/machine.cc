@@ -8,13 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "agent/base/strcat.h"
 #include "agent/health/json_writer.h"
 
 namespace ballast::health {
 namespace {
 
-// This Abseil's StrCat takes absl::string_view, which is not std::string_view.
-absl::string_view AV(std::string_view s) { return {s.data(), s.size()}; }
+using base::AV;
 
 constexpr size_t kProbeLatency = static_cast<size_t>(Signal::kProbeLatencyMs);
 

@@ -4,15 +4,16 @@
 #include <string>
 #include <string_view>
 
+#include "agent/base/status_macros.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "agent/base/strcat.h"
 
 namespace ballast::health {
 namespace {
 
-// This Abseil's StrCat takes absl::string_view, which is not std::string_view.
-absl::string_view AV(std::string_view s) { return {s.data(), s.size()}; }
+using base::AV;
 
 absl::Status OutOfRange(std::string_view field, std::string_view value, std::string_view range) {
   return absl::InvalidArgumentError(
@@ -50,12 +51,6 @@ absl::Status Invalid(std::string_view field, const std::vector<int>& v, std::str
   return absl::InvalidArgumentError(
       absl::StrCat("health params: ", AV(field), " [", absl::StrJoin(v, ", "), "] ", AV(rule)));
 }
-
-#define BALLAST_RETURN_IF_ERROR(expr) \
-  do {                                \
-    absl::Status s_ = (expr);         \
-    if (!s_.ok()) return s_;          \
-  } while (0)
 
 }  // namespace
 

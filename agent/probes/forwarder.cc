@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "agent/dataplane/bpf_util.h"
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "agent/probes/rtnl.h"
 #include "ballast_abi.h"
 #include "tc_probe.skel.h"
@@ -18,7 +18,7 @@
 namespace ballast::probes {
 namespace {
 
-using dataplane::Cat;
+using base::Cat;
 using dataplane::ErrnoStatus;
 using dataplane::LoadFailure;
 

@@ -10,7 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_join.h"
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "agent/probes/grpc_schema.h"
 #include "agent/probes/probers.h"
 #include "agent/probes/socket.h"
@@ -20,8 +20,8 @@
 namespace ballast::probes {
 namespace {
 
-using dataplane::AV;
-using dataplane::Cat;
+using base::AV;
+using base::Cat;
 
 const char* CodeName(grpc::StatusCode c) {
   switch (c) {

@@ -15,13 +15,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 
 namespace ballast::probes {
 namespace {
 
-using dataplane::AV;
-using dataplane::Cat;
+using base::AV;
+using base::Cat;
 namespace pb = google::protobuf;
 
 // Collects text-format parse errors as "line:col: message".

@@ -12,7 +12,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_join.h"
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "agent/probes/probers.h"
 #include "agent/probes/socket.h"
 #include "agent/probes/spec.h"
@@ -20,7 +20,7 @@
 namespace ballast::probes {
 namespace {
 
-using dataplane::Cat;
+using base::Cat;
 
 constexpr size_t kMaxBody = 1 << 20;  // bytes of the body kept for the assertions
 

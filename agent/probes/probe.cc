@@ -2,13 +2,13 @@
 
 #include <mutex>
 
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "agent/probes/probers.h"
 #include "agent/probes/spec.h"
 
 namespace ballast::probes {
 
-using dataplane::Cat;
+using base::Cat;
 
 std::string HostPort(const IpAddress& a, uint16_t port) {
   return a.is_v4() ? Cat(a.ToString(), ":", port) : Cat("[", a.ToString(), "]:", port);

@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "agent/dataplane/bpf_util.h"
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 
 namespace ballast::probes::rtnl {
 namespace {
 
-using dataplane::Cat;
+using base::Cat;
 using dataplane::ErrnoStatus;
 using dataplane::UniqueFd;
 

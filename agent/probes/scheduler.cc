@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "agent/probes/spec.h"
 
 namespace ballast::probes {
 
-using dataplane::Cat;
+using base::Cat;
 
 Endpoint EndpointOf(const ProbeTarget& t, uint32_t mark_base) {
   Endpoint ep;

@@ -12,11 +12,11 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 
 namespace ballast::probes {
 
-using dataplane::Cat;
+using base::Cat;
 using dataplane::UniqueFd;
 
 socklen_t ToSockaddr(const IpAddress& address, uint16_t port, sockaddr_storage* out) {

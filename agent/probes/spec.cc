@@ -7,14 +7,14 @@
 
 #include <re2/re2.h>
 
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "agent/probes/grpc_schema.h"
 
 namespace ballast::probes {
 namespace {
 
-using dataplane::AV;
-using dataplane::Cat;
+using base::AV;
+using base::Cat;
 
 class Where {
  public:

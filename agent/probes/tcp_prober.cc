@@ -1,15 +1,15 @@
 // TCP connect probe: the three-way handshake completes before the deadline.
 #include <unistd.h>
 
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "agent/probes/probers.h"
 #include "agent/probes/socket.h"
 
 namespace ballast::probes {
 namespace {
 
-using dataplane::AV;
-using dataplane::Cat;
+using base::AV;
+using base::Cat;
 
 class TcpProber : public Prober {
  public:

@@ -5,12 +5,12 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "agent/probes/socket.h"
 
 namespace ballast::probes {
 
-using dataplane::Cat;
+using base::Cat;
 
 std::string SslErrors() {
   std::string out;

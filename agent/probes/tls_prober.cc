@@ -2,7 +2,7 @@
 // chain against the CA file (or the system CAs) and the name, then close.
 #include <openssl/ssl.h>
 
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "agent/probes/probers.h"
 #include "agent/probes/socket.h"
 #include "agent/probes/tls_client.h"
@@ -10,7 +10,7 @@
 namespace ballast::probes {
 namespace {
 
-using dataplane::Cat;
+using base::Cat;
 
 class TlsProber : public Prober {
  public:

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "agent/probes/socket.h"
 
 namespace ballast::probes {
@@ -19,11 +19,11 @@ absl::StatusOr<std::unique_ptr<TlsRelay>> TlsRelay::Start(dataplane::UniqueFd tc
                                                           Clock::time_point deadline) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    return absl::InternalError(dataplane::Cat("socketpair: ", strerror(errno)));
+    return absl::InternalError(base::Cat("socketpair: ", strerror(errno)));
   }
   dataplane::UniqueFd plain(sv[0]), inner(sv[1]);
   if (fcntl(inner.get(), F_SETFL, O_NONBLOCK) != 0) {
-    return absl::InternalError(dataplane::Cat("fcntl: ", strerror(errno)));
+    return absl::InternalError(base::Cat("fcntl: ", strerror(errno)));
   }
   return std::unique_ptr<TlsRelay>(
       new TlsRelay(std::move(tcp), std::move(ssl), std::move(plain), std::move(inner), deadline));

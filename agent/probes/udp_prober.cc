@@ -19,14 +19,14 @@
 #include <re2/re2.h>
 
 #include "absl/strings/escaping.h"
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "agent/probes/probers.h"
 #include "agent/probes/socket.h"
 
 namespace ballast::probes {
 namespace {
 
-using dataplane::Cat;
+using base::Cat;
 using dataplane::UniqueFd;
 
 class UdpProber : public Prober {

@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "agent/base/status_macros.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -39,16 +40,6 @@ std::string Session::target_text() const {
 
 namespace {
 
-#define LBCTL_RETURN_IF_ERROR(expr)                    \
-  do {                                                 \
-    if (absl::Status _s = (expr); !_s.ok()) return _s; \
-  } while (0)
-
-#define LBCTL_ASSIGN_OR_RETURN(lhs, expr)       \
-  auto lhs##_or = (expr);                       \
-  if (!lhs##_or.ok()) return lhs##_or.status(); \
-  auto& lhs = *lhs##_or
-
 void Print(std::FILE* out, absl::string_view text) {
   std::fwrite(text.data(), 1, text.size(), out);
   std::fflush(out);
@@ -58,7 +49,7 @@ void Print(std::FILE* out, absl::string_view text) {
 absl::Status Emit(const Args& args, std::FILE* out, const google::protobuf::Message& msg,
                   const std::string& human) {
   if (args.json) {
-    LBCTL_ASSIGN_OR_RETURN(json, ToJson(msg, /*pretty=*/true));
+    BALLAST_ASSIGN_OR_RETURN(json, ToJson(msg, /*pretty=*/true));
     Print(out, json);
   } else {
     Print(out, human);
@@ -88,8 +79,8 @@ struct Target2 {
 
 absl::StatusOr<Target2> ParseVipBackend(const Args& a) {
   Target2 t;
-  LBCTL_ASSIGN_OR_RETURN(vip, ParseVipKey(a.vip));
-  LBCTL_ASSIGN_OR_RETURN(addr, ParseIp(a.backend));
+  BALLAST_ASSIGN_OR_RETURN(vip, ParseVipKey(a.vip));
+  BALLAST_ASSIGN_OR_RETURN(addr, ParseIp(a.backend));
   t.vip = vip;
   t.address = addr;
   return t;
@@ -122,7 +113,7 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
 };
 
 absl::StatusOr<v1::Config> ReadConfig(const std::string& path) {
-  LBCTL_ASSIGN_OR_RETURN(text, ReadInput(path));
+  BALLAST_ASSIGN_OR_RETURN(text, ReadInput(path));
   v1::Config config;
   CollectErrors errors;
   google::protobuf::TextFormat::Parser parser;
@@ -144,12 +135,12 @@ void StatusOptions(CLI::App& cmd, Args& a) {
 absl::Status RunStatus(Session& s, const Args& a, std::FILE* out) {
   std::string only;
   if (!a.vip.empty()) {
-    LBCTL_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
+    BALLAST_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
     only = FormatVipKey(key);
   }
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::StatusResponse resp;
-  LBCTL_RETURN_IF_ERROR(
+  BALLAST_RETURN_IF_ERROR(
       c->Call(c->status(), &v1::Status::Stub::GetStatus, v1::StatusRequest(), &resp));
   if (!only.empty()) {
     auto* vips = resp.mutable_vips();
@@ -174,40 +165,40 @@ void VipAddOptions(CLI::App& cmd, Args& a) {
 }
 
 absl::Status RunVipAdd(Session& s, const Args& a, std::FILE* out) {
-  LBCTL_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
+  BALLAST_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
   v1::AddVipRequest req;
   v1::Vip* vip = req.mutable_vip();
   *vip->mutable_key() = key;
   vip->set_table_size(a.table_size);
   vip->set_name(a.name);
   for (const std::string& text : a.backends) {
-    LBCTL_ASSIGN_OR_RETURN(spec, ParseBackendSpec(text));
+    BALLAST_ASSIGN_OR_RETURN(spec, ParseBackendSpec(text));
     v1::Backend* b = vip->add_backends();
     b->set_address(spec.address);
     b->set_weight(spec.weight.value_or(100));
   }
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::Empty resp;
-  LBCTL_RETURN_IF_ERROR(c->Call(c->vips(), &v1::Vips::Stub::AddVip, req, &resp));
+  BALLAST_RETURN_IF_ERROR(c->Call(c->vips(), &v1::Vips::Stub::AddVip, req, &resp));
   return Emit(a, out, resp,
               absl::StrCat("added VIP ", FormatVipKey(key), " with ", vip->backends_size(),
                            vip->backends_size() == 1 ? " backend\n" : " backends\n"));
 }
 
 absl::Status RunVipDel(Session& s, const Args& a, std::FILE* out) {
-  LBCTL_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
+  BALLAST_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
   v1::DeleteVipRequest req;
   *req.mutable_key() = key;
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::Empty resp;
-  LBCTL_RETURN_IF_ERROR(c->Call(c->vips(), &v1::Vips::Stub::DeleteVip, req, &resp));
+  BALLAST_RETURN_IF_ERROR(c->Call(c->vips(), &v1::Vips::Stub::DeleteVip, req, &resp));
   return Emit(a, out, resp, absl::StrCat("deleted VIP ", FormatVipKey(key), "\n"));
 }
 
 absl::Status RunVipList(Session& s, const Args& a, std::FILE* out) {
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::ListVipsResponse resp;
-  LBCTL_RETURN_IF_ERROR(
+  BALLAST_RETURN_IF_ERROR(
       c->Call(c->vips(), &v1::Vips::Stub::ListVips, v1::ListVipsRequest(), &resp));
   return Emit(a, out, resp, FormatVips(resp));
 }
@@ -221,7 +212,7 @@ void VipOwnershipOptions(CLI::App& cmd, Args& a) {
 }
 
 absl::Status RunVipSetOwnership(Session& s, const Args& a, std::FILE* out) {
-  LBCTL_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
+  BALLAST_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
   v1::SetVipOwnershipRequest req;
   *req.mutable_vip() = key;
   std::string human;
@@ -237,9 +228,10 @@ absl::Status RunVipSetOwnership(Session& s, const Args& a, std::FILE* out) {
     return absl::InvalidArgumentError(absl::StrCat(
         "ownership '", a.ownership, "': active-standby (one node forwards the VIP) or all"));
   }
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::Empty resp;
-  LBCTL_RETURN_IF_ERROR(c->Call(c->cluster(), &v1::ClusterOps::Stub::SetVipOwnership, req, &resp));
+  BALLAST_RETURN_IF_ERROR(
+      c->Call(c->cluster(), &v1::ClusterOps::Stub::SetVipOwnership, req, &resp));
   return Emit(a, out, resp, absl::StrCat("vip ", FormatVipKey(key), ": ownership ", human, "\n"));
 }
 
@@ -273,27 +265,27 @@ void BackendAddOptions(CLI::App& cmd, Args& a) {
 }
 
 absl::Status RunBackendAdd(Session& s, const Args& a, std::FILE* out) {
-  LBCTL_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
+  BALLAST_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
   v1::AddBackendRequest req;
   *req.mutable_vip() = t.vip;
   req.mutable_backend()->set_address(t.address);
   req.mutable_backend()->set_weight(a.add_weight);
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::Empty resp;
-  LBCTL_RETURN_IF_ERROR(c->Call(c->backends(), &v1::Backends::Stub::AddBackend, req, &resp));
+  BALLAST_RETURN_IF_ERROR(c->Call(c->backends(), &v1::Backends::Stub::AddBackend, req, &resp));
   return Emit(a, out, resp,
               absl::StrCat("added backend ", t.address, " to VIP ", FormatVipKey(t.vip),
                            " with weight ", a.add_weight, "\n"));
 }
 
 absl::Status RunBackendDel(Session& s, const Args& a, std::FILE* out) {
-  LBCTL_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
+  BALLAST_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
   v1::DeleteBackendRequest req;
   *req.mutable_vip() = t.vip;
   req.set_address(t.address);
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::Empty resp;
-  LBCTL_RETURN_IF_ERROR(c->Call(c->backends(), &v1::Backends::Stub::DeleteBackend, req, &resp));
+  BALLAST_RETURN_IF_ERROR(c->Call(c->backends(), &v1::Backends::Stub::DeleteBackend, req, &resp));
   return Emit(a, out, resp,
               absl::StrCat("deleted backend ", t.address, " from VIP ", FormatVipKey(t.vip), "\n"));
 }
@@ -304,7 +296,7 @@ void BackendWeightOptions(CLI::App& cmd, Args& a) {
 }
 
 absl::Status RunBackendWeight(Session& s, const Args& a, std::FILE* out) {
-  LBCTL_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
+  BALLAST_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
   uint32_t weight = 0;
   if (!absl::SimpleAtoi(a.weight, &weight) || a.weight.empty() || a.weight[0] == '+' ||
       a.weight[0] == '-') {
@@ -315,9 +307,9 @@ absl::Status RunBackendWeight(Session& s, const Args& a, std::FILE* out) {
   *req.mutable_vip() = t.vip;
   req.set_address(t.address);
   req.set_weight(weight);
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::Empty resp;
-  LBCTL_RETURN_IF_ERROR(c->Call(c->backends(), &v1::Backends::Stub::SetWeight, req, &resp));
+  BALLAST_RETURN_IF_ERROR(c->Call(c->backends(), &v1::Backends::Stub::SetWeight, req, &resp));
   return Emit(a, out, resp,
               absl::StrCat("backend ", t.address, " of VIP ", FormatVipKey(t.vip),
                            ": nominal weight ", weight, "\n"));
@@ -331,10 +323,10 @@ void BackendDrainOptions(CLI::App& cmd, Args& a) {
 }
 
 absl::Status RunBackendDrain(Session& s, const Args& a, std::FILE* out) {
-  LBCTL_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
+  BALLAST_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
   uint32_t deadline_s = 0;
   if (!a.deadline.empty()) {
-    LBCTL_ASSIGN_OR_RETURN(d, ParseWholeSeconds(a.deadline, "--deadline"));
+    BALLAST_ASSIGN_OR_RETURN(d, ParseWholeSeconds(a.deadline, "--deadline"));
     if (d == 0) {
       return absl::InvalidArgumentError(
           "--deadline 0 would evict at once; use `lbctl backend del` for that, or give a "
@@ -346,9 +338,9 @@ absl::Status RunBackendDrain(Session& s, const Args& a, std::FILE* out) {
   *req.mutable_vip() = t.vip;
   req.set_address(t.address);
   req.set_deadline_s(deadline_s);
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::Empty resp;
-  LBCTL_RETURN_IF_ERROR(c->Call(c->backends(), &v1::Backends::Stub::Drain, req, &resp));
+  BALLAST_RETURN_IF_ERROR(c->Call(c->backends(), &v1::Backends::Stub::Drain, req, &resp));
   return Emit(a, out, resp,
               absl::StrCat("draining backend ", t.address, " of VIP ", FormatVipKey(t.vip),
                            ": no new flows; existing flows may stay ",
@@ -362,13 +354,13 @@ absl::Status RunBackendSimple(Session& s, const Args& a, std::FILE* out,
                               grpc::Status (v1::Backends::Stub::*method)(grpc::ClientContext*,
                                                                          const Req&, v1::Empty*),
                               absl::string_view done) {
-  LBCTL_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
+  BALLAST_ASSIGN_OR_RETURN(t, ParseVipBackend(a));
   Req req;
   *req.mutable_vip() = t.vip;
   req.set_address(t.address);
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::Empty resp;
-  LBCTL_RETURN_IF_ERROR(c->Call(c->backends(), method, req, &resp));
+  BALLAST_RETURN_IF_ERROR(c->Call(c->backends(), method, req, &resp));
   return Emit(
       a, out, resp,
       absl::StrCat("backend ", t.address, " of VIP ", FormatVipKey(t.vip), ": ", done, "\n"));
@@ -385,9 +377,9 @@ absl::Status RunBackendRelease(Session& s, const Args& a, std::FILE* out) {
 // ---- config ---------------------------------------------------------------------
 
 absl::Status RunConfigGet(Session& s, const Args& a, std::FILE* out) {
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::Config resp;
-  LBCTL_RETURN_IF_ERROR(
+  BALLAST_RETURN_IF_ERROR(
       c->Call(c->config(), &v1::ConfigService::Stub::GetConfig, v1::GetConfigRequest(), &resp));
   std::string text;
   google::protobuf::TextFormat::PrintToString(resp, &text);
@@ -408,7 +400,7 @@ void ConfigApplyOptions(CLI::App& cmd, Args& a) {
 }
 
 absl::Status ApplyConfig(Session& s, const Args& a, std::FILE* out, bool dry_run) {
-  LBCTL_ASSIGN_OR_RETURN(config, ReadConfig(a.file));
+  BALLAST_ASSIGN_OR_RETURN(config, ReadConfig(a.file));
   if (config.vips_size() == 0 && !a.allow_empty) {
     return absl::InvalidArgumentError(
         absl::StrCat(a.file,
@@ -418,9 +410,9 @@ absl::Status ApplyConfig(Session& s, const Args& a, std::FILE* out, bool dry_run
   v1::ApplyConfigRequest req;
   *req.mutable_config() = config;
   req.set_dry_run(dry_run);
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::ApplyConfigResponse resp;
-  LBCTL_RETURN_IF_ERROR(c->Call(c->config(), &v1::ConfigService::Stub::ApplyConfig, req, &resp));
+  BALLAST_RETURN_IF_ERROR(c->Call(c->config(), &v1::ConfigService::Stub::ApplyConfig, req, &resp));
   return Emit(a, out, resp, FormatApply(resp, dry_run));
 }
 
@@ -437,9 +429,9 @@ void ConfigDiffOptions(CLI::App& cmd, Args& a) {
 
 absl::Status RunConfigDiff(Session& s, const Args& a, std::FILE* out) {
   if (!a.file.empty()) return ApplyConfig(s, a, out, /*dry_run=*/true);
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::ConfigDiffResponse resp;
-  LBCTL_RETURN_IF_ERROR(
+  BALLAST_RETURN_IF_ERROR(
       c->Call(c->config(), &v1::ConfigService::Stub::ConfigDiff, v1::ConfigDiffRequest(), &resp));
   return Emit(a, out, resp, FormatConfigDiff(resp));
 }
@@ -451,7 +443,7 @@ void EventsOptions(CLI::App& cmd, Args& a) {
 }
 
 absl::Status RunEvents(Session& s, const Args& a, std::FILE* out) {
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   std::unique_ptr<grpc::ClientContext> ctx = c->Context(/*stream=*/true);
   std::unique_ptr<grpc::ClientReader<v1::Event>> reader =
       c->status().WatchEvents(ctx.get(), v1::WatchEventsRequest());
@@ -459,7 +451,7 @@ absl::Status RunEvents(Session& s, const Args& a, std::FILE* out) {
   uint64_t n = 0;
   while (reader->Read(&event)) {
     if (a.json) {
-      LBCTL_ASSIGN_OR_RETURN(json, ToJson(event, /*pretty=*/false));
+      BALLAST_ASSIGN_OR_RETURN(json, ToJson(event, /*pretty=*/false));
       Print(out, json);
     } else {
       Print(out, FormatEvent(event));
@@ -479,13 +471,13 @@ void AuditOptions(CLI::App& cmd, Args& a) {
 }
 
 absl::Status RunAudit(Session& s, const Args& a, std::FILE* out) {
-  LBCTL_ASSIGN_OR_RETURN(since, ParseDuration(a.since, "--since"));
+  BALLAST_ASSIGN_OR_RETURN(since, ParseDuration(a.since, "--since"));
   v1::QueryAuditRequest req;
   req.set_since_unix_ms(std::max<int64_t>(0, absl::ToUnixMillis(absl::Now() - since)));
   req.set_limit(a.limit);
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::QueryAuditResponse resp;
-  LBCTL_RETURN_IF_ERROR(c->Call(c->audit(), &v1::Audit::Stub::QueryAudit, req, &resp));
+  BALLAST_RETURN_IF_ERROR(c->Call(c->audit(), &v1::Audit::Stub::QueryAudit, req, &resp));
   return Emit(a, out, resp, FormatAudit(resp));
 }
 
@@ -494,13 +486,13 @@ void DigestOptions(CLI::App& cmd, Args& a) {
 }
 
 absl::Status RunDigest(Session& s, const Args& a, std::FILE* out) {
-  LBCTL_ASSIGN_OR_RETURN(since, ParseDuration(a.digest_since, "--since"));
+  BALLAST_ASSIGN_OR_RETURN(since, ParseDuration(a.digest_since, "--since"));
   const absl::Time now = absl::Now();
   v1::QueryAuditRequest req;
   req.set_since_unix_ms(std::max<int64_t>(0, absl::ToUnixMillis(now - since)));
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::QueryAuditResponse resp;
-  LBCTL_RETURN_IF_ERROR(c->Call(c->audit(), &v1::Audit::Stub::QueryAudit, req, &resp));
+  BALLAST_RETURN_IF_ERROR(c->Call(c->audit(), &v1::Audit::Stub::QueryAudit, req, &resp));
   return Emit(a, out, resp, FormatDigest(resp, since, now));
 }
 
@@ -514,9 +506,9 @@ absl::Status RunTeardown(Session& s, const Args& a, std::FILE* out) {
   }
   v1::TeardownRequest req;
   req.set_confirm(true);
-  LBCTL_ASSIGN_OR_RETURN(c, s.client());
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::Empty resp;
-  LBCTL_RETURN_IF_ERROR(c->Call(c->admin(), &v1::Admin::Stub::Teardown, req, &resp));
+  BALLAST_RETURN_IF_ERROR(c->Call(c->admin(), &v1::Admin::Stub::Teardown, req, &resp));
   return Emit(a, out, resp, "torn down: program detached, maps unpinned, lbagent stopping\n");
 }
 

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/base/status_macros.h"
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -29,11 +30,6 @@
 
 namespace ballast::lbctl {
 namespace {
-
-#define DRILL_RETURN_IF_ERROR(expr)                    \
-  do {                                                 \
-    if (absl::Status _s = (expr); !_s.ok()) return _s; \
-  } while (0)
 
 // One node of the cluster as the drill sees it.
 struct Node {
@@ -64,13 +60,14 @@ int64_t MsSince(absl::Time t0) { return absl::ToInt64Milliseconds(absl::Now() - 
 
 absl::StatusOr<v1::StatusResponse> GetStatus(Client& c) {
   v1::StatusResponse r;
-  DRILL_RETURN_IF_ERROR(c.Call(c.status(), &v1::Status::Stub::GetStatus, v1::StatusRequest(), &r));
+  BALLAST_RETURN_IF_ERROR(
+      c.Call(c.status(), &v1::Status::Stub::GetStatus, v1::StatusRequest(), &r));
   return r;
 }
 
 absl::StatusOr<v1::ConfigDiffResponse> GetDiff(Client& c) {
   v1::ConfigDiffResponse r;
-  DRILL_RETURN_IF_ERROR(
+  BALLAST_RETURN_IF_ERROR(
       c.Call(c.config(), &v1::ConfigService::Stub::ConfigDiff, v1::ConfigDiffRequest(), &r));
   return r;
 }

@@ -26,7 +26,7 @@
 #include "agent/dataplane/bpf_util.h"
 #include "agent/dataplane/dataplane.h"
 #include "agent/dataplane/decap.h"
-#include "agent/dataplane/strcat.h"
+#include "agent/base/strcat.h"
 #include "agent/dataplane/verdict.h"
 #include "agent/maglev/maglev.h"
 
@@ -34,6 +34,7 @@ namespace {
 
 using ballast::IpAddress;
 using namespace ballast::dataplane;
+using ballast::base::Cat;
 
 constexpr int kOk = 0;
 constexpr int kInvalid = 2;

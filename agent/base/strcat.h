@@ -3,8 +3,8 @@
 // Debian's Abseil 20220623 is built with its own absl::string_view (not an
 // alias of std::string_view), so StrCat rejects std::string_view arguments.
 // Header-only, stateless.
-#ifndef BALLAST_AGENT_DATAPLANE_STRCAT_H_
-#define BALLAST_AGENT_DATAPLANE_STRCAT_H_
+#ifndef BALLAST_AGENT_BASE_STRCAT_H_
+#define BALLAST_AGENT_BASE_STRCAT_H_
 
 #include <string>
 #include <string_view>
@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
-namespace ballast::dataplane {
+namespace ballast::base {
 
 // Debian's Abseil 20220623 has its own absl::string_view (not an alias of
 // std::string_view); this adapts our std::string_view arguments for StrCat.
@@ -33,6 +33,6 @@ std::string Cat(const A&... args) {
   return absl::StrCat(CatArg(args)...);
 }
 
-}  // namespace ballast::dataplane
+}  // namespace ballast::base
 
-#endif  // BALLAST_AGENT_DATAPLANE_STRCAT_H_
+#endif  // BALLAST_AGENT_BASE_STRCAT_H_
