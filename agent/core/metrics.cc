@@ -261,6 +261,19 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
              "Oversize packets not answered with ICMP too-big because the CPU's budget "
              "(global.icmp_too_big_per_s) was spent; also in verdict drop_too_big.");
     w.Sample("ballast_icmp_too_big_limited_total", "", status->icmp_too_big_limited());
+    if (status->flow_tables_size() > 0) {
+      w.Family("ballast_flow_table_entries", "gauge",
+               "Entries in a map of the connection table (live or not yet evicted; bounded "
+               "scan): a full map evicts its least recently used flow for each new one.");
+      for (const v1::FlowTable& t : status->flow_tables()) {
+        w.Sample("ballast_flow_table_entries", Label("table", t.map()), t.entries());
+      }
+      w.Family("ballast_flow_table_capacity", "gauge",
+               "Entries a map of the connection table holds (flow_capacity).");
+      for (const v1::FlowTable& t : status->flow_tables()) {
+        w.Sample("ballast_flow_table_capacity", Label("table", t.map()), t.capacity());
+      }
+    }
 
     std::vector<std::pair<std::string, const v1::VipStatus*>> vips;
     std::vector<BackendRow> rows;

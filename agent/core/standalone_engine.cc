@@ -477,8 +477,7 @@ absl::StatusOr<StandaloneEngine::CommitResult> StandaloneEngine::CommitLocked(
   if (!built.ok()) return absl::Status(whole_state_code, built.status().message());
   const int64_t build_us = us_since(t0);
   next.set_generation(state_->generation() + 1);
-  const WriteKind kind =
-      m.automation ? WriteKind::kAutomation : WriteKind::kOperator;
+  const WriteKind kind = m.automation ? WriteKind::kAutomation : WriteKind::kOperator;
   auto saved = store_->Save(next, revision_, kind);
   if (!saved.ok()) {
     const absl::Status& s = saved.status();
@@ -976,7 +975,7 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
   // meanwhile show the new id's count: status is a view of a moment.
   std::lock_guard<std::mutex> scan(flow_scan_mu_);
   std::vector<uint64_t> flows(BALLAST_MAX_BACKENDS, 0);  // by backend id
-  auto seen = CountLiveFlows(timeouts, &flows);
+  auto seen = CountLiveFlows(timeouts, &flows, &out);
   if (!seen.ok()) return seen.status();
   const size_t scan_limit =
       options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
@@ -991,7 +990,8 @@ absl::StatusOr<v1::StatusResponse> StandaloneEngine::GetStatus() const {
 }
 
 absl::StatusOr<size_t> StandaloneEngine::CountLiveFlows(const dataplane::Settings& set,
-                                                        std::vector<uint64_t>* flows) const {
+                                                        std::vector<uint64_t>* flows,
+                                                        v1::StatusResponse* out) const {
   // Live flows per backend id: entries not yet expired by their state's
   // timeout.
   const uint64_t now_ns = clock_->NowMonotonicNs();
@@ -1015,7 +1015,18 @@ absl::StatusOr<size_t> StandaloneEngine::CountLiveFlows(const dataplane::Setting
   };
   const size_t scan_limit =
       options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
-  return dp_->ForEachFlow(scan_limit, count_flow);
+  size_t seen = 0;
+  for (const char* map : dataplane::Dataplane::kFlowMaps) {
+    auto n = dp_->ForEachFlowIn(map, scan_limit - seen, count_flow);
+    if (!n.ok()) return n.status();
+    seen += *n;
+    v1::FlowTable& t = *out->add_flow_tables();
+    t.set_map(map);
+    t.set_entries(*n);
+    if (auto cap = dp_->MapCapacity(map); cap.ok()) t.set_capacity(*cap);
+    if (seen >= scan_limit) break;
+  }
+  return seen;
 }
 
 absl::Status StandaloneEngine::StatusLocked(v1::StatusResponse* status) const {

@@ -360,9 +360,11 @@ class StandaloneEngine final : public Engine {
   // and backend counters, the attach mode of `attached_if`); no lock.
   absl::Status ReadCounters(const std::string& attached_if, v1::StatusResponse* out) const;
   // Live flows per backend id from one read of the connection table (up to
-  // flow_scan_limit entries; no engine lock needed: map reads only).
+  // flow_scan_limit entries; no engine lock needed: map reads only), and
+  // each flow map's entries read and capacity (out->flow_tables).
   absl::StatusOr<size_t> CountLiveFlows(const dataplane::Settings& timeouts,
-                                        std::vector<uint64_t>* flows) const;
+                                        std::vector<uint64_t>* flows,
+                                        v1::StatusResponse* out) const;
   void Finish(const Actor& actor, const Mutation& m, const absl::Status& result,
               uint64_t generation);
   // Finds a backend of a VIP in the state; NOT_FOUND naming what is missing.

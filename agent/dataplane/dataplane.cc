@@ -1252,6 +1252,14 @@ absl::StatusOr<size_t> Dataplane::ForEachFlow(
   return seen;
 }
 
+absl::StatusOr<uint32_t> Dataplane::MapCapacity(const char* map) const {
+  const int fd = map_fd(map);
+  if (fd < 0) return absl::NotFoundError(Cat("no map ", map));
+  auto info = GetMapInfo(fd);
+  if (!info.ok()) return info.status();
+  return info->max_entries;
+}
+
 absl::StatusOr<size_t> Dataplane::ForEachFlowIn(
     const char* map, size_t max,
     const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,

@@ -308,6 +308,14 @@ class Dataplane {
   absl::StatusOr<size_t> ForEachFlow(
       size_t max, const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
       size_t batch = 4096) const;
+  // ForEachFlow over the one map `map` (one of kFlowMaps).
+  absl::StatusOr<size_t> ForEachFlowIn(
+      const char* map, size_t max,
+      const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
+      size_t batch = 4096) const;
+  // max_entries of map `map` (the pinned map's, which may predate the
+  // options).
+  absl::StatusOr<uint32_t> MapCapacity(const char* map) const;
   // The TCP handshakes under way (`handshakes` slots whose latest SYN is at
   // most the settings' syn_idle old), and how many sets have all their
   // slots in use (a new handshake there displaces the oldest).
@@ -329,11 +337,6 @@ class Dataplane {
   static uint64_t MonotonicNowNs();  // CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns
 
  private:
-  // ForEachFlow over the one map `map`.
-  absl::StatusOr<size_t> ForEachFlowIn(
-      const char* map, size_t max,
-      const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
-      size_t batch) const;
   Dataplane() = default;
   absl::Status AdoptOrPinProgram();
   bool IsOurs(uint32_t prog_id) const;

@@ -147,6 +147,17 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
         &out, "AUDIT: ", st.audit_append_failures(),
         " change(s) applied without their audit record (latest: ", st.last_audit_error(), ")\n");
   }
+  if (st.flow_tables_size() > 0) {
+    std::vector<std::string> tables;
+    for (const v1::FlowTable& t : st.flow_tables()) {
+      const double pct = t.capacity() == 0 ? 0.0
+                                           : 100.0 * static_cast<double>(t.entries()) /
+                                                 static_cast<double>(t.capacity());
+      tables.push_back(absl::StrFormat("%s %s/%s (%.0f%%)", t.map(), Compact(t.entries()),
+                                       Compact(t.capacity()), pct));
+    }
+    absl::StrAppend(&out, "flow tables ", absl::StrJoin(tables, ", "), "\n");
+  }
   if (st.flows_partial()) {
     absl::StrAppend(&out, "FLOWS: lower bounds, counted from the first ", Compact(st.flows_read()),
                     " entries of the connection table (the agent reads no more per status)\n");

@@ -3,6 +3,7 @@
 // deadline (fake clock), restart adoption of pinned maps, and the table the
 // data plane holds after each change.
 #include "agent/core/standalone_engine.h"
+#include "agent/core/metrics.h"
 
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
@@ -755,6 +756,19 @@ TEST_CASE("Status counts each backend's live flows; a read stopped at the limit 
   CHECK(st->vips(0).backends(1).flows() == 2);
   CHECK(st->flows_read() == 8);
   CHECK_FALSE(st->flows_partial());
+  // Each flow map's fill: entries read (the expired one too: it takes room
+  // until evicted) against its capacity.
+  REQUIRE(st->flow_tables_size() == 3);
+  CHECK(st->flow_tables(0).map() == "flows");
+  CHECK(st->flow_tables(0).entries() == 8);
+  CHECK(st->flow_tables(0).capacity() == pins.flow_capacity);
+  CHECK(st->flow_tables(1).map() == "flows_adopted");
+  CHECK(st->flow_tables(1).entries() == 0);
+  CHECK(st->flow_tables(2).map() == "flows_udp");
+  CHECK(st->flow_tables(2).capacity() == pins.flow_capacity);
+  const std::string metrics = RenderMetrics(&*st, (*e)->Health(), nullptr);
+  CHECK_THAT(metrics, Catch::Contains("ballast_flow_table_entries{table=\"flows\"} 8\n"));
+  CHECK_THAT(metrics, Catch::Contains("ballast_flow_table_capacity{table=\"flows_udp\"} "));
 
   // Past the limit (10 here): the counts are lower bounds, and say so.
   for (int i = 0; i < 4; ++i) add(b0, now_ns);
