@@ -11,9 +11,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "agent/api/openssl_ptr.h"
+#include "agent/base/openssl_ptr.h"
 
 namespace ballast::api {
+
+using base::BioPtr;
+using base::CrlPtr;
+using base::OpensslFree;
+using base::PkeyPtr;
+using base::X509Ptr;
 namespace {
 
 // Every PEM block of type T in `pem` (blocks of other types are skipped).

@@ -15,9 +15,15 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "agent/api/openssl_ptr.h"
+#include "agent/base/openssl_ptr.h"
 
 namespace ballast::api {
+
+using base::BioPtr;
+using base::CrlPtr;
+using base::OpensslFree;
+using base::PkeyPtr;
+using base::X509Ptr;
 namespace {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, absl::string_view field) {

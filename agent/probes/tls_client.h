@@ -12,17 +12,14 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "agent/base/openssl_ptr.h"
 #include "agent/probes/probe.h"
 #include "ballast/v1/config.pb.h"
 
 namespace ballast::probes {
 
-struct SslFree {
-  void operator()(SSL* s) const { SSL_free(s); }
-  void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
-};
-using SslPtr = std::unique_ptr<SSL, SslFree>;
-using SslCtxPtr = std::unique_ptr<SSL_CTX, SslFree>;
+using base::SslCtxPtr;
+using base::SslPtr;
 
 // OpenSSL's queued errors, joined ("handshake failed" when none).
 std::string SslErrors();
