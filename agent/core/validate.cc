@@ -15,7 +15,6 @@
 #include "agent/core/names.h"
 #include "agent/dataplane/dataplane.h"
 #include "agent/dataplane/ip_address.h"
-#include "agent/etcd/endpoint.h"
 #include "agent/maglev/maglev.h"
 #include "agent/probes/spec.h"
 #include "absl/strings/string_view.h"
@@ -25,12 +24,13 @@ namespace {
 
 std::string Range(uint64_t lo, uint64_t hi) { return absl::StrCat(lo, "..", hi); }
 
+}  // namespace
+
 absl::Status CheckRange(uint64_t v, uint64_t lo, uint64_t hi, const FieldPath& at) {
   if (v < lo || v > hi) return at.Invalid(absl::StrCat(v, " is out of range ", Range(lo, hi)));
   return absl::OkStatus();
 }
 
-// 0 means "default"; anything else must be in lo..hi.
 absl::Status CheckOptionalRange(uint64_t v, uint64_t lo, uint64_t hi, uint64_t def,
                                 const FieldPath& at) {
   if (v == 0) return absl::OkStatus();
@@ -40,6 +40,8 @@ absl::Status CheckOptionalRange(uint64_t v, uint64_t lo, uint64_t hi, uint64_t d
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 bool IsMulticast(const IpAddress& a) {
   const auto& b = a.bytes();
@@ -699,65 +701,7 @@ absl::Status ValidateAgentConfig(const v1::AgentConfig& c) {
     return s;
   }
   if (c.has_cluster()) {
-    const v1::Cluster& cl = c.cluster();
-    const FieldPath at = root.Child("cluster");
-    if (cl.endpoints_size() == 0) {
-      return at.Child("endpoints").Invalid("at least one etcd endpoint is required");
-    }
-    etcd::TlsOptions tls;
-    tls.ca_file = cl.etcd_ca_file();
-    tls.allow_plaintext_remote = cl.etcd_allow_plaintext_remote();
-    for (int i = 0; i < cl.endpoints_size(); ++i) {
-      const std::string& e = cl.endpoints(i);
-      const FieldPath ep = at.Child(absl::StrCat("endpoints[", i, "]"));
-      const std::string hostport = e.substr(absl::StartsWith(e, "http://")    ? 7
-                                            : absl::StartsWith(e, "https://") ? 8
-                                                                              : 0);
-      const size_t colon = hostport.rfind(':');
-      if (hostport.empty() || colon == std::string::npos || colon == 0 ||
-          colon + 1 == hostport.size() ||
-          hostport.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
-          hostport.find_first_of("/ \t\r\n") != std::string::npos) {
-        return ep.Invalid(absl::StrCat(
-            "\"", e,
-            "\" is not an etcd endpoint (https://HOST:PORT, http://HOST:PORT or HOST:PORT)"));
-      }
-      if (auto t = etcd::ParseEndpoint(e, tls); !t.ok()) return ep.Invalid(t.status().message());
-    }
-    for (const auto& [name, path] :
-         {std::pair<const char*, const std::string*>{"etcd_ca_file", &cl.etcd_ca_file()},
-          {"etcd_cert_file", &cl.etcd_cert_file()},
-          {"etcd_key_file", &cl.etcd_key_file()},
-          {"etcd_password_file", &cl.etcd_password_file()}}) {
-      if (!path->empty() && path->front() != '/') {
-        return at.Child(name).Invalid(absl::StrCat("\"", *path, "\" must be an absolute path"));
-      }
-    }
-    if (cl.etcd_cert_file().empty() != cl.etcd_key_file().empty()) {
-      return at.Child(cl.etcd_cert_file().empty() ? "etcd_cert_file" : "etcd_key_file")
-          .Invalid("etcd_cert_file and etcd_key_file go together (the certificate and its key)");
-    }
-    if (cl.etcd_username().empty() != cl.etcd_password_file().empty()) {
-      return at.Child(cl.etcd_username().empty() ? "etcd_username" : "etcd_password_file")
-          .Invalid("etcd_username and etcd_password_file go together");
-    }
-    if (!cl.prefix().empty() && (cl.prefix().front() != '/' || cl.prefix().back() == '/' ||
-                                 cl.prefix().find_first_of(" \t\r\n") != std::string::npos)) {
-      return at.Child("prefix").Invalid(absl::StrCat(
-          "\"", cl.prefix(), "\" must start with '/', not end with '/', and have no spaces"));
-    }
-    if (cl.node().empty() || cl.node().size() > 63 ||
-        cl.node().find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                    "0123456789-_.") != std::string::npos) {
-      return at.Child("node").Invalid(absl::StrCat(
-          "\"", cl.node(), "\" is not a node name (1..63 of letters, digits, '-', '_', '.')"));
-    }
-    if (cl.lease_ttl_s() != 0) {
-      if (auto s = CheckRange(cl.lease_ttl_s(), 2, 300, at.Child("lease_ttl_s")); !s.ok()) return s;
-    }
-    if (auto s = CheckRange(cl.drift_alert_s(), 0, 3600, at.Child("drift_alert_s")); !s.ok()) {
-      return s;
-    }
+    if (auto s = ValidateCluster(c.cluster(), root.Child("cluster")); !s.ok()) return s;
   }
   if (c.has_bgp()) {
     const v1::Bgp& b = c.bgp();

@@ -122,6 +122,17 @@ absl::Status ValidateVipChange(const v1::Config& config, int vip_index, const Fi
 // and ids that are unique and in range.
 absl::Status ValidateState(const v1::State& state);
 
+// The cluster block of lbagent's config (validate_cluster.cc): endpoints
+// under the etcd client's rules (agent/etcd/endpoint.h), credential files
+// as absolute paths in pairs, prefix, node name, lease and drift times.
+absl::Status ValidateCluster(const v1::Cluster& cluster, const FieldPath& at);
+
+// Shared by the validate*.cc files: `v` within lo..hi; and the same where 0
+// means the default `def`.
+absl::Status CheckRange(uint64_t v, uint64_t lo, uint64_t hi, const FieldPath& at);
+absl::Status CheckOptionalRange(uint64_t v, uint64_t lo, uint64_t hi, uint64_t def,
+                                const FieldPath& at);
+
 // lbagent's own config file. Paths are the file's field names, e.g.
 // "metrics_listen: 0.0.0.0:9580 is not a loopback address".
 absl::Status ValidateAgentConfig(const v1::AgentConfig& config);

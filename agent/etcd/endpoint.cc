@@ -42,10 +42,13 @@ absl::StatusOr<EndpointTarget> ParseEndpoint(absl::string_view url, const TlsOpt
   }
   while (absl::ConsumeSuffix(&rest, "/")) {
   }
-  if (rest.empty() || rest.find(':') == absl::string_view::npos ||
-      rest.find('/') != absl::string_view::npos) {
+  const size_t colon = rest.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0 || colon + 1 == rest.size() ||
+      rest.find_first_not_of("0123456789", colon + 1) != absl::string_view::npos ||
+      rest.find_first_of("/ \t\r\n") != absl::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "etcd endpoint \"", url, "\": expected https://host:port or http://host:port"));
+        "\"", url,
+        "\" is not an etcd endpoint (https://HOST:PORT, http://HOST:PORT or HOST:PORT)"));
   }
   out.host_port = std::string(rest);
   if (!out.tls && !tls.allow_plaintext_remote && !IsLoopbackHost(HostOf(out.host_port))) {

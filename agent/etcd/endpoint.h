@@ -35,7 +35,8 @@ struct EndpointTarget {
   bool tls = false;
 };
 
-// Parses one endpoint URL under the rules above; the error quotes the URL.
+// Parses one endpoint URL under the rules above (a numeric port, no path);
+// the error quotes the URL.
 absl::StatusOr<EndpointTarget> ParseEndpoint(absl::string_view url, const TlsOptions& tls);
 
 // True for 127.0.0.0/8, ::1 and "localhost" ("[::1]" brackets allowed).

@@ -5,7 +5,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -41,6 +40,8 @@ TlsRelay::TlsRelay(dataplane::UniqueFd tcp, SslPtr ssl, dataplane::UniqueFd plai
 
 TlsRelay::~TlsRelay() {
   stop_ = true;
+  // Wakes the pump's poll at once (POLLHUP on its end).
+  shutdown(inner_.get(), SHUT_RDWR);
   if (thread_.joinable()) thread_.join();
   SSL_shutdown(ssl_.get());  // best effort close_notify; non-blocking
 }
@@ -100,8 +101,7 @@ void TlsRelay::Pump() {
         {tcp_.get(), static_cast<short>(POLLIN | (want_write ? POLLOUT : 0)), 0},
         {inner_.get(),
          static_cast<short>((to_tls.empty() ? POLLIN : 0) | (to_plain.empty() ? 0 : POLLOUT)), 0}};
-    // A short timeout so that the destructor's stop is seen promptly.
-    poll(p, 2, static_cast<int>(std::min<long>(MsLeft(deadline_), 50)));
+    poll(p, 2, static_cast<int>(MsLeft(deadline_)));
   }
   // Closing our end tells the plaintext side that the connection ended.
   shutdown(inner_.get(), SHUT_RDWR);

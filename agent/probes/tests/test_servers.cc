@@ -48,18 +48,18 @@ Certs MakeCerts(const std::string& dir) {
   Run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
       "-subj /CN=other-ca -keyout " +
       dir + "/other-ca.key -out " + c.other_ca);
-  Run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-      "-subj /CN=probe.test -keyout " +
-      c.key + " -out " + dir + "/server.csr");
-  std::ofstream(dir + "/san.ext") << "subjectAltName=DNS:probe.test,IP:127.0.0.1\n";
-  Run("openssl x509 -req -days 1 -in " + dir + "/server.csr -CA " + c.ca + " -CAkey " + dir +
-      "/ca.key -CAcreateserial -extfile " + dir + "/san.ext -out " + c.cert);
-  Run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-      "-subj /CN=probe-client -keyout " +
-      c.client_key + " -out " + dir + "/client.csr");
-  std::ofstream(dir + "/client.ext") << "extendedKeyUsage=clientAuth\n";
-  Run("openssl x509 -req -days 1 -in " + dir + "/client.csr -CA " + c.ca + " -CAkey " + dir +
-      "/ca.key -CAcreateserial -extfile " + dir + "/client.ext -out " + c.client_cert);
+  // A leaf signed by the CA: its name (files <name>.csr/.ext), CN, key and
+  // certificate paths, and its one extension line.
+  auto leaf = [&](const std::string& name, const std::string& cn, const std::string& key,
+                  const std::string& cert, const std::string& ext) {
+    Run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=" + cn +
+        " -keyout " + key + " -out " + dir + "/" + name + ".csr");
+    std::ofstream(dir + "/" + name + ".ext") << ext << "\n";
+    Run("openssl x509 -req -days 1 -in " + dir + "/" + name + ".csr -CA " + c.ca + " -CAkey " +
+        dir + "/ca.key -CAcreateserial -extfile " + dir + "/" + name + ".ext -out " + cert);
+  };
+  leaf("server", "probe.test", c.key, c.cert, "subjectAltName=DNS:probe.test,IP:127.0.0.1");
+  leaf("client", "probe-client", c.client_key, c.client_cert, "extendedKeyUsage=clientAuth");
   return c;
 }
 
