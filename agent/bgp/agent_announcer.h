@@ -36,7 +36,7 @@
 
 #include "agent/bgp/announce_policy.h"
 #include "agent/bgp/announcer.h"
-#include "agent/core/standalone_engine.h"
+#include "agent/core/router_engine.h"
 #include "ballast/v1/agent.pb.h"
 #include "ballast/v1/api.pb.h"
 
@@ -50,7 +50,7 @@ class AgentAnnouncer {
   struct Options {
     v1::Bgp config;       // validated; defaults applied by Start()
     std::string pin_dir;  // the data plane's pins (AgentConfig.pin_dir)
-    core::StandaloneEngine* engine = nullptr;
+    core::RouterEngine* engine = nullptr;
     // Cluster mode: the ACTIVE_STANDBY VIPs (VipKeyText) this node holds the
     // lease of (ClusterNode::OwnedVips). Empty function: standalone mode.
     std::function<std::set<std::string>()> owned;

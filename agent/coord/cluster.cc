@@ -88,7 +88,7 @@ ClusterNode::~ClusterNode() { Stop(); }
 
 std::string ClusterNode::Key(absl::string_view rest) const { return absl::StrCat(prefix_, rest); }
 
-void ClusterNode::Start(core::StandaloneEngine* engine, const core::Clock* clock) {
+void ClusterNode::Start(core::RouterEngine* engine, const core::Clock* clock) {
   engine_ = engine;
   clock_ = clock;
   {
@@ -549,8 +549,8 @@ void ClusterNode::Analyse() {
   engine_->SetCoordination(std::move(c));
 }
 
-void ClusterNode::Gate(std::vector<core::StandaloneEngine::HealthDecision>* decisions,
-                       std::vector<core::StandaloneEngine::HealthRecord>* records) {
+void ClusterNode::Gate(std::vector<core::HealthDecision>* decisions,
+                       std::vector<core::HealthRecord>* records) {
   // This node's observations (its own health machine's verdicts), published
   // with its record.
   std::vector<v1::Observation> obs;
@@ -580,7 +580,7 @@ void ClusterNode::Gate(std::vector<core::StandaloneEngine::HealthDecision>* deci
   // observer quorum says.
   const v1::State state = engine_->State();
   std::set<std::string> blocked;  // "vip backend" whose change is held back
-  std::vector<core::StandaloneEngine::HealthDecision> kept;
+  std::vector<core::HealthDecision> kept;
   for (const auto& d : *decisions) {
     const std::string vip = core::VipKeyText(d.vip);
     const std::string k = absl::StrCat(vip, " ", d.address);
@@ -611,7 +611,7 @@ void ClusterNode::Gate(std::vector<core::StandaloneEngine::HealthDecision>* deci
     } else if (out && !was_out) {
       // A quorum of the others votes it out although this node's own logic
       // keeps it: the quorum decides.
-      core::StandaloneEngine::HealthDecision q = d;
+      core::HealthDecision q = d;
       q.mark.set_in_service(false);
       q.mark.set_state("down");
       kept.push_back(q);
@@ -628,7 +628,7 @@ void ClusterNode::Gate(std::vector<core::StandaloneEngine::HealthDecision>* deci
   }
   *decisions = std::move(kept);
   records->erase(std::remove_if(records->begin(), records->end(),
-                                [&](const core::StandaloneEngine::HealthRecord& r) {
+                                [&](const core::HealthRecord& r) {
                                   return blocked.count(absl::StrCat(r.vip, " ", r.backend)) != 0 &&
                                          !absl::StrContains(r.inputs_json, "\"quorum\"");
                                 }),

@@ -58,7 +58,7 @@
 #include "absl/time/time.h"
 #include "agent/coord/etcd_store.h"
 #include "agent/core/clock.h"
-#include "agent/core/standalone_engine.h"
+#include "agent/core/router_engine.h"
 #include "agent/etcd/client.h"
 #include "agent/etcd/election.h"
 #include "agent/etcd/ownership.h"
@@ -91,7 +91,7 @@ class ClusterNode {
   std::shared_ptr<EtcdStore> store() const { return store_; }
 
   // Starts the loop and the watch; `engine` and `clock` must outlive Stop().
-  void Start(core::StandaloneEngine* engine, const core::Clock* clock);
+  void Start(core::RouterEngine* engine, const core::Clock* clock);
   // Stops both, resigns leadership and closes the session (best effort).
   void Stop();
 
@@ -103,8 +103,7 @@ class ClusterNode {
   std::set<std::string> OwnedVips() const;
 
   // The health controller's decision gate (see the file comment).
-  void Gate(std::vector<core::StandaloneEngine::HealthDecision>* decisions,
-            std::vector<core::StandaloneEngine::HealthRecord>* records);
+  void Gate(std::vector<core::HealthDecision>* decisions, std::vector<core::HealthRecord>* records);
 
   // `lbctl config diff`.
   absl::StatusOr<v1::ConfigDiffResponse> Diff() const;
@@ -150,7 +149,7 @@ class ClusterNode {
   const int64_t ttl_s_;
   std::unique_ptr<etcd::Client> client_;
   std::shared_ptr<EtcdStore> store_;
-  core::StandaloneEngine* engine_ = nullptr;
+  core::RouterEngine* engine_ = nullptr;
   const core::Clock* clock_ = nullptr;
 
   // Loop thread only.

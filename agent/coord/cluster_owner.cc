@@ -174,7 +174,7 @@ void ClusterNode::OwnerSync() {
   for (const Try& t : acquire) {
     etcd::OwnershipOptions oo;
     oo.ttl_seconds = ttl_s_;
-    core::StandaloneEngine* engine = engine_;
+    core::RouterEngine* engine = engine_;
     const v1::VipKey key = t.key;
     std::shared_ptr<std::atomic<bool>> lost = t.lost;
     oo.on_lost = [engine, key, lost](const absl::Status&) {

@@ -69,7 +69,7 @@ absl::Duration VerdictStandsFor(const v1::ProbeSpec& spec) {
 
 }  // namespace
 
-HealthController::HealthController(StandaloneEngine* engine, const Clock* clock,
+HealthController::HealthController(RouterEngine* engine, const Clock* clock,
                                    HealthControllerOptions options, ForwardHook forward_hook)
     : engine_(engine), clock_(clock), options_(options), forward_hook_(std::move(forward_hook)) {}
 
@@ -122,14 +122,14 @@ ProbePlan PlanProbe(const v1::VipKey& vip, bool has_probe, const v1::ProbeSpec& 
   return p;
 }
 
-absl::Status HealthController::SyncTargets(const StandaloneEngine::HealthInputs& in) {
+absl::Status HealthController::SyncTargets(const HealthInputs& in) {
   std::map<std::string, probes::ProbeTarget> want;
   std::map<std::string, std::string> defs;
   unprobed_.clear();
-  for (const StandaloneEngine::HealthPool& pool : in.pools) {
+  for (const HealthPool& pool : in.pools) {
     auto vip = IpAddress::Parse(pool.key.address());
     if (!vip.ok()) continue;
-    for (const StandaloneEngine::HealthBackend& b : pool.backends) {
+    for (const HealthBackend& b : pool.backends) {
       if (b.backend_id == 0) continue;
       const ProbePlan plan = PlanProbe(pool.key, b.has_probe, b.probe);
       if (!plan.none.empty()) {
@@ -215,9 +215,9 @@ absl::Status HealthController::SyncTargets(const StandaloneEngine::HealthInputs&
   return first;
 }
 
-health::PoolState HealthController::PrepareState(
-    const StandaloneEngine::HealthPool& pool, const health::Params& params, absl::Time now,
-    std::vector<StandaloneEngine::HealthRecord>* records) {
+health::PoolState HealthController::PrepareState(const HealthPool& pool,
+                                                 const health::Params& params, absl::Time now,
+                                                 std::vector<HealthRecord>* records) {
   health::PoolState st;
   if (auto it = pools_.find(pool.key_text); it != pools_.end()) {
     st = it->second;
@@ -225,7 +225,7 @@ health::PoolState HealthController::PrepareState(
     st.pool = pool.key_text;
   }
   bool added = false;
-  for (const StandaloneEngine::HealthBackend& b : pool.backends) {
+  for (const HealthBackend& b : pool.backends) {
     auto bs = std::find_if(st.backends.begin(), st.backends.end(),
                            [&](const health::BackendState& x) { return x.key == b.address; });
     if (bs == st.backends.end()) {
@@ -303,11 +303,11 @@ absl::Status HealthController::Evaluate() {
       verdicts_.Clear();
       last_probe_.clear();
     }
-    std::vector<StandaloneEngine::HealthDecision> clear;
-    for (const StandaloneEngine::HealthPool& pool : in->pools) {
-      for (const StandaloneEngine::HealthBackend& b : pool.backends) {
+    std::vector<HealthDecision> clear;
+    for (const HealthPool& pool : in->pools) {
+      for (const HealthBackend& b : pool.backends) {
         if (!b.has_mark) continue;
-        StandaloneEngine::HealthDecision d;
+        HealthDecision d;
         d.vip = pool.key;
         d.address = b.address;
         d.clear = true;
@@ -315,7 +315,7 @@ absl::Status HealthController::Evaluate() {
       }
     }
     engine_->SetHealthView({});
-    std::vector<StandaloneEngine::HealthRecord> none;
+    std::vector<HealthRecord> none;
     if (options_.decision_gate) options_.decision_gate(&clear, &none);
     return engine_->ApplyHealth(clear, none);
   }
@@ -335,8 +335,8 @@ absl::Status HealthController::Evaluate() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     const absl::Time mono = MonotonicNow(clock_);
-    for (const StandaloneEngine::HealthPool& pool : in->pools) {
-      for (const StandaloneEngine::HealthBackend& b : pool.backends) {
+    for (const HealthPool& pool : in->pools) {
+      for (const HealthBackend& b : pool.backends) {
         const std::string id = TargetId(pool.key_text, b.address);
         if (auto v = verdicts_.Take(id, mono, VerdictStandsFor(b.probe))) probes[id] = *v;
       }
@@ -344,18 +344,18 @@ absl::Status HealthController::Evaluate() {
     last_probe = last_probe_;
   }
 
-  std::vector<StandaloneEngine::HealthDecision> decisions;
-  std::vector<StandaloneEngine::HealthRecord> records;
-  StandaloneEngine::HealthView view;
+  std::vector<HealthDecision> decisions;
+  std::vector<HealthRecord> records;
+  HealthView view;
   std::map<std::string, health::PoolState> next_pools;
   std::map<std::string, uint64_t> action_counts;
   absl::Status first_error = absl::OkStatus();
 
-  for (const StandaloneEngine::HealthPool& pool : in->pools) {
+  for (const HealthPool& pool : in->pools) {
     health::PoolState prev = PrepareState(pool, params, now, &records);
     health::PoolInput input;
     input.pool = pool.key_text;
-    for (const StandaloneEngine::HealthBackend& b : pool.backends) {
+    for (const HealthBackend& b : pool.backends) {
       health::BackendInput bi;
       bi.key = b.address;
       bi.nominal_weight = b.nominal_weight;
@@ -385,16 +385,16 @@ absl::Status HealthController::Evaluate() {
       ++action_counts[std::string(health::ActionKindName(a.kind))];
       if (!a.backend.empty()) acted[a.backend] = true;
     }
-    StandaloneEngine::VipHealthView& vv = view.vips[pool.key_text];
+    VipHealthView& vv = view.vips[pool.key_text];
     vv.frozen = r->frozen;
     if (r->frozen) vv.frozen_since_unix_ms = absl::ToUnixMillis(r->state.frozen_since);
     for (size_t i = 0; i < r->backends.size() && i < pool.backends.size(); ++i) {
       const health::BackendOutput& out = r->backends[i];
-      const StandaloneEngine::HealthBackend& b = pool.backends[i];
+      const HealthBackend& b = pool.backends[i];
       auto bs = std::find_if(r->state.backends.begin(), r->state.backends.end(),
                              [&](const health::BackendState& x) { return x.key == out.key; });
       if (bs == r->state.backends.end()) continue;
-      StandaloneEngine::HealthDecision d;
+      HealthDecision d;
       d.vip = pool.key;
       d.address = b.address;
       d.mark.set_in_service(bs->applied_in_service);
@@ -419,7 +419,7 @@ absl::Status HealthController::Evaluate() {
         ++action_counts["health_weight"];
       }
 
-      StandaloneEngine::BackendHealthView& bv = view.backends[BackendIdKey(pool.key, b.address)];
+      BackendHealthView& bv = view.backends[BackendIdKey(pool.key, b.address)];
       bv.score = static_cast<uint32_t>(out.score);
       bv.state = std::string(out.state_name);
       bv.ramp_percent = static_cast<uint32_t>(out.ramp_percent);

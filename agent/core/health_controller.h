@@ -45,7 +45,7 @@
 #include "absl/time/time.h"
 #include "agent/core/clock.h"
 #include "agent/core/probe_verdicts.h"
-#include "agent/core/standalone_engine.h"
+#include "agent/core/router_engine.h"
 #include "agent/health/machine.h"
 #include "agent/probes/scheduler.h"
 
@@ -69,9 +69,7 @@ struct HealthControllerOptions {
   // and records before they go to the engine, and may remove them (a node
   // that is not the leader, or is frozen, writes none; the leader applies a
   // demotion only with an observer quorum). Unset: all are applied.
-  std::function<void(std::vector<StandaloneEngine::HealthDecision>*,
-                     std::vector<StandaloneEngine::HealthRecord>*)>
-      decision_gate;
+  std::function<void(std::vector<HealthDecision>*, std::vector<HealthRecord>*)> decision_gate;
 };
 
 // What the last evaluation did (for metrics and tests).
@@ -89,7 +87,7 @@ class HealthController {
  public:
   using ForwardHook = std::function<absl::Status(const std::vector<probes::ProbeTarget>&)>;
 
-  HealthController(StandaloneEngine* engine, const Clock* clock, HealthControllerOptions options,
+  HealthController(RouterEngine* engine, const Clock* clock, HealthControllerOptions options,
                    ForwardHook forward_hook);
   ~HealthController();  // stops the probes (waits for running ones, each bounded by its timeout)
   HealthController(const HealthController&) = delete;
@@ -108,15 +106,14 @@ class HealthController {
 
  private:
   void OnProbeResult(const std::string& id, const probes::ProbeResult& result);
-  absl::Status SyncTargets(const StandaloneEngine::HealthInputs& in);
+  absl::Status SyncTargets(const HealthInputs& in);
   void StopProbes();
   // The machine state of a pool, seeded from the engine's marks for
   // backends it does not know yet (restart), with operator releases applied.
-  health::PoolState PrepareState(const StandaloneEngine::HealthPool& pool,
-                                 const health::Params& params, absl::Time now,
-                                 std::vector<StandaloneEngine::HealthRecord>* records);
+  health::PoolState PrepareState(const HealthPool& pool, const health::Params& params,
+                                 absl::Time now, std::vector<HealthRecord>* records);
 
-  StandaloneEngine* const engine_;
+  RouterEngine* const engine_;
   const Clock* const clock_;
   const HealthControllerOptions options_;
   const ForwardHook forward_hook_;

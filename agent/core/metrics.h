@@ -31,7 +31,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "agent/core/standalone_engine.h"
+#include "agent/core/router_engine.h"
 #include "ballast/v1/api.pb.h"
 #include "absl/strings/string_view.h"
 

@@ -7,7 +7,7 @@
 // The interface lives here, beside the engine that uses it; the cluster
 // adapter implements it (core depends on no adapter).
 //
-// The engine (agent/core/standalone_engine.h) reads the state once at start
+// The engine (agent/core/router_engine.h) reads the state once at start
 // (Load) and writes every change through Save, passing the revision its
 // current state came from, so a store shared by several writers can refuse a
 // change built on a stale state (compare-and-swap) instead of losing the

@@ -52,7 +52,7 @@
 #include "agent/core/log.h"
 #include "agent/core/health_controller.h"
 #include "agent/core/metrics.h"
-#include "agent/core/standalone_engine.h"
+#include "agent/core/router_engine.h"
 #include "agent/core/state_store.h"
 #include "agent/dataplane/dataplane.h"
 #include "agent/probes/forwarder.h"
@@ -235,7 +235,7 @@ int Teardown(const std::string& config_path) {
 class MetricsServer {
  public:
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& listen,
-                                                              core::StandaloneEngine* engine) {
+                                                              core::RouterEngine* engine) {
     const size_t colon = listen.rfind(':');
     std::string host = listen.substr(0, colon);
     const int port = std::stoi(listen.substr(colon + 1));
@@ -287,8 +287,8 @@ class MetricsServer {
 // evaluation).
 class HealthLoop {
  public:
-  HealthLoop(core::StandaloneEngine* engine, const core::Clock* clock,
-             const v1::AgentConfig& config, core::HealthControllerOptions options)
+  HealthLoop(core::RouterEngine* engine, const core::Clock* clock, const v1::AgentConfig& config,
+             core::HealthControllerOptions options)
       : engine_(engine),
         forwarding_(config.probe_forwarding()),
         // A sibling of pin_dir: the data plane's teardown unpins everything in
@@ -394,7 +394,7 @@ class HealthLoop {
     }
   }
 
-  core::StandaloneEngine* const engine_;
+  core::RouterEngine* const engine_;
   const v1::ProbeForwarding forwarding_;
   const std::string probe_pin_dir_;
   std::unique_ptr<probes::ProbeForwarder> forwarder_;  // health thread only (and Stop())
@@ -495,7 +495,7 @@ int Run(const std::string& config_path) {
   eo.agent_version = BALLAST_VERSION;
   if (cluster != nullptr) eo.store = cluster->store();
   eo.vip_ownership = cluster != nullptr;
-  auto engine = core::StandaloneEngine::Start(std::move(*dp), eo, &clock, config.initial());
+  auto engine = core::RouterEngine::Start(std::move(*dp), eo, &clock, config.initial());
   if (!engine.ok()) {
     Log(LogLevel::kError, "refusing to start", {{"error", std::string(engine.status().message())}});
     return engine.status().code() == absl::StatusCode::kDataLoss ? kExitUsage : kExitRuntime;
@@ -540,10 +540,8 @@ int Run(const std::string& config_path) {
   core::HealthControllerOptions hco;
   if (cluster != nullptr) {
     coord::ClusterNode* node = cluster.get();
-    hco.decision_gate = [node](std::vector<core::StandaloneEngine::HealthDecision>* d,
-                               std::vector<core::StandaloneEngine::HealthRecord>* r) {
-      node->Gate(d, r);
-    };
+    hco.decision_gate = [node](std::vector<core::HealthDecision>* d,
+                               std::vector<core::HealthRecord>* r) { node->Gate(d, r); };
   }
   HealthLoop health_loop(engine->get(), &clock, config, std::move(hco));
 

@@ -1,5 +1,5 @@
 // The admin API and lbctl over the agent's real engine (core's
-// StandaloneEngine over a real, unpinned XDP data plane; needs root):
+// RouterEngine over a real, unpinned XDP data plane; needs root):
 // every class of bad input gets its code and a clear message and changes
 // nothing; the dry-run diff is exactly what the apply then does; events
 // and the mutual-TLS read-only rule hold with the real state behind them.
@@ -16,7 +16,7 @@
 #include "agent/api/tests/test_util.h"
 #include "tests/lib/test_pki.h"
 #include "agent/core/clock.h"
-#include "agent/core/standalone_engine.h"
+#include "agent/core/router_engine.h"
 #include "agent/dataplane/dataplane.h"
 #include "ballast/v1/api.grpc.pb.h"
 #include "tools/lbctl/exit_codes.h"
@@ -72,7 +72,7 @@ struct RealAgent {
     core::EngineOptions eo;
     eo.state_file = dir.Join("state.pb");
     eo.audit_log = dir.Join("audit.jsonl");
-    auto e = core::StandaloneEngine::Start(std::move(*dp), eo, &clock, Initial());
+    auto e = core::RouterEngine::Start(std::move(*dp), eo, &clock, Initial());
     if (!e.ok()) FAIL("starting the engine: " << e.status());
     engine = std::move(*e);
     access.set_socket_path(dir.Join("lbagent.sock"));
@@ -110,7 +110,7 @@ struct RealAgent {
 
   TempDir dir;
   core::SystemClock clock;
-  std::unique_ptr<core::StandaloneEngine> engine;
+  std::unique_ptr<core::RouterEngine> engine;
   std::unique_ptr<AdminServer> server;
   std::shared_ptr<grpc::Channel> channel;
 };

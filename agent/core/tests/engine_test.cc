@@ -1,8 +1,8 @@
-// StandaloneEngine over a real data plane: validation leaves everything
+// RouterEngine over a real data plane: validation leaves everything
 // untouched, dry-run diff equals the real apply, drain -> evict at the
 // deadline (fake clock), restart adoption of pinned maps, and the table the
 // data plane holds after each change.
-#include "agent/core/standalone_engine.h"
+#include "agent/core/router_engine.h"
 #include "agent/core/metrics.h"
 
 #include <arpa/inet.h>
@@ -72,7 +72,7 @@ struct TestPins {
   }
 };
 
-std::string DataplaneText(const StandaloneEngine& e) {
+std::string DataplaneText(const RouterEngine& e) {
   auto img = e.ReadDataplane();
   REQUIRE(img.ok());
   return DescribeImage(*img);
@@ -80,7 +80,7 @@ std::string DataplaneText(const StandaloneEngine& e) {
 
 // What the maps hold equals the full image of the engine's state: the
 // scoped (incremental) updates of a mutation end where a full rebuild would.
-void RequireDataplaneMatchesState(const StandaloneEngine& e) {
+void RequireDataplaneMatchesState(const RouterEngine& e) {
   auto built = BuildImage(e.State(), nullptr);
   REQUIRE(built.ok());
   REQUIRE(DataplaneText(e) == DescribeImage(built->image));
@@ -88,7 +88,7 @@ void RequireDataplaneMatchesState(const StandaloneEngine& e) {
 
 // The table the data plane holds for `vip` equals BuildTable of the state's
 // effective weights.
-void RequireTableMatchesState(const StandaloneEngine& e, const v1::VipKey& vip) {
+void RequireTableMatchesState(const RouterEngine& e, const v1::VipKey& vip) {
   const v1::State s = e.State();
   std::vector<maglev::Backend> in;
   uint32_t m = 0;
@@ -132,9 +132,9 @@ TEST_CASE("Start programs the state: VIPs, markers, backends, tables, settings")
 
 struct BadRequest {
   const char* name;
-  std::function<absl::Status(StandaloneEngine&)> call;
+  std::function<absl::Status(RouterEngine&)> call;
   // Optional: a valid change that sets the scene, made before the snapshot.
-  std::function<void(StandaloneEngine&)> setup;
+  std::function<void(RouterEngine&)> setup;
   absl::StatusCode code;
   const char* message;  // exact
 };
@@ -145,7 +145,7 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
   auto e = StartEngine(dir, &clock, SmallConfig());
   using C = absl::StatusCode;
   auto apply = [](std::function<void(v1::Config&)> f) {
-    return [f](StandaloneEngine& en) {
+    return [f](RouterEngine& en) {
       v1::Config c = en.GetConfig();
       f(c);
       return en.ApplyConfig(c, false, kOp).status();
@@ -158,7 +158,7 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
 
   const std::vector<BadRequest> cases = {
       {"AddVip: address",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          v1::Vip v = new_vip;
          v.mutable_key()->set_address("198.18.0.300");
          return en.AddVip(v, kOp);
@@ -167,7 +167,7 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
        "vip 198.18.0.300:80/tcp: key.address \"198.18.0.300\" is not an IPv4 or IPv6 address "
        "(e.g. 198.18.0.10 or 2001:db8::10)"},
       {"AddVip: protocol missing",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          v1::Vip v = new_vip;
          v.mutable_key()->clear_protocol();
          return en.AddVip(v, kOp);
@@ -175,7 +175,7 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
        nullptr, C::kInvalidArgument,
        "vip 198.18.0.11:80/proto0: key.protocol required (TCP or UDP)"},
       {"AddVip: port",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          v1::Vip v = new_vip;
          v.mutable_key()->set_port(65536);
          return en.AddVip(v, kOp);
@@ -183,7 +183,7 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
        nullptr, C::kInvalidArgument,
        "vip 198.18.0.11:65536/tcp: key.port 65536 is out of range 0..65535"},
       {"AddVip: table size not prime",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          v1::Vip v = new_vip;
          v.set_table_size(1000);
          return en.AddVip(v, kOp);
@@ -192,7 +192,7 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
        "vip 198.18.0.11:80/tcp: table_size 1000 is not a prime (allowed: a prime in 7..1048573; "
        "0 = default 65537)"},
       {"AddVip: weight",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          v1::Vip v = new_vip;
          v.mutable_backends(0)->set_weight(3000);
          return en.AddVip(v, kOp);
@@ -200,7 +200,7 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
        nullptr, C::kInvalidArgument,
        "vip 198.18.0.11:80/tcp backend 198.18.2.1: weight 3000 is out of range 0..1000"},
       {"AddVip: IPv6 VIP with an IPv4 backend",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          v1::Vip v = new_vip;
          *v.mutable_key() = Key("2001:db8:10::11", 80);
          return en.AddVip(v, kOp);
@@ -210,7 +210,7 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
        "[2001:db8:10::11]:80/tcp is IPv6: the data plane cannot carry IPv6 in IPv4 (use an IPv6 "
        "backend address)"},
       {"AddVip: more positive-weight backends than slots",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          v1::Vip v = new_vip;
          for (int i = 2; i <= 8; ++i)
            *v.add_backends() = MakeBackend("198.18.2." + std::to_string(i), 1);
@@ -220,7 +220,7 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
        "vip 198.18.0.11:80/tcp: backends 8 backends with a positive weight but the table has "
        "only 7 slots (table_size must be at least the number of such backends)"},
       {"AddVip: duplicate backend",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          v1::Vip v = new_vip;
          *v.add_backends() = MakeBackend("198.18.2.1", 4);
          return en.AddVip(v, kOp);
@@ -229,7 +229,7 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
        "vip 198.18.0.11:80/tcp backend 198.18.2.1: address 198.18.2.1 is a duplicate of "
        "backends[0]"},
       {"AddVip: exists (spelled differently)",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          v1::Vip v = new_vip;
          *v.mutable_key() = Key("2001:DB8:10:0::10", 443);
          *v.mutable_backends(0) = MakeBackend("2001:db8:1::7", 1);
@@ -237,8 +237,8 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
        },
        nullptr, C::kAlreadyExists, "vip [2001:db8:10::10]:443/tcp already exists"},
       {"AddVip: IPv4 backend without source_v4",
-       [&](StandaloneEngine& en) { return en.AddVip(new_vip, kOp); },
-       [](StandaloneEngine& en) {
+       [&](RouterEngine& en) { return en.AddVip(new_vip, kOp); },
+       [](RouterEngine& en) {
          v1::Config c = en.GetConfig();
          c.mutable_global()->clear_source_v4();
          c.mutable_vips()->DeleteSubrange(0, 1);
@@ -248,35 +248,35 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
        "global.source_v4: required: backend 198.18.2.1 of vip 198.18.0.11:80/tcp is IPv4, and "
        "IPv4 encapsulation needs an outer source address of this router"},
       {"DeleteVip: unknown",
-       [&](StandaloneEngine& en) { return en.DeleteVip(Key("198.18.0.99", 80), kOp); }, nullptr,
+       [&](RouterEngine& en) { return en.DeleteVip(Key("198.18.0.99", 80), kOp); }, nullptr,
        C::kNotFound, "vip 198.18.0.99:80/tcp does not exist"},
       {"DeleteVip: bad key",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          return en.DeleteVip(Key("198.18.0.10", 80, v1::PROTOCOL_UNSPECIFIED), kOp);
        },
        nullptr, C::kInvalidArgument, "key.protocol: required (TCP or UDP)"},
       {"AddBackend: unknown VIP",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          return en.AddBackend(Key("198.18.0.99", 80), MakeBackend("198.18.1.9", 1), kOp);
        },
        nullptr, C::kNotFound, "vip 198.18.0.99:80/tcp does not exist"},
       {"AddBackend: exists",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          return en.AddBackend(kVip4, MakeBackend("198.18.1.2", 5), kOp);
        },
        nullptr, C::kAlreadyExists, "vip 198.18.0.10:80/tcp already has backend 198.18.1.2"},
       {"AddBackend: weight",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          return en.AddBackend(kVip4, MakeBackend("198.18.1.7", 3000), kOp);
        },
        nullptr, C::kInvalidArgument,
        "vip 198.18.0.10:80/tcp backend 198.18.1.7: weight 3000 is out of range 0..1000"},
       {"AddBackend: multicast address",
-       [&](StandaloneEngine& en) { return en.AddBackend(kVip4, MakeBackend("224.0.0.5", 1), kOp); },
+       [&](RouterEngine& en) { return en.AddBackend(kVip4, MakeBackend("224.0.0.5", 1), kOp); },
        nullptr, C::kInvalidArgument,
        "vip 198.18.0.10:80/tcp backend 224.0.0.5: address 224.0.0.5 is a multicast address"},
       {"AddBackend: probe",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          v1::Backend b = MakeBackend("198.18.1.7", 1);
          b.mutable_probe()->set_interval_ms(70000);
          return en.AddBackend(kVip4, b, kOp);
@@ -285,10 +285,10 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
        "vip 198.18.0.10:80/tcp backend 198.18.1.7: probe.interval_ms 70000 is out of range "
        "50..60000 (0 = default 1000)"},
       {"AddBackend: more than the VIP's table has slots",
-       [&](StandaloneEngine& en) {
+       [&](RouterEngine& en) {
          return en.AddBackend(kVip4, MakeBackend("198.18.1.8", 1), kOp);
        },
-       [](StandaloneEngine& en) {
+       [](RouterEngine& en) {
          v1::Config c = en.GetConfig();
          c.mutable_vips(0)->set_table_size(7);
          for (int i = 4; i <= 7; ++i) {
@@ -300,32 +300,32 @@ TEST_CASE("Every bad request gets its error and changes nothing (state, file, da
        "vip 198.18.0.10:80/tcp: backends 8 backends with a positive weight but the table has "
        "only 7 slots (table_size must be at least the number of such backends)"},
       {"SetWeight: out of range",
-       [&](StandaloneEngine& en) { return en.SetWeight(kVip4, "198.18.1.2", 1001, kOp); }, nullptr,
+       [&](RouterEngine& en) { return en.SetWeight(kVip4, "198.18.1.2", 1001, kOp); }, nullptr,
        C::kInvalidArgument,
        "vip 198.18.0.10:80/tcp backend 198.18.1.2: weight 1001 is out of range 0..1000"},
       {"SetWeight: unknown backend",
-       [&](StandaloneEngine& en) { return en.SetWeight(kVip4, "198.18.1.99", 1, kOp); }, nullptr,
+       [&](RouterEngine& en) { return en.SetWeight(kVip4, "198.18.1.99", 1, kOp); }, nullptr,
        C::kNotFound, "vip 198.18.0.10:80/tcp has no backend 198.18.1.99"},
       {"SetWeight: bad address",
-       [&](StandaloneEngine& en) { return en.SetWeight(kVip4, "198.18.1", 1, kOp); }, nullptr,
+       [&](RouterEngine& en) { return en.SetWeight(kVip4, "198.18.1", 1, kOp); }, nullptr,
        C::kInvalidArgument,
        "address: \"198.18.1\" is not an IPv4 or IPv6 address (e.g. 198.18.0.10 or 2001:db8::10)"},
       {"DeleteBackend: unknown",
-       [&](StandaloneEngine& en) { return en.DeleteBackend(kVip6, "2001:db8:1::9", kOp); }, nullptr,
+       [&](RouterEngine& en) { return en.DeleteBackend(kVip6, "2001:db8:1::9", kOp); }, nullptr,
        C::kNotFound, "vip [2001:db8:10::10]:443/tcp has no backend 2001:db8:1::9"},
       {"Drain: deadline out of range",
-       [&](StandaloneEngine& en) { return en.Drain(kVip4, "198.18.1.2", 90000, kOp); }, nullptr,
+       [&](RouterEngine& en) { return en.Drain(kVip4, "198.18.1.2", 90000, kOp); }, nullptr,
        C::kInvalidArgument,
        "deadline_s: 90000 is out of range 1..86400 (0 = the global drain_timeout_s)"},
       {"Drain: unknown backend",
-       [&](StandaloneEngine& en) { return en.Drain(kVip4, "198.18.1.9", 10, kOp); }, nullptr,
+       [&](RouterEngine& en) { return en.Drain(kVip4, "198.18.1.9", 10, kOp); }, nullptr,
        C::kNotFound, "vip 198.18.0.10:80/tcp has no backend 198.18.1.9"},
       {"Undrain: not draining",
-       [&](StandaloneEngine& en) { return en.Undrain(kVip4, "198.18.1.2", kOp); }, nullptr,
+       [&](RouterEngine& en) { return en.Undrain(kVip4, "198.18.1.2", kOp); }, nullptr,
        C::kFailedPrecondition,
        "vip 198.18.0.10:80/tcp backend 198.18.1.2 is not draining or evicted"},
       {"Release: not pinned",
-       [&](StandaloneEngine& en) { return en.Release(kVip4, "198.18.1.2", kOp); }, nullptr,
+       [&](RouterEngine& en) { return en.Release(kVip4, "198.18.1.2", kOp); }, nullptr,
        C::kFailedPrecondition, "vip 198.18.0.10:80/tcp backend 198.18.1.2 is not pinned"},
       {"ApplyConfig: weight",
        apply([](v1::Config& c) { c.mutable_vips(0)->mutable_backends(2)->set_weight(3000); }),
@@ -715,7 +715,7 @@ TEST_CASE("Status counts each backend's live flows; a read stopped at the limit 
   eo.state_file = dir.File("state.pb");
   eo.audit_log = dir.File("audit.jsonl");
   eo.flow_scan_limit = 10;
-  auto e = StandaloneEngine::Start(pins.Open(), eo, &clock, SmallConfig());
+  auto e = RouterEngine::Start(pins.Open(), eo, &clock, SmallConfig());
   REQUIRE(e.ok());
   auto st = (*e)->GetStatus();
   REQUIRE(st.ok());
@@ -792,7 +792,7 @@ TEST_CASE("A change does not wait for a status read's flow scan") {
   EngineOptions eo;
   eo.state_file = dir.File("state.pb");
   eo.audit_log = dir.File("audit.jsonl");
-  auto e = StandaloneEngine::Start(pins.Open(), eo, &clock, SmallConfig());
+  auto e = RouterEngine::Start(pins.Open(), eo, &clock, SmallConfig());
   REQUIRE(e.ok());
   auto tool = dataplane::Dataplane::OpenPinned(pins.dir);
   REQUIRE(tool.ok());
@@ -874,7 +874,7 @@ TEST_CASE("A corrupt state file stops the start; nothing is reset") {
   EngineOptions eo;
   eo.state_file = dir.File("state.pb");
   eo.audit_log = dir.File("audit.jsonl");
-  auto e = StandaloneEngine::Start(std::move(*dp), eo, &clock, SmallConfig());
+  auto e = RouterEngine::Start(std::move(*dp), eo, &clock, SmallConfig());
   REQUIRE(e.status().code() == absl::StatusCode::kDataLoss);
   REQUIRE_THAT(std::string(e.status().message()), Catch::Contains("checksum mismatch"));
 }

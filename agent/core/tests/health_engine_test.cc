@@ -25,9 +25,9 @@ const Actor kOp{"operator:test"};
 const v1::VipKey kVip4 = Key("198.18.0.10", 80);
 constexpr const char* kB3 = "198.18.1.3";
 
-StandaloneEngine::HealthDecision Mark(bool in_service, uint32_t ramp, uint32_t weight_score,
-                                      const char* state, bool pin = false) {
-  StandaloneEngine::HealthDecision d;
+HealthDecision Mark(bool in_service, uint32_t ramp, uint32_t weight_score, const char* state,
+                    bool pin = false) {
+  HealthDecision d;
   d.vip = kVip4;
   d.address = kB3;
   d.mark.set_in_service(in_service);
@@ -42,7 +42,7 @@ StandaloneEngine::HealthDecision Mark(bool in_service, uint32_t ramp, uint32_t w
 const v1::BackendStatus& B3(const v1::StatusResponse& st) { return st.vips(0).backends(2); }
 
 // The table in the map equals BuildTable of the effective weights in status.
-void RequireTableFollowsStatus(const StandaloneEngine& e) {
+void RequireTableFollowsStatus(const RouterEngine& e) {
   auto st = e.GetStatus();
   REQUIRE(st.ok());
   const v1::State s = e.State();
@@ -88,7 +88,7 @@ TEST_CASE("ApplyHealth: marks scale the weight, are persisted, programmed and au
     CHECK(e->Health().health_actions.at("ramp_step") == 1);
 
     // The same mark again (only the score moved) changes nothing.
-    StandaloneEngine::HealthDecision same = Mark(true, 20, 100, "ramping");
+    HealthDecision same = Mark(true, 20, 100, "ramping");
     same.mark.set_score(97);
     REQUIRE(e->ApplyHealth({same}, {}).ok());
     CHECK(e->Health().generation == gen + 1);
@@ -107,7 +107,7 @@ TEST_CASE("ApplyHealth: marks scale the weight, are persisted, programmed and au
     RequireTableFollowsStatus(*e);
 
     // A decision for a backend that is gone is ignored.
-    StandaloneEngine::HealthDecision gone = Mark(true, 100, 100, "healthy");
+    HealthDecision gone = Mark(true, 100, 100, "healthy");
     gone.address = "198.18.1.99";
     REQUIRE(e->ApplyHealth({gone}, {}).ok());
   }
@@ -177,14 +177,13 @@ TEST_CASE("A release between the controller's read and its apply is not undone")
   for (v1::Vip& v : *cfg.mutable_vips()) v.mutable_key()->set_port(0);
   auto e = StartEngine(dir, &clock, cfg);
   const v1::VipKey any4 = Key("198.18.0.10", 0);
-  StandaloneEngine::HealthDecision pin = Mark(false, 100, 40, "pinned", /*pin=*/true);
+  HealthDecision pin = Mark(false, 100, 40, "pinned", /*pin=*/true);
   pin.vip = any4;
   REQUIRE(e->ApplyHealth({pin}, {{"pin", VipKeyText(any4), kB3, "{}", "pinned"}}).ok());
 
   HealthControllerOptions o;
   bool released = false;
-  o.decision_gate = [&](std::vector<StandaloneEngine::HealthDecision>* decisions,
-                        std::vector<StandaloneEngine::HealthRecord>*) {
+  o.decision_gate = [&](std::vector<HealthDecision>* decisions, std::vector<HealthRecord>*) {
     const bool about_b3 = std::any_of(decisions->begin(), decisions->end(), [&](const auto& d) {
       return d.address == kB3 && d.mark.state() == "pinned";
     });

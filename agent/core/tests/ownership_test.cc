@@ -1,4 +1,4 @@
-// StandaloneEngine's cluster operations over a real data plane: a VIP
+// RouterEngine's cluster operations over a real data plane: a VIP
 // switched to ACTIVE_STANDBY at runtime is held stopped by the same
 // programming pass (never forwarded unfenced), RecordDrill's validation,
 // YieldVip without a cluster.
@@ -9,7 +9,7 @@
 
 #include "agent/core/clock.h"
 #include "agent/core/names.h"
-#include "agent/core/standalone_engine.h"
+#include "agent/core/router_engine.h"
 #include "agent/core/tests/test_util.h"
 
 namespace ballast::core {
@@ -22,7 +22,7 @@ using testing::TempDir;
 const Actor kOp{"operator:test"};
 const v1::VipKey kVip4 = Key("198.18.0.10", 80);
 
-std::optional<uint64_t> Deadline(const StandaloneEngine& e) {
+std::optional<uint64_t> Deadline(const RouterEngine& e) {
   auto o = e.GetVipOwner(kVip4);
   REQUIRE(o.ok());
   return o->deadline_ns;

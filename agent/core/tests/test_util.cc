@@ -84,7 +84,7 @@ void RequireRoot() {
   }
 }
 
-std::unique_ptr<StandaloneEngine> StartEngine(const TempDir& dir, const Clock* clock,
+std::unique_ptr<RouterEngine> StartEngine(const TempDir& dir, const Clock* clock,
                                               const v1::Config& initial, const std::string& pin_dir,
                                               bool vip_ownership) {
   RequireRoot();
@@ -97,7 +97,7 @@ std::unique_ptr<StandaloneEngine> StartEngine(const TempDir& dir, const Clock* c
   eo.state_file = dir.File("state.pb");
   eo.audit_log = dir.File("audit.jsonl");
   eo.vip_ownership = vip_ownership;
-  auto e = StandaloneEngine::Start(std::move(*dp), eo, clock, initial);
+  auto e = RouterEngine::Start(std::move(*dp), eo, clock, initial);
   if (!e.ok()) FAIL("starting the engine: " << e.status().ToString());
   return std::move(*e);
 }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "agent/core/clock.h"
-#include "agent/core/standalone_engine.h"
+#include "agent/core/router_engine.h"
 #include "ballast/v1/config.pb.h"
 
 namespace ballast::core::testing {
@@ -43,7 +43,7 @@ void RequireRoot();
 // An engine over a real, unpinned data plane (pin_dir "" unless given),
 // state and audit log in `dir`; `vip_ownership` as EngineOptions (cluster
 // mode's ACTIVE_STANDBY handling).
-std::unique_ptr<StandaloneEngine> StartEngine(const TempDir& dir, const Clock* clock,
+std::unique_ptr<RouterEngine> StartEngine(const TempDir& dir, const Clock* clock,
                                               const v1::Config& initial,
                                               const std::string& pin_dir = "",
                                               bool vip_ownership = false);

@@ -1,10 +1,18 @@
-// The Engine of a standalone router: state in a local file (StateStore),
-// the data plane in this process (Dataplane), audit records in a local
-// append-only file (AuditLog).
+// The Engine (engine.h) of one router: the state in a Store (a local file
+// standalone, etcd in a cluster), the data plane in this process
+// (Dataplane), audit records in a local append-only file (AuditLog).
+//
+// Its implementation, by concern:
+//   router_engine.cc     start-up, the commit transaction, events, teardown
+//   engine_requests.cc   the operator's requests (each a Mutation)
+//   engine_program.cc    state -> maps (the difference of two images, image.h)
+//   engine_status.cc     GetStatus, counters, flow counts, audit queries
+//   engine_health.cc     the tick and health checking's port (engine_health.h)
+//   engine_cluster.cc    cluster mode's hooks (coord::ClusterNode)
 //
 // Life cycle (lbagent):
 //   auto dp = Dataplane::Open(...);                 // adopts pinned maps/program
-//   auto engine = StandaloneEngine::Start(std::move(dp), options, clock, initial);
+//   auto engine = RouterEngine::Start(std::move(dp), options, clock, initial);
 //     - loads the state file; a missing file is the first start and the
 //       state becomes `initial` (validated); a corrupt or invalid file is an
 //       error (the agent refuses to start, it never resets silently);
@@ -35,8 +43,8 @@
 //
 // Thread-safety: as Engine (one mutex; the Dataplane is only touched with it
 // held). Tick() and the accessors below follow the same rule.
-#ifndef BALLAST_AGENT_CORE_STANDALONE_ENGINE_H_
-#define BALLAST_AGENT_CORE_STANDALONE_ENGINE_H_
+#ifndef BALLAST_AGENT_CORE_ROUTER_ENGINE_H_
+#define BALLAST_AGENT_CORE_ROUTER_ENGINE_H_
 
 #include <atomic>
 #include <functional>
@@ -54,6 +62,7 @@
 #include "agent/core/audit_log.h"
 #include "agent/core/clock.h"
 #include "agent/core/engine.h"
+#include "agent/core/engine_health.h"
 #include "agent/core/image.h"
 #include "agent/core/store.h"
 #include "agent/core/state_store.h"
@@ -123,15 +132,15 @@ struct EngineHealth {
   std::string last_audit_error;        // why the latest of them was lost
 };
 
-class StandaloneEngine final : public Engine {
+class RouterEngine final : public Engine {
  public:
   // See the file comment. `clock` must outlive the engine. Errors: DataLoss
   // (corrupt or invalid state file), the state file's or audit log's I/O
   // errors, the data plane's errors (reconcile, attach).
-  static absl::StatusOr<std::unique_ptr<StandaloneEngine>> Start(
+  static absl::StatusOr<std::unique_ptr<RouterEngine>> Start(
       std::unique_ptr<dataplane::Dataplane> dp, const EngineOptions& options, const Clock* clock,
       const v1::Config& initial);
-  ~StandaloneEngine() override;
+  ~RouterEngine() override;
 
   // Engine.
   absl::Status AddVip(const v1::Vip& vip, const Actor& actor) override;
@@ -172,51 +181,10 @@ class StandaloneEngine final : public Engine {
   // Drops audit records older than `days` days (0 = keep everything).
   absl::StatusOr<size_t> PruneAudit(uint32_t days);
 
-  // ---- health checking (driven by HealthController, health_controller.h) ----
+  // ---- health checking (driven by HealthController; types in engine_health.h) ----
 
-  // One backend as health checking sees it.
-  struct HealthBackend {
-    std::string address;  // canonical
-    uint32_t backend_id = 0;
-    uint32_t nominal_weight = 0;
-    uint32_t effective_weight = 0;  // what the table uses now (image.h ViewFromOverride)
-    BackendMode mode = BackendMode::kActive;
-    bool has_mark = false;
-    v1::HealthMark mark;               // valid when has_mark
-    ballast_backend_stats counters{};  // cumulative, summed over CPUs
-    uint64_t refused_syns = 0;         // cumulative: SYNs it bounced (no listener)
-    bool has_probe = false;            // the config gives a probe spec (else the default)
-    v1::ProbeSpec probe;
-  };
-  struct HealthPool {
-    v1::VipKey key;  // canonical
-    std::string key_text;
-    std::vector<HealthBackend> backends;
-  };
-  struct HealthInputs {
-    bool enabled = false;  // global.health is present
-    v1::HealthSettings settings;
-    std::vector<HealthPool> pools;
-  };
   // The configured pools with their backends' counters (read from the maps).
   absl::StatusOr<HealthInputs> ReadHealthInputs() const;
-
-  // What health checking decided for one backend.
-  struct HealthDecision {
-    v1::VipKey vip;
-    std::string address;
-    bool clear = false;  // remove the mark (health checking was turned off)
-    v1::HealthMark mark;
-    bool pin = false;  // flap damping pinned it out, in this evaluation
-  };
-  // One automated action: audited (actor "automation") and sent as an event.
-  struct HealthRecord {
-    std::string action;  // e.g. demote, promote, ramp_step, pin, freeze, health_weight
-    std::string vip;
-    std::string backend;
-    std::string inputs_json;  // the observations that caused it
-    std::string message;
-  };
   // Stores the decisions whose mark or pin differs from the state's (a
   // decision for a backend that no longer exists is ignored), persists and
   // programs the VIPs concerned, then audits `records`. Nothing changed and
@@ -224,24 +192,7 @@ class StandaloneEngine final : public Engine {
   absl::Status ApplyHealth(const std::vector<HealthDecision>& decisions,
                            const std::vector<HealthRecord>& records);
 
-  // Status-only health details (not persisted): the score, conditions and
-  // last probe per backend and the fleet guard per VIP, shown by GetStatus().
-  struct BackendHealthView {
-    uint32_t score = 100;
-    std::string state;  // healthy | degraded | ramping | down | pinned | unchecked (no probe, no
-                        // passive data)
-    uint32_t ramp_percent = 100;
-    std::vector<std::string> conditions;
-    std::string last_probe;
-  };
-  struct VipHealthView {
-    bool frozen = false;
-    int64_t frozen_since_unix_ms = 0;
-  };
-  struct HealthView {
-    std::map<std::string, BackendHealthView> backends;  // by BackendIdKey(vip, address)
-    std::map<std::string, VipHealthView> vips;          // by VipKeyText
-  };
+  // Status-only health details (not persisted), shown by GetStatus().
   void SetHealthView(HealthView view);
 
   // ---- cluster mode (coord::ClusterNode) ----
@@ -332,8 +283,8 @@ class StandaloneEngine final : public Engine {
     uint64_t generation = 0;
   };
 
-  StandaloneEngine(std::unique_ptr<dataplane::Dataplane> dp, EngineOptions options,
-                   const Clock* clock, std::unique_ptr<AuditLog> audit);
+  RouterEngine(std::unique_ptr<dataplane::Dataplane> dp, EngineOptions options, const Clock* clock,
+               std::unique_ptr<AuditLog> audit);
 
   // Applies `change` to a copy of the state, validates, persists, programs;
   // see the contract. Audits and emits events after releasing the lock.
@@ -414,4 +365,4 @@ class StandaloneEngine final : public Engine {
 
 }  // namespace ballast::core
 
-#endif  // BALLAST_AGENT_CORE_STANDALONE_ENGINE_H_
+#endif  // BALLAST_AGENT_CORE_ROUTER_ENGINE_H_

@@ -1,0 +1,219 @@
+// RouterEngine: turning state into maps. Program() writes the difference
+// between two images (image.h computes them); ReconcileLocked() programs a
+// state over what the maps hold.
+#include <bpf/bpf.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "agent/core/engine_util.h"
+#include "agent/core/log.h"
+#include "agent/core/router_engine.h"
+
+namespace ballast::core {
+namespace {
+
+bool SettingsEqual(const dataplane::Settings& a, const dataplane::Settings& b) {
+  return a.src4 == b.src4 && a.src6 == b.src6 && a.policy == b.policy &&
+         a.tcp_idle_ns == b.tcp_idle_ns && a.udp_idle_ns == b.udp_idle_ns &&
+         a.linger_ns == b.linger_ns && a.syn_idle_ns == b.syn_idle_ns &&
+         a.syn_retry_ns == b.syn_retry_ns && a.syn_reuse_idle_ns == b.syn_reuse_idle_ns &&
+         a.fib_ttl_ns == b.fib_ttl_ns && a.icmp_too_big_per_s == b.icmp_too_big_per_s &&
+         a.icmp_too_big_burst == b.icmp_too_big_burst;
+}
+
+// Map contents read back carry deadlines converted through two clocks, so
+// compare them with a tolerance.
+bool BackendClose(const BackendImage& a, const BackendImage& b) {
+  return a.addr == b.addr && a.state == b.state &&
+         std::llabs(a.drain_deadline_unix_ms - b.drain_deadline_unix_ms) <= 1000;
+}
+
+ballast_vip_key MarkerKey(const IpAddress& addr) {
+  ballast_vip_key k = {};
+  std::memcpy(k.addr, addr.bytes().data(), sizeof(k.addr));
+  k.port = 0;
+  k.proto = BALLAST_VIP_ADDR_MARKER;
+  k.family = addr.family();
+  return k;
+}
+
+absl::Status MapErrno(int err, absl::string_view what) {
+  return absl::InternalError(absl::StrCat(what, ": ", strerror(err)));
+}
+
+}  // namespace
+
+using namespace engine_util;  // NOLINT: the engine's own helpers
+
+absl::Status RouterEngine::Program(const Image& from, const BuiltImage& built,
+                                   const std::set<std::string>* scope, ProgramStats* stats) {
+  const Image& to = built.image;
+  const auto in_scope = [scope](const std::string& text) {
+    return scope == nullptr || scope->count(text) != 0;
+  };
+  dataplane::Dataplane& dp = *dp_;
+  const int64_t now_ms = clock_->NowUnixMs();
+  const uint64_t now_ns = clock_->NowMonotonicNs();
+
+  if (!SettingsEqual(from.settings, to.settings)) {
+    if (auto s = dp.SetSettings(to.settings); !s.ok()) return s;
+    ++stats->settings;
+  }
+  // Backends first, so that a new table never names a backend the map lacks.
+  for (const auto& [id, b] : to.backends) {
+    auto it = from.backends.find(id);
+    if (it != from.backends.end() && BackendClose(it->second, b)) continue;
+    const uint64_t deadline_ns = b.state == BALLAST_BACKEND_DRAINING && b.drain_deadline_unix_ms > 0
+                                     ? ToMonotonicNs(b.drain_deadline_unix_ms, now_ms, now_ns)
+                                     : 0;
+    if (auto s = dp.SetBackend(id, b.addr, b.state, deadline_ns); !s.ok()) return s;
+    ++stats->backends_set;
+  }
+  // VIPs that go away (or whose id changes) before tables are written, so a
+  // reused vip_id never has its new table deleted.
+  for (const auto& [k, v] : from.vips) {
+    if (!in_scope(k)) continue;
+    auto it = to.vips.find(k);
+    if (it != to.vips.end() && it->second.vip_id == v.vip_id) continue;
+    if (auto s = dp.DeleteVip(v.key); !s.ok() && s.code() != absl::StatusCode::kNotFound) return s;
+    ++stats->vips_deleted;
+  }
+  for (const auto& [k, v] : to.vips) {
+    auto it = from.vips.find(k);
+    const bool same = it != from.vips.end() && it->second.vip_id == v.vip_id &&
+                      it->second.table_size == v.table_size &&
+                      it->second.table_hash == v.table_hash;
+    if (same) continue;
+    auto t = built.tables.find(v.vip_id);
+    if (t != built.tables.end()) {
+      if (auto s = dp.SetTable(v.vip_id, t->second); !s.ok()) return s;
+    } else {
+      auto table = BuildTableOf(v);  // one table at a time (start-up)
+      if (!table.ok()) return table.status();
+      if (TableHash(*table) != v.table_hash) {
+        return absl::InternalError(absl::StrCat("the table of vip ", k, " is not deterministic"));
+      }
+      if (auto s = dp.SetTable(v.vip_id, *table); !s.ok()) return s;
+    }
+    ++stats->tables_set;
+  }
+  for (const auto& [k, v] : to.vips) {
+    auto it = from.vips.find(k);
+    if (it != from.vips.end() && it->second.vip_id == v.vip_id) {
+      // An existing VIP that is (now) ACTIVE_STANDBY but forwarded without
+      // a fence (switched at runtime): stopped here, in the same pass as the
+      // state change; the owner loop starts it once it holds the lease. One
+      // already in owned mode is the owner loop's (a deadline, maybe live).
+      if (!options_.vip_ownership || !v.active_standby) continue;
+      auto owner = dp.GetVipOwner(v.key);
+      if (!owner.ok()) return owner.status();
+      if (owner->deadline_ns.has_value()) continue;
+      if (auto s = dp.SetVipOwnerDeadline(v.key, 0); !s.ok()) return s;
+      ++stats->owners_stopped;
+      continue;
+    }
+    dataplane::VipOptions vo;
+    if (options_.vip_ownership && v.active_standby) vo.owner_deadline_if_new = 0;  // stopped
+    if (auto s = dp.UpsertVip(v.key, v.vip_id, vo); !s.ok()) return s;
+    ++stats->vips_upserted;
+  }
+  // Backends that go away last: no table names them any more. (A backend
+  // id belongs to one VIP, so in a scoped pass the candidates are the ids
+  // the scoped VIPs had.)
+  std::vector<uint32_t> candidates;
+  if (scope == nullptr) {
+    for (const auto& [id, b] : from.backends) candidates.push_back(id);
+  } else {
+    for (const std::string& text : *scope) {
+      auto it = from.vips.find(text);
+      if (it == from.vips.end()) continue;
+      for (const maglev::Backend& b : it->second.inputs) candidates.push_back(b.id);
+    }
+  }
+  for (uint32_t id : candidates) {
+    if (to.backends.count(id) != 0 || from.backends.count(id) == 0) continue;
+    if (auto s = dp.ClearBackend(id); !s.ok()) return s;
+    ++stats->backends_cleared;
+  }
+  // Attachment: attach where the config says (a no-op when our program
+  // already runs there); detach only from a device the config moved away from.
+  if (!to.interface.empty() && to.interface != attached_if_) {
+    if (auto s = dp.Attach(to.interface, options_.attach_mode); !s.ok()) {
+      return Annotate(s, absl::StrCat("attaching to ", to.interface));
+    }
+    ++stats->attached;
+    if (!attached_if_.empty()) {
+      if (auto s = dp.Detach(attached_if_); !s.ok() && s.code() != absl::StatusCode::kNotFound) {
+        Log(LogLevel::kWarning, "could not detach from the previous interface",
+            {{"interface", attached_if_}, {"error", std::string(s.message())}});
+      }
+      ++stats->detached;
+    }
+    attached_if_ = to.interface;
+  } else if (to.interface.empty() && !attached_if_.empty()) {
+    if (auto s = dp.Detach(attached_if_); !s.ok() && s.code() != absl::StatusCode::kNotFound) {
+      return Annotate(s, absl::StrCat("detaching from ", attached_if_));
+    }
+    ++stats->detached;
+    attached_if_.clear();
+  }
+  return ProgramExtraInterfaces(
+      dp, to.interface.empty() ? std::set<std::string>{} : to.extra_interfaces, stats);
+}
+
+absl::Status RouterEngine::ProgramExtraInterfaces(dataplane::Dataplane& dp,
+                                                  const std::set<std::string>& want,
+                                                  ProgramStats* stats) {
+  for (const std::string& dev : want) {
+    if (attached_extra_.count(dev) != 0) continue;
+    if (auto s = dp.Attach(dev, options_.attach_mode); !s.ok()) {
+      return Annotate(s, absl::StrCat("attaching to ", dev, " (extra_interfaces)"));
+    }
+    ++stats->attached;
+    attached_extra_.insert(dev);
+  }
+  for (auto it = attached_extra_.begin(); it != attached_extra_.end();) {
+    if (want.count(*it) != 0) {
+      ++it;
+      continue;
+    }
+    if (auto s = dp.Detach(*it); !s.ok() && s.code() != absl::StatusCode::kNotFound) {
+      return Annotate(s, absl::StrCat("detaching from ", *it, " (extra_interfaces)"));
+    }
+    ++stats->detached;
+    it = attached_extra_.erase(it);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RouterEngine::ReconcileLocked(const v1::State& state, ProgramStats* stats) {
+  auto actual = ReadImage(*dp_, clock_->NowUnixMs(), clock_->NowMonotonicNs());
+  if (!actual.ok()) return Annotate(actual.status(), "reading the data plane's maps");
+  auto built = BuildImage(state, nullptr, nullptr, /*keep_tables=*/false);
+  if (!built.ok()) return built.status();
+  // The attachment is not part of what the maps say; on start-up the
+  // engine has attached nothing yet, and Attach() is a no-op where our
+  // program already runs.
+  actual->interface = attached_if_;
+  actual->extra_interfaces = attached_extra_;
+  if (auto s = Program(*actual, *built, nullptr, stats); !s.ok()) return s;
+  // UpsertVip/DeleteVip keep one address marker per VIP address; a marker
+  // left behind by something else (no VIP uses its address) is removed here.
+  const int vips_fd = dp_->map_fd("vips");
+  for (const IpAddress& a : actual->vip_addresses) {
+    if (built->image.vip_addresses.count(a) != 0) continue;
+    const ballast_vip_key k = MarkerKey(a);
+    if (bpf_map_delete_elem(vips_fd, &k) != 0 && errno != ENOENT) {
+      return MapErrno(errno,
+                      absl::StrCat("deleting the stray VIP address marker of ", a.ToString()));
+    }
+    ++stats->markers_deleted;
+  }
+  image_ = std::move(built->image);
+  return absl::OkStatus();
+}
+
+}  // namespace ballast::core

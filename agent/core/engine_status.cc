@@ -1,0 +1,227 @@
+// RouterEngine: status (GetStatus), the data plane's counters and the flow
+// counts, and the audit queries.
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "agent/core/engine_util.h"
+#include "agent/core/ids.h"
+#include "agent/core/log.h"
+#include "agent/core/names.h"
+#include "agent/core/router_engine.h"
+#include "agent/core/validate.h"
+#include "agent/dataplane/verdict.h"
+
+namespace ballast::core {
+namespace {
+
+absl::string_view AttachModeText(dataplane::AttachMode m) {
+  switch (m) {
+    case dataplane::AttachMode::kNative:
+      return "native";
+    case dataplane::AttachMode::kGeneric:
+      return "generic";
+    case dataplane::AttachMode::kAuto:
+      return "auto";
+  }
+  return "auto";
+}
+
+}  // namespace
+
+using namespace engine_util;  // NOLINT: the engine's own helpers
+
+// ---- status ---------------------------------------------------------------------------
+
+absl::StatusOr<v1::StatusResponse> RouterEngine::GetStatus() const {
+  v1::StatusResponse out;
+  dataplane::Settings timeouts;
+  std::string attached_if;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (absl::Status s = StatusLocked(&out); !s.ok()) return s;
+    out.set_audit_append_failures(health_.audit_append_failures);
+    out.set_last_audit_error(health_.last_audit_error);
+    if (health_.torn_down) return out;
+    timeouts = image_.settings;
+    attached_if = attached_if_;
+  }
+  // The data plane's counters are read outside mu_ too (a few hundred map
+  // reads for a few hundred backends): ids are those of the moment above.
+  if (absl::Status s = ReadCounters(attached_if, &out); !s.ok()) return s;
+  // The connection table is read outside mu_ (a million entries take about
+  // half a second), so writers and other readers of the engine do not wait
+  // for it; scans take turns among themselves. Backends whose id changed
+  // meanwhile show the new id's count: status is a view of a moment.
+  std::lock_guard<std::mutex> scan(flow_scan_mu_);
+  std::vector<uint64_t> flows(BALLAST_MAX_BACKENDS, 0);  // by backend id
+  auto seen = CountLiveFlows(timeouts, &flows, &out);
+  if (!seen.ok()) return seen.status();
+  const size_t scan_limit =
+      options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
+  out.set_flows_read(*seen);
+  out.set_flows_partial(*seen >= scan_limit);
+  for (v1::VipStatus& vs : *out.mutable_vips()) {
+    for (v1::BackendStatus& bs : *vs.mutable_backends()) {
+      if (bs.backend_id() < flows.size()) bs.set_flows(flows[bs.backend_id()]);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<size_t> RouterEngine::CountLiveFlows(const dataplane::Settings& set,
+                                                    std::vector<uint64_t>* flows,
+                                                    v1::StatusResponse* out) const {
+  // Live flows per backend id: entries not yet expired by their state's
+  // timeout.
+  const uint64_t now_ns = clock_->NowMonotonicNs();
+  auto count_flow = [&](const ballast_flow_key&, const ballast_flow& f) {
+    uint64_t ttl = set.tcp_idle_ns;
+    switch (f.state) {
+      case BALLAST_FLOW_SYN_SENT:
+        ttl = set.syn_idle_ns;
+        break;
+      case BALLAST_FLOW_CLOSING:
+        ttl = set.linger_ns;
+        break;
+      case BALLAST_FLOW_UDP:
+        ttl = set.udp_idle_ns;
+        break;
+      default:
+        break;
+    }
+    if (f.last_seen_ns + ttl + BALLAST_TOUCH_NS < now_ns || f.backend_id >= flows->size()) return;
+    ++(*flows)[f.backend_id];
+  };
+  const size_t scan_limit =
+      options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
+  size_t seen = 0;
+  for (const char* map : dataplane::Dataplane::kFlowMaps) {
+    auto n = dp_->ForEachFlowIn(map, scan_limit - seen, count_flow);
+    if (!n.ok()) return n.status();
+    seen += *n;
+    v1::FlowTable& t = *out->add_flow_tables();
+    t.set_map(map);
+    t.set_entries(*n);
+    if (auto cap = dp_->MapCapacity(map); cap.ok()) t.set_capacity(*cap);
+    if (seen >= scan_limit) break;
+  }
+  return seen;
+}
+
+absl::Status RouterEngine::StatusLocked(v1::StatusResponse* status) const {
+  v1::StatusResponse& out = *status;
+  out.set_config_generation(state_->generation());
+  out.set_last_map_update_unix_ms(health_.last_map_update_unix_ms);
+  out.set_interface(state_->config().global().interface());
+  out.set_agent_version(options_.agent_version);
+  *out.mutable_coordination() = coordination_;
+  if (out.coordination().mode().empty()) out.mutable_coordination()->set_mode("standalone");
+  if (announcement_.enabled()) *out.mutable_announcement() = announcement_;
+  if (health_.torn_down) return absl::OkStatus();
+
+  std::map<std::string, const v1::BackendOverride*> overrides;
+  for (const v1::BackendOverride& o : state_->overrides()) {
+    overrides[BackendIdKey(o.vip(), o.address())] = &o;
+  }
+  for (const v1::Vip& vip : state_->config().vips()) {
+    v1::VipStatus* vs = out.add_vips();
+    *vs->mutable_key() = vip.key();
+    vs->set_name(vip.name());
+    const uint32_t vip_id = VipIdOf(*state_, vip.key());
+    vs->set_vip_id(vip_id);
+    vs->set_table_size(EffectiveTableSize(vip));
+    if (auto h = health_view_.vips.find(VipKeyText(vip.key())); h != health_view_.vips.end()) {
+      vs->set_frozen(h->second.frozen);
+      vs->set_frozen_since_unix_ms(h->second.frozen_since_unix_ms);
+    }
+    const VipImage* vi = nullptr;
+    if (auto it = image_.vips.find(VipKeyText(vip.key())); it != image_.vips.end()) {
+      vi = &it->second;
+    }
+    for (const v1::Backend& b : vip.backends()) {
+      v1::BackendStatus* bs = vs->add_backends();
+      const std::string bkey = BackendIdKey(vip.key(), b.address());
+      const auto id_it = state_->ids().find(bkey);
+      const uint32_t id = id_it == state_->ids().end() ? 0 : id_it->second;
+      const auto o_it = overrides.find(bkey);
+      const BackendView view =
+          ViewFromOverride(o_it == overrides.end() ? nullptr : o_it->second, b);
+      bs->set_address(b.address());
+      bs->set_backend_id(id);
+      bs->set_nominal_weight(view.nominal_weight);
+      bs->set_effective_weight(view.effective_weight);
+      bs->set_state(std::string(BackendModeName(view.mode)));
+      bs->set_drain_deadline_unix_ms(view.drain_deadline_unix_ms);
+      bs->set_score(100);
+      if (state_->config().global().has_health()) {
+        if (auto h = health_view_.backends.find(bkey); h != health_view_.backends.end()) {
+          bs->set_score(h->second.score);
+          bs->set_health(h->second.state);
+          bs->set_ramp_percent(h->second.ramp_percent);
+          for (const std::string& c : h->second.conditions) bs->add_conditions(c);
+          bs->set_last_probe(h->second.last_probe);
+        } else if (o_it != overrides.end() && o_it->second->has_health()) {
+          // Not evaluated since this agent started: what was last decided.
+          const v1::HealthMark& mark = o_it->second->health();
+          bs->set_score(mark.score());
+          bs->set_health(mark.state());
+          bs->set_ramp_percent(mark.ramp_percent());
+        }
+      }
+      if (vi != nullptr) {
+        if (auto it = vi->slots.find(id); it != vi->slots.end()) bs->set_table_slots(it->second);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RouterEngine::ReadCounters(const std::string& attached_if,
+                                        v1::StatusResponse* status) const {
+  v1::StatusResponse& out = *status;
+  if (!attached_if.empty()) {
+    if (auto mode = dp_->AttachedMode(attached_if); mode.ok()) {
+      out.set_attach_mode(std::string(AttachModeText(*mode)));
+    }
+  }
+  auto verdicts = dp_->Verdicts();
+  if (!verdicts.ok()) return verdicts.status();
+  for (int v = 0; v < BALLAST_V_MAX; ++v) {
+    (*out.mutable_verdicts())[std::string(
+        dataplane::VerdictName(static_cast<ballast_verdict>(v)))] = (*verdicts)[v];
+  }
+  auto limited = dp_->IcmpTooBigLimited();
+  if (!limited.ok()) return limited.status();
+  out.set_icmp_too_big_limited(*limited);
+  for (v1::VipStatus& vs : *out.mutable_vips()) {
+    auto vst = dp_->VipStats(vs.vip_id());
+    if (!vst.ok()) return vst.status();
+    vs.set_packets(vst->packets);
+    vs.set_bytes(vst->bytes);
+    vs.set_dropped(vst->dropped);
+    for (v1::BackendStatus& b : *vs.mutable_backends()) {
+      const uint32_t id = b.backend_id();
+      v1::BackendStatus* bs = &b;
+      auto st = dp_->BackendStats(id);
+      if (!st.ok()) return st.status();
+      v1::BackendCounters* c = bs->mutable_counters();
+      c->set_new_flows(st->new_flows);
+      c->set_packets(st->packets);
+      c->set_bytes(st->bytes);
+      c->set_syn_retransmits(st->syn_retransmits);
+      c->set_client_rsts(st->client_rsts);
+      c->set_handshake_ns_sum(st->handshake_ns_sum);
+      c->set_handshake_count(st->handshake_count);
+      c->set_first_response_ns_sum(st->first_response_ns_sum);
+      c->set_first_response_count(st->first_response_count);
+      c->set_resteered_away(st->resteered_away);
+      auto bb = dp_->BackendBounces(id);
+      if (!bb.ok()) return bb.status();
+      c->set_refused_syns(bb->refused);
+      c->set_second_chance_syns(bb->received);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ballast::core
