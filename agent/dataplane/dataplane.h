@@ -67,6 +67,7 @@
 #include "agent/dataplane/ip_address.h"
 #include "agent/dataplane/tc_neigh.h"
 #include "agent/dataplane/verdict.h"
+#include "agent/dataplane/vip_key.h"
 #include "agent/dataplane/xdp_attach.h"
 #include "ballast_abi.h"
 
@@ -119,17 +120,6 @@ struct Settings {
   uint32_t icmp_too_big_per_s = kDefaultIcmpTooBigPerS;
   uint32_t icmp_too_big_burst = kDefaultIcmpTooBigBurst;
 };
-
-struct VipKey {
-  IpAddress addr;
-  uint16_t port = 0;  // host order; 0 = every port
-  uint8_t proto = 0;  // IPPROTO_TCP or IPPROTO_UDP
-  bool operator==(const VipKey&) const = default;
-};
-// "198.18.0.10:80/tcp", "[2001:db8::10]:443/udp".
-std::string VipKeyString(const VipKey& k);
-// Parses the format VipKeyString produces. InvalidArgument on errors.
-absl::StatusOr<VipKey> ParseVipKey(std::string_view text);
 
 struct VipEntry {
   VipKey key;

@@ -1,0 +1,197 @@
+// Dataplane: reading counters, the connection table and the handshake
+// slots (dataplane.h).
+#include <bpf/bpf.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "agent/base/strcat.h"
+#include "agent/dataplane/bpf_util.h"
+#include "agent/dataplane/dataplane.h"
+#include "agent/dataplane/dataplane_internal.h"
+
+namespace ballast::dataplane {
+
+using base::Cat;
+using namespace internal;  // NOLINT: this library's own helpers
+
+absl::StatusOr<ballast_backend_stats> Dataplane::BackendStats(uint32_t id) const {
+  if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
+  auto v = ReadPerCpu<ballast_backend_stats>(map_fd("backend_stats"), id, "backend_stats");
+  if (!v.ok()) return v.status();
+  return SumU64Fields(*v);
+}
+
+absl::StatusOr<ballast_backend_bounces> Dataplane::BackendBounces(uint32_t id) const {
+  if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
+  auto v = ReadPerCpu<ballast_backend_bounces>(map_fd("backend_bounces"), id, "backend_bounces");
+  if (!v.ok()) return v.status();
+  return SumU64Fields(*v);
+}
+
+absl::StatusOr<ballast_vip_stats> Dataplane::VipStats(uint32_t vip_id) const {
+  if (absl::Status s = CheckVipId(vip_id); !s.ok()) return s;
+  auto v = ReadPerCpu<ballast_vip_stats>(map_fd("vip_stats"), vip_id, "vip_stats");
+  if (!v.ok()) return v.status();
+  return SumU64Fields(*v);
+}
+
+absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Dataplane::Verdicts() const {
+  std::array<uint64_t, BALLAST_V_MAX> out{};
+  const int fd = map_fd("verdicts");
+  for (uint32_t k = 0; k < BALLAST_V_MAX; ++k) {
+    auto v = ReadPerCpu<uint64_t>(fd, k, "verdicts");
+    if (!v.ok()) return v.status();
+    for (uint64_t x : *v) out[k] += x;
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<ballast_flow_key, ballast_flow>>> Dataplane::Flows(
+    size_t max) const {
+  std::vector<std::pair<ballast_flow_key, ballast_flow>> out;
+  auto seen = ForEachFlow(
+      max, [&out](const ballast_flow_key& k, const ballast_flow& f) { out.emplace_back(k, f); });
+  if (!seen.ok()) return seen.status();
+  return out;
+}
+
+absl::StatusOr<size_t> Dataplane::ForEachFlow(
+    size_t max, const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
+    size_t batch) const {
+  size_t seen = 0;
+  for (const char* name : kFlowMaps) {
+    auto n = ForEachFlowIn(name, max - seen, fn, batch);
+    if (!n.ok()) return n.status();
+    seen += *n;
+    if (seen >= max) break;
+  }
+  return seen;
+}
+
+absl::StatusOr<uint32_t> Dataplane::MapCapacity(const char* map) const {
+  const int fd = map_fd(map);
+  if (fd < 0) return absl::NotFoundError(Cat("no map ", map));
+  auto info = GetMapInfo(fd);
+  if (!info.ok()) return info.status();
+  return info->max_entries;
+}
+
+absl::StatusOr<size_t> Dataplane::ForEachFlowIn(
+    const char* map, size_t max,
+    const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
+    size_t batch) const {
+  const int fd = map_fd(map);
+  size_t seen = 0;
+  // Batches end at bucket boundaries: a batch needs room for a whole bucket
+  // (ENOSPC with nothing read otherwise; the batch then grows).
+  size_t chunk = std::clamp<size_t>(batch, 1, size_t{1} << 20);
+  std::vector<ballast_flow_key> keys(chunk);
+  std::vector<ballast_flow> values(chunk);
+  uint32_t token = 0;  // where the next batch starts (a bucket index, for hash maps)
+  bool first = true;
+  while (seen < max) {
+    auto count = static_cast<uint32_t>(chunk);
+    const int rc = bpf_map_lookup_batch(fd, first ? nullptr : &token, &token, keys.data(),
+                                        values.data(), &count, nullptr);
+    const int err = rc != 0 ? errno : 0;
+    if (rc != 0 && err == ENOSPC && count == 0 && chunk < (size_t{1} << 20)) {
+      chunk *= 2;
+      keys.resize(chunk);
+      values.resize(chunk);
+      continue;
+    }
+    // ENOENT: this batch reached the end of the map (count holds what it read).
+    if (rc != 0 && err != ENOENT) return ErrnoStatus(err, Cat("reading the ", map, " map"));
+    for (uint32_t i = 0; i < count && seen < max; ++i, ++seen) fn(keys[i], values[i]);
+    if (rc != 0) break;
+    first = false;
+  }
+  return seen;
+}
+
+absl::StatusOr<uint64_t> Dataplane::ExpireHandshakes() {
+  auto settings = GetSettings();
+  if (!settings.ok()) return settings.status();
+  const uint32_t idle =
+      static_cast<uint32_t>(settings->syn_idle_ns >> BALLAST_HANDSHAKE_TIME_SHIFT);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t bytes =
+      (static_cast<size_t>(handshake_sets_) * sizeof(ballast_handshake_set) + page - 1) / page *
+      page;
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd("handshakes"), 0);
+  if (mem == MAP_FAILED) return ErrnoStatus(errno, "mapping handshakes");
+  auto* sets = static_cast<ballast_handshake_set*>(mem);
+  const auto now = static_cast<uint32_t>(MonotonicNowNs() >> BALLAST_HANDSHAKE_TIME_SHIFT);
+  uint64_t cleared = 0;
+  for (uint32_t i = 0; i < handshake_sets_; ++i) {
+    for (ballast_handshake& h : sets[i].way) {
+      // {hash, backend_id, bounces, reserved}: the word the program writes
+      // last (handshake_write), and clears to free a slot.
+      auto* word = reinterpret_cast<uint64_t*>(&h.hash);
+      uint64_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+      if (((seen >> 32) & 0xffff) == BALLAST_INVALID_ID) continue;
+      const uint32_t t = __atomic_load_n(&h.syn_time, __ATOMIC_RELAXED);
+      if (now - t <= idle) continue;  // live (the age modulo 2^32, as the program takes it)
+      if (__atomic_compare_exchange_n(word, &seen, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        ++cleared;
+      }
+    }
+  }
+  munmap(mem, bytes);
+  return cleared;
+}
+
+absl::StatusOr<Dataplane::HandshakeSlots> Dataplane::Handshakes() const {
+  auto settings = GetSettings();
+  if (!settings.ok()) return settings.status();
+  const uint32_t idle =
+      static_cast<uint32_t>(settings->syn_idle_ns >> BALLAST_HANDSHAKE_TIME_SHIFT);
+  const auto now = static_cast<uint32_t>(MonotonicNowNs() >> BALLAST_HANDSHAKE_TIME_SHIFT);
+  const int fd = map_fd("handshakes");
+  HandshakeSlots out;
+  // In batches (one syscall per 1024 sets instead of one per set: 16 instead
+  // of 16,384 for the default map).
+  constexpr uint32_t kBatch = 1024;
+  const uint32_t total = handshake_sets_;
+  std::vector<uint32_t> keys(kBatch);
+  std::vector<ballast_handshake_set> sets(kBatch);
+  uint32_t next = 0;
+  uint32_t done = 0;
+  while (done < total) {
+    uint32_t count = std::min(kBatch, total - done);
+    const int rc = bpf_map_lookup_batch(fd, done == 0 ? nullptr : &next, &next, keys.data(),
+                                        sets.data(), &count, nullptr);
+    // ENOENT: this batch reached the end of the map (count holds what it read).
+    if (rc != 0 && errno != ENOENT) {
+      return ErrnoStatus(errno, Cat("reading handshakes[", done, "...]"));
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+      uint32_t live = 0;
+      for (const ballast_handshake& h : sets[i].way) {
+        // syn_time wraps: the age is taken modulo 2^32, as the program does.
+        if (h.backend_id == BALLAST_INVALID_ID || now - h.syn_time > idle) continue;
+        out.live.push_back(h);
+        ++live;
+      }
+      if (live == BALLAST_HANDSHAKE_WAYS) ++out.full_sets;
+    }
+    done += count;
+    if (rc != 0 || count == 0) break;
+  }
+  if (done != total) {
+    return absl::InternalError(
+        Cat("reading handshakes: the map gave ", done, " sets, not ", total));
+  }
+  return out;
+}
+
+uint64_t Dataplane::MonotonicNowNs() {
+  timespec ts = {};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace ballast::dataplane

@@ -1,0 +1,28 @@
+// A VIP's key as the data plane knows it (address, port, protocol), and
+// its text form. Values; thread-safe.
+#ifndef BALLAST_AGENT_DATAPLANE_VIP_KEY_H_
+#define BALLAST_AGENT_DATAPLANE_VIP_KEY_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "agent/dataplane/ip_address.h"
+
+namespace ballast::dataplane {
+
+struct VipKey {
+  IpAddress addr;
+  uint16_t port = 0;  // host order; 0 = every port
+  uint8_t proto = 0;  // IPPROTO_TCP or IPPROTO_UDP
+  bool operator==(const VipKey&) const = default;
+};
+// "198.18.0.10:80/tcp", "[2001:db8::10]:443/udp".
+std::string VipKeyString(const VipKey& k);
+// Parses the format VipKeyString produces. InvalidArgument on errors.
+absl::StatusOr<VipKey> ParseVipKey(std::string_view text);
+
+}  // namespace ballast::dataplane
+
+#endif  // BALLAST_AGENT_DATAPLANE_VIP_KEY_H_
