@@ -10,214 +10,13 @@
 #include "agent/health/machine.h"
 #include "agent/health/quorum.h"
 #include "agent/maglev/maglev.h"
+#include "tools/lbsim/sim_engine.h"
 #include "bpf/include/ballast_flow_hash.h"
 
 namespace ballast::lbsim {
+namespace internal {
 
-namespace {
-
-using health::ActionKind;
-
-constexpr int64_t kNs = 1000000000;
-// A handshake under way is forgotten this long after its latest SYN (the
-// data plane's syn_idle default); a later SYN then counts as a new flow.
-constexpr int64_t kSynIdleNs = 5 * kNs;
-// Simulated time 0 as the health logic sees it (any fixed instant works).
-const absl::Time kEpoch = absl::FromUnixSeconds(1800000000);
-
-int64_t Ns(absl::Duration d) {
-  if (d == absl::InfiniteDuration()) return INT64_MAX / 4;
-  return absl::ToInt64Nanoseconds(d);
-}
-int64_t SecondsToNs(double s) { return static_cast<int64_t>(std::llround(s * 1e9)); }
-
-enum class Ev : uint8_t {
-  kArrival = 0,     // a new logical connection
-  kSynRetransmit,   // a = conn, b = gen
-  kConnectTimeout,  // a = conn, b = gen
-  kResponse,        // a = conn, b = gen
-  kRequestTimeout,  // a = conn, b = gen
-  kClose,           // a = conn, b = gen
-  kRetry,           // a = conn, b = gen
-  kProbe,           // a = observer * backends + backend
-  kProbeOk,         // a = as kProbe, b = latency in microseconds
-  kProbeFail,       // a = as kProbe
-  kEval,
-  kFault,       // a = index into the fault schedule
-  kHangCheck,   // a = backend, b = hang epoch
-  kDrainCheck,  // a = backend, b = drain epoch
-};
-
-struct Event {
-  int64_t t;
-  uint64_t seq;
-  uint32_t a;
-  uint32_t b;
-  Ev type;
-};
-struct Later {
-  bool operator()(const Event& x, const Event& y) const {
-    return x.t != y.t ? x.t > y.t : x.seq > y.seq;
-  }
-};
-
-enum class ConnState : uint8_t { kFree = 0, kSynSent, kAwaitResponse, kOpen, kRetryWait };
-enum class Failure : uint8_t { kNew = 0, kRequest };
-
-struct Conn {
-  FlowRng rng;  // this connection's own draws
-  uint64_t hash = 0;
-  int64_t logical_start = 0;
-  int64_t first_syn = 0;
-  int64_t flow_start = 0;
-  int64_t last_syn = 0;
-  int64_t req_start = 0;
-  int32_t backend = -1;
-  uint32_t gen = 0;
-  uint32_t live_pos = 0;
-  uint8_t cls = 0;
-  uint8_t syn_count = 0;
-  uint8_t retries_left = 0;
-  uint8_t router = 0;
-  ConnState state = ConnState::kFree;
-  bool measured = false;
-  bool waiting = false;     // its request is stuck on a hung server
-  bool remapped = false;    // counted in RunResult::remapped
-  bool hit_faulty = false;  // counted in RunResult::hit_faulty
-};
-
-// One step of the fault schedule.
-struct FaultStep {
-  int64_t t;
-  int backend;
-  int fault;  // index into Scenario::faults
-  bool start;
-};
-
-struct BackendSim {
-  std::string key;
-  int crash_refuse = 0;
-  int crash_blackhole = 0;
-  int hang = 0;
-  int draining = 0;
-  int bad = 0;  // active faults of its own that should steer traffic away
-  uint32_t hang_epoch = 0;
-  uint32_t drain_epoch = 0;
-  std::vector<std::pair<int, std::pair<double, double>>> slow;  // fault -> (factor, loss)
-  double factor = 1.0;
-  double loss = 0.0;
-  std::vector<int> blind;      // per observer
-  std::vector<uint32_t> live;  // connections past their handshake
-  uint32_t weight = 0;         // in the current table
-  bool out = false;            // quorum: out of service
-  bool split = false;          // quorum: in a split-view episode
-  bool onset_open = false;
-  bool onset_counted = false;
-  bool steered = false;
-  int64_t onset_t = 0;
-  uint32_t onset_weight = 0;
-  int timeline = -1;  // index into RunResult::timelines, or -1
-};
-
-struct ProbeAccum {
-  health::ProbeSummary summary;
-  bool has = false;
-};
-
-class Engine {
- public:
-  explicit Engine(const Scenario& sc)
-      : sc_(sc),
-        traffic_rng_(StreamSeed(sc.seed, 1)),
-        probe_rng_(StreamSeed(sc.seed, 2)),
-        end_(Ns(sc.duration)),
-        warmup_(Ns(sc.warmup)),
-        rtt_(Ns(sc.rtt)),
-        nb_(sc.backends),
-        no_(sc.observers) {}
-
-  absl::StatusOr<RunResult> Run();
-
- private:
-  void Push(int64_t t, Ev type, uint32_t a = 0, uint32_t b = 0) {
-    events_.push(Event{t, seq_++, a, b, type});
-  }
-  bool Current(const Event& e) const {
-    const Conn& c = conns_[e.a];
-    return c.state != ConnState::kFree && c.gen == e.b;
-  }
-
-  // Setup.
-  absl::Status BuildFaultSchedule();
-  void SetUpTimelines();
-
-  // Traffic.
-  void OnArrival(int64_t t);
-  void StartAttempt(uint32_t ci, int64_t t);
-  void SendSyn(uint32_t ci, int64_t t, bool first);
-  void SynLost(uint32_t ci, int64_t t);
-  void OnResponse(uint32_t ci, int64_t t);
-  void OnRequestTimeout(uint32_t ci, int64_t t);
-  void OnClose(uint32_t ci);
-  void AttemptFailed(uint32_t ci, int64_t t, Failure why);
-  void Broken(uint32_t ci, bool drain);
-  void Succeed(uint32_t ci);
-  void Free(uint32_t ci);
-  uint32_t NewConn();
-  void AddLive(uint32_t ci, int b);
-  void RemoveLive(uint32_t ci);
-  int Pick(uint64_t hash) const { return table_.empty() ? -1 : table_[hash % sc_.table_size]; }
-  // Where a SYN goes after `last` did not take it, `first` being the
-  // table's pick (bpf/lib/conntrack.h maglev_next_choice): the second and
-  // third choices are the first two other backends at the table's slots
-  // ballast_choice_hash(hash, seed) for seeds 1..BALLAST_CHOICE_SEEDS (the
-  // data plane's own function); after first the second, after the second
-  // the third, else first.
-  int NextChoice(uint64_t hash, int first, int last) const;
-  int64_t ServiceTime(Conn& c, const BackendSim& b);
-
-  // Faults.
-  void OnFault(const FaultStep& s, int64_t t);
-  void Recompute(BackendSim& b);
-  void BreakAll(int bi, int64_t t, bool drain);
-  void StartHang(int bi, int64_t t);
-  void EndHang(int bi, int64_t t);
-  void UpdateOnset(int bi, int64_t t, bool was_bad);
-
-  // Health.
-  void OnProbe(uint32_t slot, int64_t t);
-  void OnEval(int64_t t);
-  absl::Status Program(const std::vector<uint32_t>& weights, int64_t t);
-
-  const Scenario& sc_;
-  Rng traffic_rng_;
-  Rng probe_rng_;
-  const int64_t end_;
-  const int64_t warmup_;
-  const int64_t rtt_;
-  const int nb_;
-  const int no_;
-
-  std::priority_queue<Event, std::vector<Event>, Later> events_;
-  uint64_t seq_ = 0;
-  std::vector<Conn> conns_;
-  std::vector<uint32_t> free_;
-  std::vector<BackendSim> backends_;
-  std::vector<FaultStep> schedule_;
-  std::vector<int32_t> table_;  // backend index per slot, -1 = none
-  std::vector<double> class_cdf_;
-
-  // Per observer (router): counters and probes per backend; the machine.
-  std::vector<std::vector<health::CounterSnapshot>> counters_;
-  std::vector<std::vector<ProbeAccum>> probes_;
-  std::vector<health::PoolState> states_;
-  std::vector<health::BackendInput> input_template_;
-
-  RunResult r_;
-  absl::Status error_;
-};
-
-absl::Status Engine::BuildFaultSchedule() {
+absl::Status Simulation::BuildFaultSchedule() {
   for (size_t fi = 0; fi < sc_.faults.size(); ++fi) {
     const Fault& f = sc_.faults[fi];
     const int64_t at = Ns(f.at);
@@ -279,7 +78,7 @@ absl::Status Engine::BuildFaultSchedule() {
   return absl::OkStatus();
 }
 
-void Engine::SetUpTimelines() {
+void Simulation::SetUpTimelines() {
   std::vector<int> plot = sc_.plot_backends;
   if (plot.empty()) {
     // The backends with faults of their own, at most six; else the first three.
@@ -330,392 +129,9 @@ void Engine::SetUpTimelines() {
   }
 }
 
-// ---- Connections ------------------------------------------------------------
-
-uint32_t Engine::NewConn() {
-  uint32_t ci;
-  if (!free_.empty()) {
-    ci = free_.back();
-    free_.pop_back();
-  } else {
-    ci = static_cast<uint32_t>(conns_.size());
-    conns_.emplace_back();
-  }
-  Conn& c = conns_[ci];
-  const uint32_t gen = c.gen + 1;
-  c = Conn{};
-  c.gen = gen;
-  return ci;
-}
-
-void Engine::Free(uint32_t ci) {
-  Conn& c = conns_[ci];
-  if (c.state == ConnState::kAwaitResponse || c.state == ConnState::kOpen) RemoveLive(ci);
-  c.state = ConnState::kFree;
-  ++c.gen;
-  free_.push_back(ci);
-}
-
-void Engine::AddLive(uint32_t ci, int b) {
-  std::vector<uint32_t>& live = backends_[b].live;
-  conns_[ci].live_pos = static_cast<uint32_t>(live.size());
-  live.push_back(ci);
-}
-
-void Engine::RemoveLive(uint32_t ci) {
-  std::vector<uint32_t>& live = backends_[conns_[ci].backend].live;
-  const uint32_t pos = conns_[ci].live_pos;
-  const uint32_t last = live.back();
-  live[pos] = last;
-  conns_[last].live_pos = pos;
-  live.pop_back();
-}
-
-void Engine::OnArrival(int64_t t) {
-  // The next arrival first, so the traffic stream does not depend on what
-  // happens to this connection.
-  Push(t + std::max<int64_t>(1, SecondsToNs(traffic_rng_.Exponential(1.0 / sc_.rate))),
-       Ev::kArrival);
-  const uint32_t ci = NewConn();
-  Conn& c = conns_[ci];
-  c.logical_start = t;
-  c.measured = t >= warmup_;
-  c.retries_left = static_cast<uint8_t>(sc_.retries);
-  const double u = traffic_rng_.Uniform01();
-  c.cls = 0;
-  while (c.cls + 1u < class_cdf_.size() && u >= class_cdf_[c.cls]) ++c.cls;
-  c.rng = FlowRng(traffic_rng_.Bits());
-  ++r_.total_connections;
-  if (c.measured) ++r_.connections;
-  StartAttempt(ci, t);
-}
-
-void Engine::StartAttempt(uint32_t ci, int64_t t) {
-  Conn& c = conns_[ci];
-  c.hash = c.rng.Bits();  // a new 5-tuple (source port)
-  c.router = static_cast<uint8_t>((c.hash >> 40) % static_cast<uint64_t>(no_));
-  c.first_syn = t;
-  c.syn_count = 0;
-  c.backend = -1;
-  c.state = ConnState::kSynSent;
-  if (c.measured) ++r_.attempts;
-  SendSyn(ci, t, /*first=*/true);
-}
-
-int64_t Engine::ServiceTime(Conn& c, const BackendSim& b) {
-  double s = sc_.classes[c.cls].latency.Sample(c.rng) * b.factor;
-  int64_t ns = SecondsToNs(s) + rtt_;
-  if (b.loss > 0 && c.rng.Bernoulli(b.loss)) ns += Ns(sc_.loss_penalty);
-  return ns;
-}
-
-int Engine::NextChoice(uint64_t hash, int first, int last) const {
-  int second = -1, third = -1;
-  for (uint32_t seed = 1; seed <= BALLAST_CHOICE_SEEDS; ++seed) {
-    const int id = Pick(ballast_choice_hash(static_cast<uint32_t>(hash), seed));
-    if (id < 0 || id == first || id == second) continue;
-    if (second < 0) {
-      second = id;
-      continue;
-    }
-    third = id;
-    break;
-  }
-  if (last == first) return second >= 0 ? second : first;
-  if (last == second) return third >= 0 ? third : first;
-  return first;
-}
-
-// A SYN reaches the data plane (bpf/lib/conntrack.h conntrack_select).
-void Engine::SendSyn(uint32_t ci, int64_t t, bool first) {
-  Conn& c = conns_[ci];
-  std::vector<health::CounterSnapshot>& ctr = counters_[c.router];
-  const bool flow_alive = !first && c.backend >= 0 && t - c.last_syn <= kSynIdleNs;
-  if (!flow_alive) {
-    // A new flow: the table's pick.
-    c.backend = Pick(c.hash);
-    if (c.backend >= 0) {
-      ++ctr[c.backend].new_flows;
-      ++ctr[c.backend].packets;
-      c.flow_start = t;
-    }
-  } else {
-    // A retransmitted SYN: counted against the backend that did not answer;
-    // it follows the current table unless re-steering is off.
-    ++ctr[c.backend].syn_retransmits;
-    ++ctr[c.backend].packets;
-    if (c.measured) ++r_.syn_retransmits;
-    const int first = Pick(c.hash);
-    if (sc_.second_chance && first >= 0) {
-      // The client's retransmission (syn_rto is above syn_retry_ms): the
-      // next choice after the backend that did not answer.
-      const int next = NextChoice(c.hash, first, c.backend);
-      if (next != c.backend) {
-        c.backend = next;
-        c.flow_start = t;
-        ++ctr[c.backend].new_flows;
-        if (c.measured) ++r_.resteered_syns;
-      }
-    } else if (sc_.resteer) {
-      const int now_pick = first;
-      if (now_pick >= 0 && now_pick != c.backend) {
-        c.backend = now_pick;
-        c.flow_start = t;
-        ++ctr[c.backend].new_flows;
-        if (c.measured) ++r_.resteered_syns;
-      }
-    }
-  }
-  c.last_syn = t;
-  int bounces = 0;                           // second-chance bounces of this SYN
-  if (c.backend < 0) return SynLost(ci, t);  // no backend: nothing answers
-
-  if (backends_[c.backend].bad > 0 && !c.hit_faulty) {
-    c.hit_faulty = true;
-    if (c.measured) ++r_.hit_faulty;
-  }
-  while (backends_[c.backend].crash_refuse > 0) {
-    const int first = Pick(c.hash);
-    if (!sc_.second_chance || bounces >= BALLAST_BOUNCES_MAX || first < 0) {
-      // The host answers RST straight to the client (DSR: the data plane
-      // sees no ACK, so the handshake stays incomplete).
-      return AttemptFailed(ci, t + rtt_, Failure::kNew);
-    }
-    // Second chance: the host bounces the SYN back to its router (half a
-    // round trip each way), which sends it to the next choice; with no
-    // other choice, back to the same host as its last hop.
-    ++ctr[c.backend].refused_syns;
-    const int next = NextChoice(c.hash, first, c.backend);
-    bounces = next == c.backend ? BALLAST_BOUNCES_MAX : bounces + 1;
-    c.backend = next;
-    ++ctr[c.backend].packets;
-    if (c.measured) ++r_.bounced_syns;
-    t += rtt_;
-  }
-  BackendSim& b = backends_[c.backend];
-  if (b.crash_blackhole > 0 || (b.loss > 0 && c.rng.Bernoulli(b.loss))) {
-    return SynLost(ci, t);
-  }
-  // Handshake: SYN-ACK to the client, its ACK back through the data plane.
-  const int64_t hs = rtt_ + SecondsToNs(sc_.accept.Sample(c.rng) * b.factor);
-  const int64_t ack = t + hs;
-  ++ctr[c.backend].handshake_count;
-  ctr[c.backend].handshake_ns_sum += static_cast<uint64_t>(ack - c.flow_start);
-  ctr[c.backend].packets += 2;
-  c.state = ConnState::kAwaitResponse;
-  c.req_start = ack;
-  AddLive(ci, c.backend);
-  const int64_t timeout = ack + Ns(sc_.request_timeout);
-  if (b.hang > 0) {
-    c.waiting = true;
-    return Push(timeout, Ev::kRequestTimeout, ci, c.gen);
-  }
-  const int64_t answer = ack + ServiceTime(c, b);
-  if (answer > timeout) return Push(timeout, Ev::kRequestTimeout, ci, c.gen);
-  Push(answer, Ev::kResponse, ci, c.gen);
-}
-
-void Engine::SynLost(uint32_t ci, int64_t t) {
-  Conn& c = conns_[ci];
-  (void)t;
-  // SYNs at first_syn + rto * (2^k - 1), k = 1, 2, ...
-  const int64_t rto = Ns(sc_.syn_rto);
-  const int k = c.syn_count + 1;
-  const int64_t next = k >= 30 ? INT64_MAX / 4 : c.first_syn + rto * ((int64_t{1} << k) - 1);
-  const int64_t give_up = c.first_syn + Ns(sc_.connect_timeout);
-  if (next >= give_up) return Push(give_up, Ev::kConnectTimeout, ci, c.gen);
-  ++c.syn_count;
-  Push(next, Ev::kSynRetransmit, ci, c.gen);
-}
-
-void Engine::OnResponse(uint32_t ci, int64_t t) {
-  Conn& c = conns_[ci];
-  health::CounterSnapshot& ctr = counters_[c.router][c.backend];
-  ++ctr.first_response_count;
-  ctr.first_response_ns_sum += static_cast<uint64_t>(t - c.req_start);
-  ctr.packets += 2;
-  if (c.measured) r_.latency_ns.Add(static_cast<uint64_t>(t - c.logical_start));
-  c.state = ConnState::kOpen;
-  c.waiting = false;
-  const int64_t life = SecondsToNs(sc_.classes[c.cls].lifetime.Sample(c.rng));
-  Push(t + std::max<int64_t>(1, life), Ev::kClose, ci, c.gen);
-}
-
-void Engine::OnRequestTimeout(uint32_t ci, int64_t t) {
-  Conn& c = conns_[ci];
-  // The client gives up and resets the connection.
-  ++counters_[c.router][c.backend].client_rsts;
-  ++counters_[c.router][c.backend].packets;
-  AttemptFailed(ci, t, Failure::kRequest);
-}
-
-void Engine::OnClose(uint32_t ci) { Succeed(ci); }
-
-void Engine::Succeed(uint32_t ci) {
-  if (conns_[ci].measured) ++r_.succeeded;
-  Free(ci);
-}
-
-void Engine::Broken(uint32_t ci, bool drain) {
-  if (conns_[ci].measured) {
-    ++r_.broken;
-    if (drain) ++r_.broken_drain;
-  }
-  Free(ci);
-}
-
-void Engine::AttemptFailed(uint32_t ci, int64_t t, Failure why) {
-  Conn& c = conns_[ci];
-  if (c.retries_left > 0) {
-    --c.retries_left;
-    if (c.state == ConnState::kAwaitResponse || c.state == ConnState::kOpen) RemoveLive(ci);
-    c.state = ConnState::kRetryWait;
-    ++c.gen;
-    Push(t + Ns(sc_.retry_backoff), Ev::kRetry, ci, c.gen);
-    return;
-  }
-  if (c.measured) {
-    if (why == Failure::kNew) {
-      ++r_.failed_new;
-    } else {
-      ++r_.failed_request;
-    }
-  }
-  Free(ci);
-}
-
-// ---- Faults -------------------------------------------------------------------
-
-void Engine::Recompute(BackendSim& b) {
-  b.factor = 1.0;
-  double keep = 1.0;
-  for (const auto& [f, fl] : b.slow) {
-    b.factor *= fl.first;
-    keep *= 1.0 - fl.second;
-  }
-  b.loss = 1.0 - keep;
-}
-
-// Every connection past its handshake on backend bi ends: the ones still
-// waiting for their answer failed (and may retry), the answered ones broke.
-void Engine::BreakAll(int bi, int64_t t, bool drain) {
-  std::vector<uint32_t> live = backends_[bi].live;  // copy: Free() edits it
-  for (uint32_t ci : live) {
-    if (conns_[ci].state == ConnState::kAwaitResponse) {
-      AttemptFailed(ci, t, Failure::kRequest);
-    } else {
-      Broken(ci, drain);
-    }
-  }
-}
-
-void Engine::StartHang(int bi, int64_t t) {
-  BackendSim& b = backends_[bi];
-  ++b.hang_epoch;
-  for (uint32_t ci : b.live) {
-    Conn& c = conns_[ci];
-    if (c.state != ConnState::kAwaitResponse || c.waiting) continue;
-    c.waiting = true;
-    ++c.gen;  // the scheduled answer will not come
-    Push(std::max(t, c.req_start + Ns(sc_.request_timeout)), Ev::kRequestTimeout, ci, c.gen);
-  }
-  // Answered connections stall; their clients give up after request_timeout.
-  Push(t + Ns(sc_.request_timeout), Ev::kHangCheck, static_cast<uint32_t>(bi), b.hang_epoch);
-}
-
-void Engine::EndHang(int bi, int64_t t) {
-  BackendSim& b = backends_[bi];
-  ++b.hang_epoch;
-  for (uint32_t ci : b.live) {
-    Conn& c = conns_[ci];
-    if (!c.waiting) continue;
-    c.waiting = false;
-    const int64_t timeout = c.req_start + Ns(sc_.request_timeout);
-    const int64_t answer = t + ServiceTime(c, b);
-    if (answer >= timeout) continue;  // its timeout event stands
-    ++c.gen;
-    Push(answer, Ev::kResponse, ci, c.gen);
-  }
-}
-
-void Engine::UpdateOnset(int bi, int64_t t, bool was_bad) {
-  BackendSim& b = backends_[bi];
-  const bool bad = b.bad > 0;
-  if (!was_bad && bad) {
-    b.onset_open = b.weight > 0;
-    b.onset_t = t;
-    b.onset_weight = b.weight;
-    b.steered = false;
-    b.onset_counted = b.onset_open && t >= warmup_;
-    if (b.onset_counted) ++r_.onsets;
-  } else if (was_bad && !bad) {
-    b.onset_open = false;
-  }
-}
-
-void Engine::OnFault(const FaultStep& s, int64_t t) {
-  const Fault& f = sc_.faults[s.fault];
-  BackendSim& b = backends_[s.backend];
-  const int d = s.start ? 1 : -1;
-  const bool was_bad = b.bad > 0;
-  switch (f.kind) {
-    case FaultKind::kCrash:
-    case FaultKind::kFlap:
-    case FaultKind::kZone: {
-      const bool was_down = b.crash_refuse + b.crash_blackhole > 0;
-      (f.mode == CrashMode::kRefuse ? b.crash_refuse : b.crash_blackhole) += d;
-      b.bad += d;
-      if (s.start && !was_down) BreakAll(s.backend, t, false);
-      break;
-    }
-    case FaultKind::kHang: {
-      const bool was_hung = b.hang > 0;
-      b.hang += d;
-      b.bad += d;
-      if (!was_hung && b.hang > 0) StartHang(s.backend, t);
-      if (was_hung && b.hang == 0) EndHang(s.backend, t);
-      break;
-    }
-    case FaultKind::kBrownout:
-    case FaultKind::kSlowdown:
-      if (s.start) {
-        b.slow.push_back({s.fault, {f.latency_factor, f.loss}});
-      } else {
-        for (size_t i = 0; i < b.slow.size(); ++i) {
-          if (b.slow[i].first == s.fault) {
-            b.slow.erase(b.slow.begin() + static_cast<std::ptrdiff_t>(i));
-            break;
-          }
-        }
-      }
-      if (f.kind == FaultKind::kBrownout) b.bad += d;
-      Recompute(b);
-      break;
-    case FaultKind::kBlind:
-      b.blind[f.observer] += d;
-      break;
-    case FaultKind::kDrain: {
-      b.draining += d;
-      ++b.drain_epoch;
-      if (s.start && b.draining == 1) {
-        Push(t + Ns(f.deadline), Ev::kDrainCheck, static_cast<uint32_t>(s.backend), b.drain_epoch);
-      }
-      // An operator's drain is programmed at once (lbctl backend drain).
-      std::vector<uint32_t> w(nb_);
-      for (int i = 0; i < nb_; ++i) w[i] = backends_[i].weight;
-      w[s.backend] = b.draining > 0 ? 0 : (sc_.health ? w[s.backend] : sc_.weight);
-      if (b.draining > 0 || !sc_.health) {
-        if (absl::Status st = Program(w, t); !st.ok() && error_.ok()) error_ = st;
-      }
-      break;
-    }
-  }
-  UpdateOnset(s.backend, t, was_bad);
-}
-
 // ---- Probes and evaluations ---------------------------------------------------
 
-void Engine::OnProbe(uint32_t slot, int64_t t) {
+void Simulation::OnProbe(uint32_t slot, int64_t t) {
   Push(t + Ns(sc_.probe_interval), Ev::kProbe, slot);
   const int o = static_cast<int>(slot) / nb_;
   const BackendSim& b = backends_[slot % nb_];
@@ -744,7 +160,7 @@ void Engine::OnProbe(uint32_t slot, int64_t t) {
   }
 }
 
-absl::Status Engine::Program(const std::vector<uint32_t>& weights, int64_t t) {
+absl::Status Simulation::Program(const std::vector<uint32_t>& weights, int64_t t) {
   bool same = !table_.empty();
   for (int i = 0; i < nb_ && same; ++i) same = weights[i] == backends_[i].weight;
   if (same) return absl::OkStatus();
@@ -789,7 +205,7 @@ absl::Status Engine::Program(const std::vector<uint32_t>& weights, int64_t t) {
   return absl::OkStatus();
 }
 
-void Engine::OnEval(int64_t t) {
+void Simulation::OnEval(int64_t t) {
   Push(t + Ns(sc_.eval_interval), Ev::kEval);
   const absl::Time now = kEpoch + absl::Nanoseconds(t);
   const bool count = t >= warmup_;
@@ -872,7 +288,7 @@ void Engine::OnEval(int64_t t) {
   }
 }
 
-absl::StatusOr<RunResult> Engine::Run() {
+absl::StatusOr<RunResult> Simulation::Run() {
   r_.scenario = sc_.name;
   r_.variant = sc_.variant;
   r_.seed = sc_.seed;
@@ -998,6 +414,10 @@ absl::StatusOr<RunResult> Engine::Run() {
   return std::move(r_);
 }
 
+}  // namespace internal
+
+namespace {
+
 double Quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -1009,7 +429,7 @@ double Quantile(std::vector<double> v, double q) {
 }  // namespace
 
 absl::StatusOr<RunResult> Run(const Scenario& sc) {
-  Engine e(sc);
+  internal::Simulation e(sc);
   return e.Run();
 }
 
@@ -1036,6 +456,7 @@ std::vector<std::pair<std::string, double>> Metrics(const RunResult& r) {
   m.emplace_back("steer_p50_s", Quantile(r.steer_s, 0.5));
   m.emplace_back("steer_p90_s", Quantile(r.steer_s, 0.9));
   m.emplace_back("steer_max_s", Quantile(r.steer_s, 1.0));
+  using health::ActionKind;
   for (ActionKind k :
        {ActionKind::kScoreBand, ActionKind::kDemote, ActionKind::kPromote, ActionKind::kRampStep,
         ActionKind::kRampBack, ActionKind::kPin, ActionKind::kRelease, ActionKind::kFreeze,
