@@ -37,6 +37,7 @@
 #include <linux/pkt_cls.h>
 
 #include "common.h"
+#include "counter.h"
 #include "csum.h"
 #include "ballast_probe_abi.h"
 
@@ -67,11 +68,7 @@ struct {
 
 static __always_inline int count(__u32 verdict, int action)
 {
-	__u64 *c = bpf_map_lookup_elem(&probe_stats, &verdict);
-
-	if (c)
-		*c += 1;
-	return action;
+	return count_verdict(&probe_stats, verdict, action);
 }
 
 /* Inserts and fills the outer header. Returns 0 or -1. */

@@ -48,6 +48,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "ballast_abi.h"
+#include "counter.h"
 #include "csum.h"
 
 #define DECAP_MAX_ADDRS 256
@@ -104,11 +105,7 @@ struct {
 
 static __always_inline int count(__u32 verdict, int action)
 {
-	__u64 *c = bpf_map_lookup_elem(&decap_stats, &verdict);
-
-	if (c)
-		*c += 1;
-	return action;
+	return count_verdict(&decap_stats, verdict, action);
 }
 
 static __always_inline int is_local(const void *addr, __u32 len, __u8 family)

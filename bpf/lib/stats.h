@@ -8,17 +8,14 @@
 #define BALLAST_STATS_H
 
 #include "common.h"
+#include "counter.h"
 #include "maps.h"
 
 /* Counts the packet under `v` and returns `action`, so a verdict reads as
  * `return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);`. */
 static __always_inline int verdict(__u32 v, int action)
 {
-	__u64 *c = bpf_map_lookup_elem(&verdicts, &v);
-
-	if (c)
-		*c += 1;
-	return action;
+	return count_verdict(&verdicts, v, action);
 }
 
 /* Malformed or unsupported input: passed to the kernel (which drops or
