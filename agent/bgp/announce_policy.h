@@ -13,7 +13,7 @@
 //        (a lost lease or a fence sets it to the past at once).
 // A VIP whose backends are all down stays announced: every router holds the
 // same backends, so withdrawing it everywhere would turn "no backend" into
-// "no route" and couple routing to health-check churn (DESIGN.md: moving
+// "no route" and couple routing to health-check churn (docs/bgp.md: moving
 // traffic cannot help when the problem is downstream of all routers).
 //
 // "Any VIP on the address" (rather than "every"): two VIPs that share an

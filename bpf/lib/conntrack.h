@@ -3,7 +3,7 @@
  * The connection table: which backend a client→VIP flow uses, and where the
  * flow is in the TCP handshake.
  *
- * Two maps (DESIGN.md, "The path of a packet"; docs/dataplane.md):
+ * Two maps (docs/dataplane.md, "The path of a packet"):
  *  - `handshakes`, an array of 4-slot sets (one cache line each) indexed
  *    by flow hash, holds TCP connections whose handshake is under way: the
  *    client's SYN seen, its completing ACK not yet. A SYN writes one slot
