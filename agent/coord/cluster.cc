@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/coord/hash.h"
+#include "agent/core/json.h"
 #include "agent/core/log.h"
 #include "agent/core/names.h"
 #include "agent/health/quorum.h"
@@ -26,8 +27,6 @@ namespace {
 constexpr char kActor[] = "coordination";
 // How long etcd reads must fail before the node freezes (ClusterNode::Tick).
 constexpr int64_t kFreezeAfterMs = 2000;
-
-std::string Short(const std::string& hash) { return hash.substr(0, 12); }
 
 // This host's boot id ("" if unreadable): tells lbctl whether it runs on
 // the same host as this agent.
@@ -416,37 +415,6 @@ void ClusterNode::ReadPeers() {
   peers_ = std::move(peers);
 }
 
-std::vector<std::string> ClusterNode::Differences(
-    const v1::NodeRecord& self, const std::map<std::string, v1::NodeRecord>& all) {
-  std::vector<std::string> out;
-  for (const auto& [name, r] : all) {
-    if (name == self.node()) continue;
-    // Nodes at different revisions are catching up (Analyse counts a node
-    // stuck behind as a difference after the grace period).
-    if (r.state_revision() != self.state_revision()) continue;
-    if (r.config_hash() != self.config_hash()) {
-      out.push_back(absl::StrCat("node ", name, ": config hash ", Short(r.config_hash()),
-                                 " (state revision ", r.state_revision(),
-                                 ") != ", Short(self.config_hash()), " (node ", self.node(),
-                                 ", revision ", self.state_revision(), ")"));
-    }
-    std::set<std::string> vips;
-    for (const auto& [v, h] : r.table_hashes()) vips.insert(v);
-    for (const auto& [v, h] : self.table_hashes()) vips.insert(v);
-    for (const std::string& v : vips) {
-      auto a = self.table_hashes().find(v);
-      auto b = r.table_hashes().find(v);
-      const std::string ha = a == self.table_hashes().end() ? "(none)" : a->second;
-      const std::string hb = b == r.table_hashes().end() ? "(none)" : b->second;
-      if (ha != hb) {
-        out.push_back(absl::StrCat("node ", name, ": vip ", v, " Maglev table ", Short(hb),
-                                   " != ", Short(ha), " (node ", self.node(), ")"));
-      }
-    }
-  }
-  return out;
-}
-
 void ClusterNode::Analyse() {
   const int64_t now = clock_->NowUnixMs();
   v1::NodeRecord self;
@@ -458,39 +426,20 @@ void ClusterNode::Analyse() {
     peers = peers_;
     up = up_;
   }
-  // Drift: only meaningful while we see the others.
-  std::vector<std::string> diffs = up ? Differences(self, peers) : std::vector<std::string>{};
   const int64_t grace_ms = 1000 * static_cast<int64_t>(options_.config.drift_alert_s() == 0
                                                            ? 5
                                                            : options_.config.drift_alert_s());
-  if (up) {
-    std::map<std::string, std::pair<int64_t, int64_t>> seen;
-    for (const auto& [name, r] : peers) {
-      if (name == self.node()) continue;
-      auto it = revision_seen_.find(name);
-      std::pair<int64_t, int64_t> t = {r.state_revision(), now};
-      if (it != revision_seen_.end() && it->second.first == r.state_revision()) t = it->second;
-      seen[name] = t;
-      if (r.state_revision() < self.state_revision() && now - t.second >= grace_ms) {
-        diffs.push_back(absl::StrCat("node ", name, ": behind at state revision ",
-                                     r.state_revision(), " for ", (now - t.second) / 1000,
-                                     " s (node ", self.node(), ": ", self.state_revision(), ")"));
-      }
+  const DriftVerdict drift = AssessDrift(&drift_, self, peers, up, now, grace_ms);
+  if (drift.alert) {
+    std::string inputs = "{\"differences\":[";
+    for (size_t k = 0; k < drift.differences.size(); ++k) {
+      if (k > 0) inputs += ",";
+      core::JsonAppendQuoted(&inputs, drift.differences[k]);
     }
-    revision_seen_ = std::move(seen);
-  }
-  if (diffs.empty()) {
-    drift_since_ms_.reset();
-    drift_alerted_ = false;
-  } else {
-    if (!drift_since_ms_.has_value()) drift_since_ms_ = now;
-    if (!drift_alerted_ && now - *drift_since_ms_ >= grace_ms) {
-      drift_alerted_ = true;
-      Audit("config_drift", "", "",
-            absl::StrCat("{\"differences\":[\"", absl::StrJoin(diffs, "\",\""), "\"]}"),
-            absl::StrCat("configuration differs between nodes for ", (now - *drift_since_ms_),
-                         " ms: ", absl::StrJoin(diffs, "; ")));
-    }
+    inputs += "]}";
+    Audit("config_drift", "", "", inputs,
+          absl::StrCat("configuration differs between nodes for ", drift.lasted_ms,
+                       " ms: ", absl::StrJoin(drift.differences, "; ")));
   }
   // Split views: every backend any live node judged.
   std::map<std::string, std::vector<health::ObserverVote>> votes;  // "vip backend"
@@ -514,8 +463,8 @@ void ClusterNode::Analyse() {
     if (up && split_alerted_.count(k) == 0) {
       const size_t sp = k.find(' ');
       Audit("split_view", k.substr(0, sp), k.substr(sp + 1),
-            absl::StrCat("{\"observers\":\"", absl::StrJoin(who[k], " "),
-                         "\",\"out\":", verdict.out_votes, ",\"live\":", verdict.live,
+            absl::StrCat("{\"observers\":", core::JsonQuote(absl::StrJoin(who[k], " ")),
+                         ",\"out\":", verdict.out_votes, ",\"live\":", verdict.live,
                          ",\"needed\":", verdict.needed, "}"),
             absl::StrCat("observers disagree on ", k, ": ", verdict.out_votes, " of ", verdict.live,
                          " vote it out, ", verdict.needed, " needed; nothing changes (",
@@ -523,7 +472,8 @@ void ClusterNode::Analyse() {
     }
   }
   if (up) split_alerted_ = split_now;
-  for (const std::string& d : diffs) alerts.push_back(absl::StrCat("config_difference ", d));
+  for (const std::string& d : drift.differences)
+    alerts.push_back(absl::StrCat("config_difference ", d));
 
   v1::Coordination c;
   c.set_mode("cluster");
@@ -532,12 +482,12 @@ void ClusterNode::Analyse() {
   c.set_frozen(frozen_.load());
   c.set_state_revision(engine_->Health().store_revision);
   c.set_config_hash(self.config_hash());
-  c.set_differences(static_cast<uint32_t>(diffs.size()));
+  c.set_differences(static_cast<uint32_t>(drift.differences.size()));
   c.set_split_views(static_cast<uint32_t>(split_now.size()));
   for (const std::string& a : alerts) c.add_alerts(a);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    differences_ = diffs;
+    differences_ = drift.differences;
     alerts_ = alerts;
     split_views_ = static_cast<uint32_t>(split_now.size());
     c.set_up(up_);

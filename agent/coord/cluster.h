@@ -56,6 +56,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "agent/coord/drift.h"
 #include "agent/coord/etcd_store.h"
 #include "agent/core/clock.h"
 #include "agent/core/router_engine.h"
@@ -139,10 +140,6 @@ class ClusterNode {
   void Audit(const std::string& action, const std::string& vip, const std::string& backend,
              const std::string& inputs_json, const std::string& message);
   std::string Key(absl::string_view rest) const;
-  // Differences between `self` and every other record at the same state
-  // revision (one line each): a different config or table hash.
-  static std::vector<std::string> Differences(const v1::NodeRecord& self,
-                                              const std::map<std::string, v1::NodeRecord>& all);
 
   const ClusterOptions options_;
   const std::string prefix_;
@@ -156,16 +153,13 @@ class ClusterNode {
   std::unique_ptr<etcd::Session> session_;
   std::unique_ptr<etcd::Election> election_;
   std::unique_ptr<etcd::Watch> watch_;
-  std::optional<int64_t> drift_since_ms_;
-  bool drift_alerted_ = false;
+  DriftTracker drift_;
   std::set<std::string> split_alerted_;  // "vip backend"
   // Publish(): the Maglev table hashes last read back from the data plane.
   std::map<std::string, std::string> tables_;
   int64_t tables_revision_ = -1;
   int64_t tables_map_update_ms_ = -1;
   int64_t tables_read_ms_ = 0;
-  // Per peer: the state revision it last published and since when.
-  std::map<std::string, std::pair<int64_t, int64_t>> revision_seen_;
 
   std::atomic<bool> leader_{false};
   std::atomic<bool> frozen_{false};
@@ -204,7 +198,7 @@ class ClusterNode {
   std::map<std::string, OwnedVip> owned_;  // by VipKeyText, the ACTIVE_STANDBY VIPs
   // VIPs yielded on purpose: no acquisition before this (steady clock), or
   // until another node holds the VIP, whichever comes first.
-  std::map<std::string, std::chrono::steady_clock::time_point> hold_until_;
+  std::map<std::string, uint64_t> hold_until_;  // CLOCK_MONOTONIC ns (the Clock)
   // Ownerships the renew loop found lost: released by the sync loop.
   std::vector<std::unique_ptr<etcd::Ownership>> retired_;
   std::vector<v1::VipOwnerStatus> owner_status_;  // guarded by mu_

@@ -27,12 +27,6 @@ using core::LogLevel;
 
 namespace {
 
-uint64_t MonoNowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 // The data-plane deadline for an ownership: its lease deadline minus
 // `margin_ms`, in CLOCK_MONOTONIC ns (0 if that is before the epoch).
 uint64_t DataplaneDeadline(const etcd::Ownership& own, int64_t margin_ms) {
@@ -146,14 +140,13 @@ void ClusterNode::OwnerSync() {
         o.dp_deadline = dpo->deadline_ns;
         o.fenced = dpo->fenced;
         if (o.own == nullptr &&
-            (!dpo->deadline_ns.has_value() || *dpo->deadline_ns > MonoNowNs())) {
+            (!dpo->deadline_ns.has_value() || *dpo->deadline_ns > clock_->NowMonotonicNs())) {
           (void)engine_->SetVipOwnerDeadline(o.key, 0);
           o.dp_deadline = 0;
         }
       }
       const auto hold = hold_until_.find(text);
-      const bool held_off =
-          hold != hold_until_.end() && std::chrono::steady_clock::now() < hold->second;
+      const bool held_off = hold != hold_until_.end() && clock_->NowMonotonicNs() < hold->second;
       if (hold != hold_until_.end() && !held_off) hold_until_.erase(hold);
       if (o.own == nullptr && up && !frozen_.load() && dpo.ok() && !held_off) {
         acquire.push_back({text, o.key, o.lost});
@@ -227,7 +220,7 @@ void ClusterNode::OwnerSync() {
       // hold-off did its job) or the hold-off passes.
       if (!holder.empty() && holder != options_.config.node()) hold_until_.erase(text);
     }
-    const uint64_t now = MonoNowNs();
+    const uint64_t now = clock_->NowMonotonicNs();
     for (const auto& [text, o] : owned_) {
       v1::VipOwnerStatus s;
       s.set_vip(text);
@@ -309,7 +302,7 @@ absl::StatusOr<v1::YieldVipResponse> ClusterNode::Yield(const v1::YieldVipReques
           absl::StrCat("stopping vip ", text, " in the data plane failed: ", s.message()));
     }
     fenced_ms = clock_->NowUnixMs();
-    hold_until_[text] = std::chrono::steady_clock::now() + std::chrono::seconds(hold_s);
+    hold_until_[text] = clock_->NowMonotonicNs() + static_cast<uint64_t>(hold_s) * 1'000'000'000;
     fence = o.own->fence().revision;
     mine = std::move(o.own);
     o.lost->store(false);
