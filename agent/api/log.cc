@@ -11,17 +11,17 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "agent/core/json.h"
+#include "agent/base/json.h"
 
 namespace ballast::api {
 
 std::string JsonLogLine(absl::string_view level, absl::string_view message, int64_t unix_ms) {
   std::string line = "{\"ts\":";
-  core::JsonAppendQuoted(&line, core::Rfc3339Ms(unix_ms));
+  base::JsonAppendQuoted(&line, base::Rfc3339Ms(unix_ms));
   line.append(",\"level\":");
-  core::JsonAppendQuoted(&line, level);
+  base::JsonAppendQuoted(&line, level);
   line.append(",\"component\":\"api\",\"msg\":");
-  core::JsonAppendQuoted(&line, message);
+  base::JsonAppendQuoted(&line, message);
   line.push_back('}');
   return line;
 }

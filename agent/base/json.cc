@@ -1,12 +1,17 @@
-#include "agent/core/json.h"
+#include "agent/base/json.h"
 
 #include <time.h>
 
 #include <cstdint>
+#include <cmath>
 #include <cstdio>
-#include "absl/strings/string_view.h"
 
-namespace ballast::core {
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "agent/base/strcat.h"
+
+namespace ballast::base {
 namespace {
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid.
@@ -111,4 +116,73 @@ std::string Rfc3339Ms(int64_t unix_ms) {
   return buf;
 }
 
-}  // namespace ballast::core
+void JsonObject::Key(std::string_view key) {
+  if (!body_.empty()) body_.push_back(',');
+  JsonAppendQuoted(&body_, AV(key));
+  body_.push_back(':');
+}
+
+JsonObject& JsonObject::String(std::string_view key, std::string_view value) {
+  Key(key);
+  JsonAppendQuoted(&body_, AV(value));
+  return *this;
+}
+
+JsonObject& JsonObject::Int(std::string_view key, int64_t value) {
+  Key(key);
+  absl::StrAppend(&body_, value);
+  return *this;
+}
+
+JsonObject& JsonObject::Uint(std::string_view key, uint64_t value) {
+  Key(key);
+  absl::StrAppend(&body_, value);
+  return *this;
+}
+
+JsonObject& JsonObject::Double(std::string_view key, double value) {
+  Key(key);
+  if (std::isfinite(value)) {
+    body_ += absl::StrFormat("%.6g", value);
+  } else {
+    body_ += "null";
+  }
+  return *this;
+}
+
+JsonObject& JsonObject::Bool(std::string_view key, bool value) {
+  Key(key);
+  body_ += value ? "true" : "false";
+  return *this;
+}
+
+JsonObject& JsonObject::Null(std::string_view key) {
+  Key(key);
+  body_ += "null";
+  return *this;
+}
+
+JsonObject& JsonObject::Raw(std::string_view key, std::string_view json) {
+  Key(key);
+  body_ += json;
+  return *this;
+}
+
+JsonObject& JsonObject::Object(std::string_view key, const JsonObject& value) {
+  return Raw(key, value.Build());
+}
+
+JsonObject& JsonObject::Strings(std::string_view key, const std::vector<std::string>& values) {
+  Key(key);
+  body_.push_back('[');
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) body_.push_back(',');
+    JsonAppendQuoted(&body_, values[i]);
+  }
+  body_.push_back(']');
+  return *this;
+}
+
+std::string JsonObject::Build() const { return absl::StrCat("{", body_, "}"); }
+
+}  // namespace ballast::base

@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "agent/bgp/dataplane_probe.h"
-#include "agent/core/json.h"
+#include "agent/base/json.h"
 #include "agent/core/log.h"
 #include "agent/core/names.h"
 #include "agent/dataplane/dataplane.h"
@@ -155,12 +155,12 @@ absl::Status AgentAnnouncer::Pass(const std::string& shutdown) {
     since_ms_[prefix] = now_ms;
     const std::string action = d.announce ? "vip_announce" : "vip_withdraw";
     std::string inputs = absl::StrCat(
-        "{\"prefix\":", core::JsonQuote(prefix.ToString()),
-        ",\"announce\":", d.announce ? "true" : "false", ",\"reason\":", core::JsonQuote(d.reason),
+        "{\"prefix\":", base::JsonQuote(prefix.ToString()),
+        ",\"announce\":", d.announce ? "true" : "false", ",\"reason\":", base::JsonQuote(d.reason),
         ",\"dataplane_healthy\":", in.dataplane.healthy ? "true" : "false",
-        ",\"dataplane_problem\":", core::JsonQuote(in.dataplane.problem),
-        ",\"hold\":", core::JsonQuote(in.hold), ",\"shutdown\":", core::JsonQuote(in.shutdown),
-        ",\"bird_socket\":", core::JsonQuote(options_.config.bird_socket()), "}");
+        ",\"dataplane_problem\":", base::JsonQuote(in.dataplane.problem),
+        ",\"hold\":", base::JsonQuote(in.hold), ",\"shutdown\":", base::JsonQuote(in.shutdown),
+        ",\"bird_socket\":", base::JsonQuote(options_.config.bird_socket()), "}");
     const std::string message =
         absl::StrCat(d.announce ? "announce " : "withdraw ", prefix.ToString(), ": ", d.reason);
     options_.engine->Record(core::Actor{"automation"}, action, prefix.ToString(), "", inputs,

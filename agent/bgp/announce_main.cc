@@ -23,31 +23,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "agent/base/json.h"
 #include "agent/bgp/announcer.h"
 
 namespace {
 
+namespace base = ballast::base;
 using ballast::bgp::Announcer;
 using ballast::bgp::ReconcileReport;
 using ballast::bgp::VipPrefix;
 
 std::atomic<int> g_signal{0};
 void OnSignal(int sig) { g_signal.store(sig); }
-
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += absl::StrCat("\\u00", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 std::string Now() {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
@@ -57,13 +44,14 @@ std::string Now() {
 void PrintReport(const ReconcileReport& r) {
   for (const auto& c : r.changes) {
     printf("{\"time\":%s,\"action\":%s,\"protocol\":%s,\"reason\":%s,\"ok\":%s,\"error\":%s}\n",
-           JsonString(Now()).c_str(), JsonString(c.step.enable ? "announce" : "withdraw").c_str(),
-           JsonString(c.step.protocol).c_str(), JsonString(c.step.reason).c_str(),
-           c.result.ok() ? "true" : "false", JsonString(c.result.message()).c_str());
+           base::JsonQuote(Now()).c_str(),
+           base::JsonQuote(c.step.enable ? "announce" : "withdraw").c_str(),
+           base::JsonQuote(c.step.protocol).c_str(), base::JsonQuote(c.step.reason).c_str(),
+           c.result.ok() ? "true" : "false", base::JsonQuote(c.result.message()).c_str());
   }
   if (!r.status.ok()) {
-    printf("{\"time\":%s,\"error\":%s}\n", JsonString(Now()).c_str(),
-           JsonString(r.status.ToString()).c_str());
+    printf("{\"time\":%s,\"error\":%s}\n", base::JsonQuote(Now()).c_str(),
+           base::JsonQuote(r.status.ToString()).c_str());
   }
   fflush(stdout);
 }

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/coord/hash.h"
-#include "agent/core/json.h"
+#include "agent/base/json.h"
 #include "agent/core/log.h"
 #include "agent/core/names.h"
 #include "agent/health/quorum.h"
@@ -434,7 +434,7 @@ void ClusterNode::Analyse() {
     std::string inputs = "{\"differences\":[";
     for (size_t k = 0; k < drift.differences.size(); ++k) {
       if (k > 0) inputs += ",";
-      core::JsonAppendQuoted(&inputs, drift.differences[k]);
+      base::JsonAppendQuoted(&inputs, drift.differences[k]);
     }
     inputs += "]}";
     Audit("config_drift", "", "", inputs,
@@ -463,7 +463,7 @@ void ClusterNode::Analyse() {
     if (up && split_alerted_.count(k) == 0) {
       const size_t sp = k.find(' ');
       Audit("split_view", k.substr(0, sp), k.substr(sp + 1),
-            absl::StrCat("{\"observers\":", core::JsonQuote(absl::StrJoin(who[k], " ")),
+            absl::StrCat("{\"observers\":", base::JsonQuote(absl::StrJoin(who[k], " ")),
                          ",\"out\":", verdict.out_votes, ",\"live\":", verdict.live,
                          ",\"needed\":", verdict.needed, "}"),
             absl::StrCat("observers disagree on ", k, ": ", verdict.out_votes, " of ", verdict.live,

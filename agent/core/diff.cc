@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "agent/core/json.h"
+#include "agent/base/json.h"
 #include "agent/core/names.h"
 #include "absl/strings/string_view.h"
 
@@ -44,7 +44,7 @@ std::string ScalarText(const Message& m, const FieldDescriptor* f, int index) {
       return ev != nullptr ? ev->name() : absl::StrCat(v);
     }
     case FieldDescriptor::CPPTYPE_STRING:
-      return JsonQuote(rep ? r->GetRepeatedString(m, f, index) : r->GetString(m, f));
+      return base::JsonQuote(rep ? r->GetRepeatedString(m, f, index) : r->GetString(m, f));
     case FieldDescriptor::CPPTYPE_MESSAGE:
       break;
   }

@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "agent/core/clock.h"
-#include "agent/core/json.h"
+#include "agent/base/json.h"
 #include "absl/strings/string_view.h"
 
 namespace ballast::core {
@@ -35,7 +35,7 @@ absl::string_view LogLevelName(LogLevel level) {
 }
 
 LogField::LogField(absl::string_view key, absl::string_view value)
-    : key_(key), json_(JsonQuote(value)) {}
+    : key_(key), json_(base::JsonQuote(value)) {}
 
 LogField::LogField(absl::string_view key, bool value)
     : key_(key), json_(value ? "true" : "false") {}
@@ -43,18 +43,18 @@ LogField::LogField(absl::string_view key, bool value)
 std::string FormatLogLine(int64_t unix_ms, LogLevel level, absl::string_view msg,
                           std::initializer_list<LogField> fields) {
   std::string line = "{\"ts\":\"";
-  line += Rfc3339Ms(unix_ms);
+  line += base::Rfc3339Ms(unix_ms);
   line += "\",\"level\":\"";
   line += std::string(LogLevelName(level));
   line += "\",\"msg\":";
-  JsonAppendQuoted(&line, msg);
+  base::JsonAppendQuoted(&line, msg);
   if (fields.size() != 0) {
     line += ",\"fields\":{";
     bool first = true;
     for (const LogField& f : fields) {
       if (!first) line += ',';
       first = false;
-      JsonAppendQuoted(&line, f.key());
+      base::JsonAppendQuoted(&line, f.key());
       line += ':';
       line += f.json();
     }

@@ -1,6 +1,6 @@
 #include "agent/health/action.h"
 
-#include "agent/health/json_writer.h"
+#include "agent/base/json.h"
 
 namespace ballast::health {
 
@@ -37,7 +37,7 @@ bool IsAlert(ActionKind k) {
 }
 
 std::string Action::ToJson() const {
-  JsonObject o;
+  base::JsonObject o;
   o.Int("at_unix_ms", absl::ToUnixMillis(at))
       .String("kind", ActionKindName(kind))
       .String("pool", pool)

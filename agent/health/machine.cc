@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "agent/base/strcat.h"
-#include "agent/health/json_writer.h"
+#include "agent/base/json.h"
 
 namespace ballast::health {
 namespace {
@@ -72,8 +72,8 @@ absl::Duration CooldownFor(size_t flaps, const Params& p) {
   return std::min(d, p.max_cooldown);
 }
 
-JsonObject ComparisonJson(const SignalComparison& c, double penalty) {
-  JsonObject o;
+base::JsonObject ComparisonJson(const SignalComparison& c, double penalty) {
+  base::JsonObject o;
   o.Double("value", c.value);
   if (c.baseline) o.Double("baseline", *c.baseline);
   if (c.peer_median) o.Double("peer_median", *c.peer_median);
@@ -85,7 +85,7 @@ JsonObject ComparisonJson(const SignalComparison& c, double penalty) {
 
 std::string EvidenceJson(const Work& w, const BackendOutput& out, absl::Time now) {
   const BackendState& st = w.st;
-  JsonObject o;
+  base::JsonObject o;
   o.Int("score", st.score)
       .Int("previous_score", w.prev_score)
       .Bool("evaluated", w.score.evaluated)
@@ -100,7 +100,7 @@ std::string EvidenceJson(const Work& w, const BackendOutput& out, absl::Time now
       .Uint("effective_weight", out.effective_weight);
   if (w.in->probe) {
     const ProbeSummary& s = *w.in->probe;
-    JsonObject pr;
+    base::JsonObject pr;
     pr.Uint("successes", s.successes).Uint("failures", s.failures);
     if (auto ms = ProbeLatencyMs(s)) pr.Double("latency_ms_mean", *ms);
     // The signal: the median over the last kProbeLatencyWindow evaluations.
@@ -111,10 +111,10 @@ std::string EvidenceJson(const Work& w, const BackendOutput& out, absl::Time now
     o.Object("probe", pr);
   }
   if (w.in->counters) {
-    JsonObject pa;
+    base::JsonObject pa;
     if (w.delta) {
       const CounterSnapshot& d = *w.delta;
-      JsonObject iv;
+      base::JsonObject iv;
       iv.Double("ms", absl::ToDoubleMilliseconds(w.interval))
           .Uint("new_flows", d.new_flows)
           .Uint("packets", d.packets)
@@ -124,15 +124,15 @@ std::string EvidenceJson(const Work& w, const BackendOutput& out, absl::Time now
           .Uint("first_response_count", d.first_response_count)
           .Uint("refused_syns", d.refused_syns);
       pa.Object("interval", iv);
-      JsonObject sig;
+      base::JsonObject sig;
       for (size_t i = 0; i < kNumPassiveSignals; ++i) {
         auto name = SignalName(static_cast<Signal>(i));
         if (w.cmp[i]) {
-          JsonObject c = ComparisonJson(*w.cmp[i], w.penalty[i]);
+          base::JsonObject c = ComparisonJson(*w.cmp[i], w.penalty[i]);
           c.Uint("samples", w.passive.samples[i]);
           sig.Object(name, c);
         } else if (w.value[i]) {
-          JsonObject c;
+          base::JsonObject c;
           c.Double("value", *w.value[i]).Uint("samples", w.passive.samples[i]);
           sig.Object(name, c);
         }
@@ -553,13 +553,13 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
   };
   const bool over = above(r.unwell) || above(drifting);
   auto guard_json = [&](const std::vector<std::string>& weights_restored) {
-    JsonObject scores;
+    base::JsonObject scores;
     for (const Work& w : work) {
       if (w.in->operator_state == OperatorState::kActive && w.in->nominal_weight > 0) {
         scores.Int(w.st.key, w.st.score);
       }
     }
-    JsonObject o;
+    base::JsonObject o;
     o.Int("unwell", r.unwell)
         .Int("drifting_now", drifting)
         .Int("eligible", r.eligible)
@@ -679,7 +679,7 @@ absl::StatusOr<ReleaseResult> Release(const PoolState& prev, std::string_view ba
   it->good_streak = it->bad_streak = it->hold = 0;
   it->ramp_step = 0;
 
-  JsonObject o;
+  base::JsonObject o;
   o.Int("score", it->score).Uint("flaps_forgotten", flaps).String("state", "down");
   r.action = Action{ActionKind::kRelease,
                     now,

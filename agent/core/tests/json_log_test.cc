@@ -6,23 +6,32 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
-#include "agent/core/json.h"
+#include "agent/base/json.h"
 #include "agent/core/log.h"
 
 namespace ballast::core {
 namespace {
 
-TEST_CASE("JsonQuote escapes quotes, backslashes, control bytes and bad UTF-8") {
-  REQUIRE(JsonQuote("a\"b\\c") == "\"a\\\"b\\\\c\"");
-  REQUIRE(JsonQuote("l1\nl2\t\x01") == "\"l1\\nl2\\t\\u0001\"");
-  REQUIRE(JsonQuote("caf\xC3\xA9") == "\"caf\xC3\xA9\"");
-  REQUIRE(JsonQuote("bad\xFF") == "\"bad\xEF\xBF\xBD\"");
-  REQUIRE(JsonQuote("\xE2\x82") == "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");  // truncated sequence
+TEST_CASE("base::JsonQuote escapes quotes, backslashes, control bytes and bad UTF-8") {
+  REQUIRE(base::JsonQuote("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  REQUIRE(base::JsonQuote("l1\nl2\t\x01") == "\"l1\\nl2\\t\\u0001\"");
+  REQUIRE(base::JsonQuote("caf\xC3\xA9") == "\"caf\xC3\xA9\"");
+  REQUIRE(base::JsonQuote("bad\xFF") == "\"bad\xEF\xBF\xBD\"");
+  REQUIRE(base::JsonQuote("\xE2\x82") == "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");  // truncated sequence
 }
 
-TEST_CASE("Rfc3339Ms formats UTC with milliseconds") {
-  REQUIRE(Rfc3339Ms(0) == "1970-01-01T00:00:00.000Z");
-  REQUIRE(Rfc3339Ms(1764439452345) == "2025-11-29T18:04:12.345Z");
+TEST_CASE("base::JsonObject escapes keys and values like JsonQuote, bad UTF-8 included") {
+  base::JsonObject o;
+  o.String("backend", "be\"1\xFF").Int("n", -3).Double("x", 0.5).Strings("why", {"a\nb"});
+  const std::string text = o.Build();
+  REQUIRE(text == "{\"backend\":\"be\\\"1\xEF\xBF\xBD\",\"n\":-3,\"x\":0.5,\"why\":[\"a\\nb\"]}");
+  google::protobuf::Struct parsed;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(text, &parsed).ok());
+}
+
+TEST_CASE("base::Rfc3339Ms formats UTC with milliseconds") {
+  REQUIRE(base::Rfc3339Ms(0) == "1970-01-01T00:00:00.000Z");
+  REQUIRE(base::Rfc3339Ms(1764439452345) == "2025-11-29T18:04:12.345Z");
 }
 
 TEST_CASE("A log line is one JSON object with ts, level, msg and fields") {
