@@ -162,7 +162,7 @@ void ClusterNode::StepDown(const std::string& why, const std::string& action) {
   if (store_ != nullptr) store_->SetFence(std::nullopt);  // null when Create failed
   if (was || action == "fenced") {
     Audit(action, "", "",
-          absl::StrCat("{\"node\":\"", options_.config.node(), "\",\"reason\":\"", why, "\"}"),
+          base::JsonObject().String("node", options_.config.node()).String("reason", why).Build(),
           absl::StrCat("node ", options_.config.node(), " stepped down: ", why));
   }
 }
@@ -256,7 +256,7 @@ void ClusterNode::Tick() {
     if (lasting && !frozen_.load()) {
       frozen_ = true;
       Audit("coordination_lost", "", "",
-            absl::StrCat("{\"error\":\"", absl::CEscape(got.status().message()), "\"}"),
+            base::JsonObject().String("error", std::string(got.status().message())).Build(),
             absl::StrCat("etcd unreachable: frozen (forwarding on the last known state, no "
                          "changes): ",
                          got.status().message()));
@@ -279,8 +279,10 @@ void ClusterNode::Tick() {
       const uint64_t writes = engine_->Health().adopted_map_writes - writes_before;
       Audit(
           "coordination_restored", "", "",
-          absl::StrCat("{\"revision\":", engine_->Health().store_revision,
-                       ",\"reread_map_writes\":", writes, "}"),
+          base::JsonObject()
+              .Int("revision", engine_->Health().store_revision)
+              .Uint("reread_map_writes", writes)
+              .Build(),
           absl::StrCat("etcd reachable again: state at revision ", engine_->Health().store_revision,
                        " re-read (", writes, " map writes), changes resume"));
     }
@@ -325,8 +327,10 @@ void ClusterNode::Tick() {
         store_->SetFence(**f);
         leader_ = true;
         Audit("leader_elected", "", "",
-              absl::StrCat("{\"node\":\"", options_.config.node(), "\",\"fence\":", (*f)->revision,
-                           "}"),
+              base::JsonObject()
+                  .String("node", options_.config.node())
+                  .Int("fence", (*f)->revision)
+                  .Build(),
               absl::StrCat("node ", options_.config.node(), " is the leader (fencing token ",
                            (*f)->revision, ")"));
       }
@@ -431,13 +435,8 @@ void ClusterNode::Analyse() {
                                                            : options_.config.drift_alert_s());
   const DriftVerdict drift = AssessDrift(&drift_, self, peers, up, now, grace_ms);
   if (drift.alert) {
-    std::string inputs = "{\"differences\":[";
-    for (size_t k = 0; k < drift.differences.size(); ++k) {
-      if (k > 0) inputs += ",";
-      base::JsonAppendQuoted(&inputs, drift.differences[k]);
-    }
-    inputs += "]}";
-    Audit("config_drift", "", "", inputs,
+    Audit("config_drift", "", "",
+          base::JsonObject().Strings("differences", drift.differences).Build(),
           absl::StrCat("configuration differs between nodes for ", drift.lasted_ms,
                        " ms: ", absl::StrJoin(drift.differences, "; ")));
   }
@@ -463,9 +462,12 @@ void ClusterNode::Analyse() {
     if (up && split_alerted_.count(k) == 0) {
       const size_t sp = k.find(' ');
       Audit("split_view", k.substr(0, sp), k.substr(sp + 1),
-            absl::StrCat("{\"observers\":", base::JsonQuote(absl::StrJoin(who[k], " ")),
-                         ",\"out\":", verdict.out_votes, ",\"live\":", verdict.live,
-                         ",\"needed\":", verdict.needed, "}"),
+            base::JsonObject()
+                .String("observers", absl::StrJoin(who[k], " "))
+                .Int("out", verdict.out_votes)
+                .Int("live", verdict.live)
+                .Int("needed", verdict.needed)
+                .Build(),
             absl::StrCat("observers disagree on ", k, ": ", verdict.out_votes, " of ", verdict.live,
                          " vote it out, ", verdict.needed, " needed; nothing changes (",
                          absl::StrJoin(who[k], " "), ")"));
@@ -529,7 +531,8 @@ void ClusterNode::Gate(std::vector<core::HealthDecision>* decisions,
   // The leader: a backend leaves (or comes back into) service only as the
   // observer quorum says.
   const v1::State state = engine_->State();
-  std::set<std::string> blocked;  // "vip backend" whose change is held back
+  std::set<std::string> blocked;                   // "vip backend" whose change is held back
+  std::vector<core::HealthRecord> quorum_records;  // the quorum's own decisions
   std::vector<core::HealthDecision> kept;
   for (const auto& d : *decisions) {
     const std::string vip = core::VipKeyText(d.vip);
@@ -566,23 +569,30 @@ void ClusterNode::Gate(std::vector<core::HealthDecision>* decisions,
       q.mark.set_state("down");
       kept.push_back(q);
       blocked.insert(k);  // this node's own records for it do not apply
-      records->push_back({"demote", vip, d.address,
-                          absl::StrCat("{\"quorum\":\"out\",\"out\":", v.out_votes,
-                                       ",\"live\":", v.live, ",\"needed\":", v.needed,
-                                       ",\"observers\":\"", absl::StrJoin(who, " "), "\"}"),
-                          absl::StrCat("demoted by observer quorum: ", v.out_votes, " of ", v.live,
-                                       " observers vote it out (", absl::StrJoin(who, " "), ")")});
+      quorum_records.push_back(
+          {"demote", vip, d.address,
+           base::JsonObject()
+               .String("quorum", "out")
+               .Int("out", v.out_votes)
+               .Int("live", v.live)
+               .Int("needed", v.needed)
+               .String("observers", absl::StrJoin(who, " "))
+               .Build(),
+           absl::StrCat("demoted by observer quorum: ", v.out_votes, " of ", v.live,
+                        " observers vote it out (", absl::StrJoin(who, " "), ")")});
     } else {
       blocked.insert(k);  // no quorum for the change: nothing changes
     }
   }
   *decisions = std::move(kept);
+  // This node's own records for a blocked backend do not apply; the
+  // quorum's own records (above) do.
   records->erase(std::remove_if(records->begin(), records->end(),
                                 [&](const core::HealthRecord& r) {
-                                  return blocked.count(absl::StrCat(r.vip, " ", r.backend)) != 0 &&
-                                         !absl::StrContains(r.inputs_json, "\"quorum\"");
+                                  return blocked.count(absl::StrCat(r.vip, " ", r.backend)) != 0;
                                 }),
                  records->end());
+  for (core::HealthRecord& r : quorum_records) records->push_back(std::move(r));
 }
 
 absl::StatusOr<v1::ConfigDiffResponse> ClusterNode::Diff() const {

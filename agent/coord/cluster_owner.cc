@@ -15,6 +15,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "agent/base/json.h"
 #include "absl/strings/str_join.h"
 #include "agent/coord/cluster.h"
 #include "agent/core/log.h"
@@ -69,8 +70,10 @@ void ClusterNode::OwnerRenew() {
       o.lost->store(false);
       o.holder.clear();
       Audit("vip_lost", text, "",
-            absl::StrCat("{\"node\":\"", options_.config.node(), "\",\"reason\":\"",
-                         absl::CEscape(why.message()), "\"}"),
+            base::JsonObject()
+                .String("node", options_.config.node())
+                .String("reason", std::string(why.message()))
+                .Build(),
             absl::StrCat("node ", options_.config.node(), " lost vip ", text,
                          ": stopped forwarding it (", why.message(), ")"));
     }
@@ -207,8 +210,11 @@ void ClusterNode::OwnerSync() {
       o.dp_deadline = o.written_ns;
       o.holder = options_.config.node();
       Audit("vip_acquired", text, "",
-            absl::StrCat("{\"node\":\"", options_.config.node(), "\",\"fence\":",
-                         o.own->fence().revision, ",\"margin_ms\":", margin_ms, "}"),
+            base::JsonObject()
+                .String("node", options_.config.node())
+                .Int("fence", o.own->fence().revision)
+                .Int("margin_ms", margin_ms)
+                .Build(),
             absl::StrCat("node ", options_.config.node(), " owns vip ", text,
                          " and forwards it (fencing token ", o.own->fence().revision, ")"));
     }
@@ -315,10 +321,14 @@ absl::StatusOr<v1::YieldVipResponse> ClusterNode::Yield(const v1::YieldVipReques
   const std::string reason = req.reason().empty() ? "operator request" : req.reason();
   engine_->Record(
       actor, "vip_yielded", text, "",
-      absl::StrCat("{\"node\":\"", self, "\",\"fence\":", fence, ",\"hold_off_s\":", hold_s,
-                   ",\"reason\":\"", absl::CEscape(reason), "\",\"standbys\":\"",
-                   absl::StrJoin(standbys, " "), "\",\"release\":\"",
-                   released.ok() ? "ok" : absl::CEscape(released.message()), "\"}"),
+      base::JsonObject()
+          .String("node", self)
+          .Int("fence", fence)
+          .Int("hold_off_s", hold_s)
+          .String("reason", reason)
+          .String("standbys", absl::StrJoin(standbys, " "))
+          .String("release", released.ok() ? std::string("ok") : std::string(released.message()))
+          .Build(),
       absl::StrCat("node ", self, " gave vip ", text, " up on purpose (", reason,
                    "): stopped forwarding it, released its lease",
                    released.ok() ? ""

@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "agent/base/json.h"
 #include "agent/core/engine_util.h"
 #include "agent/core/ids.h"
 #include "agent/core/log.h"
@@ -20,7 +21,7 @@ using namespace engine_util;  // NOLINT: the engine's own helpers
 
 absl::Status RouterEngine::AdoptReplicated(const v1::State& incoming, int64_t revision,
                                            const Actor& actor) {
-  std::string from_generation;
+  uint64_t from_generation = 0;
   ProgramStats stats;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -52,7 +53,7 @@ absl::Status RouterEngine::AdoptReplicated(const v1::State& incoming, int64_t re
               ? " (the previous state was restored)"
               : absl::StrCat("; restoring the previous state also failed: ", restore.message())));
     }
-    from_generation = absl::StrCat(state_->generation());
+    from_generation = state_->generation();
     state_ = std::make_unique<v1::State>(incoming);
     image_ = std::move(built->image);
     revision_ = revision;
@@ -65,9 +66,12 @@ absl::Status RouterEngine::AdoptReplicated(const v1::State& incoming, int64_t re
   }
   Mutation m;
   m.audit.push_back({"replicated_state", "", "",
-                     absl::StrCat("{\"revision\":", revision, ",\"generation_from\":",
-                                  from_generation, ",\"generation\":", incoming.generation(),
-                                  ",\"map_writes\":", stats.map_writes(), "}")});
+                     base::JsonObject()
+                         .Int("revision", revision)
+                         .Uint("generation_from", from_generation)
+                         .Uint("generation", incoming.generation())
+                         .Int("map_writes", stats.map_writes())
+                         .Build()});
   m.events.push_back(MakeEvent(
       "replicated_state", "", "",
       absl::StrCat("state revision ", revision, " applied (", stats.map_writes(), " map writes)")));

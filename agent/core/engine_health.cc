@@ -1,6 +1,7 @@
 // RouterEngine: the periodic tick (drain deadlines, handshake expiry) and
 // health checking's inputs and decisions (engine_health.h).
 #include "absl/strings/str_cat.h"
+#include "agent/base/json.h"
 #include "agent/core/engine_util.h"
 #include "agent/core/log.h"
 #include "agent/core/names.h"
@@ -44,10 +45,11 @@ absl::StatusOr<int> RouterEngine::Tick() {
         for (v1::BackendOverride& o : *st.mutable_overrides()) {
           if (!due(o, now)) continue;
           const std::string vip = VipKeyText(o.vip());
-          mm.audit.push_back(
-              {"evict", vip, o.address(),
-               absl::StrCat("{\"drain_deadline_unix_ms\":", o.drain_deadline_unix_ms(),
-                            ",\"now_unix_ms\":", now, "}")});
+          mm.audit.push_back({"evict", vip, o.address(),
+                              base::JsonObject()
+                                  .Int("drain_deadline_unix_ms", o.drain_deadline_unix_ms())
+                                  .Int("now_unix_ms", now)
+                                  .Build()});
           mm.events.push_back(MakeEvent("backend_evicted", vip, o.address(),
                                         "drain deadline passed: remaining flows are re-steered"));
           o.set_evicted(true);
