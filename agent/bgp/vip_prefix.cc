@@ -1,5 +1,7 @@
 #include "agent/bgp/vip_prefix.h"
 
+#include "agent/base/ip_address.h"
+
 #include <arpa/inet.h>
 
 #include <cstring>
@@ -32,11 +34,10 @@ absl::StatusOr<VipPrefix> VipPrefix::Parse(absl::string_view text) {
     len = l;
   }
   VipPrefix p;
-  const std::string a(addr);
-  if (inet_pton(AF_INET, a.c_str(), p.bytes_.data()) == 1) {
-    p.v6_ = false;
-  } else if (inet_pton(AF_INET6, a.c_str(), p.bytes_.data()) == 1) {
-    p.v6_ = true;
+  auto parsed = IpAddress::Parse(std::string_view(addr.data(), addr.size()));
+  if (parsed.ok() && addr.find('[') == absl::string_view::npos) {
+    p.v6_ = !parsed->is_v4();
+    p.bytes_ = parsed->bytes();
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("VIP '", text, "': not an IPv4 or IPv6 address (e.g. 198.18.0.10/32)"));

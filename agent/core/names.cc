@@ -3,7 +3,7 @@
 #include <netinet/in.h>
 
 #include "absl/strings/str_cat.h"
-#include "agent/dataplane/ip_address.h"
+#include "agent/base/ip_address.h"
 #include "absl/strings/string_view.h"
 
 namespace ballast::core {

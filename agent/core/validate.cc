@@ -14,7 +14,7 @@
 #include "agent/core/health_settings.h"
 #include "agent/core/names.h"
 #include "agent/dataplane/dataplane.h"
-#include "agent/dataplane/ip_address.h"
+#include "agent/base/ip_address.h"
 #include "agent/maglev/maglev.h"
 #include "agent/probes/spec.h"
 #include "absl/strings/string_view.h"

@@ -64,7 +64,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "agent/dataplane/ip_address.h"
+#include "agent/base/ip_address.h"
 #include "agent/dataplane/tc_neigh.h"
 #include "agent/dataplane/verdict.h"
 #include "agent/dataplane/vip_key.h"

@@ -24,7 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "agent/dataplane/ip_address.h"
+#include "agent/base/ip_address.h"
 #include "agent/dataplane/xdp_attach.h"
 #include "ballast_abi.h"
 

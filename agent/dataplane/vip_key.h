@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "agent/dataplane/ip_address.h"
+#include "agent/base/ip_address.h"
 
 namespace ballast::dataplane {
 

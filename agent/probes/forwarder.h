@@ -56,7 +56,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "agent/dataplane/ip_address.h"
+#include "agent/base/ip_address.h"
 #include "ballast_probe_abi.h"
 
 struct tc_probe;  // generated skeleton (tc_probe.skel.h)

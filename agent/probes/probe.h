@@ -23,7 +23,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "agent/dataplane/ip_address.h"
+#include "agent/base/ip_address.h"
 #include "ballast/v1/config.pb.h"
 
 namespace ballast::probes {

@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "agent/dataplane/ip_address.h"
+#include "agent/base/ip_address.h"
 
 namespace ballast::probes::rtnl {
 

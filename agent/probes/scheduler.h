@@ -49,7 +49,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "agent/dataplane/ip_address.h"
+#include "agent/base/ip_address.h"
 #include "agent/probes/pause_watch.h"
 #include "agent/probes/probe.h"
 #include "ballast/v1/config.pb.h"

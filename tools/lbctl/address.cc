@@ -1,6 +1,7 @@
 #include "tools/lbctl/address.h"
 
-#include <arpa/inet.h>
+#include "agent/base/ip_address.h"
+
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -30,15 +31,10 @@ bool AllDigits(absl::string_view s) {
 
 // Canonical text of a bare IPv4 or IPv6 address, or nullopt.
 std::optional<std::string> Canonical(absl::string_view text) {
-  std::string s(text);
-  char out[INET6_ADDRSTRLEN];
-  unsigned char buf[16];
-  if (s.find(':') == std::string::npos) {
-    if (inet_pton(AF_INET, s.c_str(), buf) != 1) return std::nullopt;
-    return std::string(inet_ntop(AF_INET, buf, out, sizeof(out)));
-  }
-  if (inet_pton(AF_INET6, s.c_str(), buf) != 1) return std::nullopt;
-  return std::string(inet_ntop(AF_INET6, buf, out, sizeof(out)));
+  if (text.empty() || text.front() == '[') return std::nullopt;  // bare addresses only
+  auto a = IpAddress::Parse(std::string_view(text.data(), text.size()));
+  if (!a.ok()) return std::nullopt;
+  return a->ToString();
 }
 
 }  // namespace

@@ -1,5 +1,9 @@
 #include "tools/testbackend/address.h"
 
+#include <cstring>
+
+#include "agent/base/ip_address.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -64,21 +68,19 @@ absl::StatusOr<SocketAddress> ParseSocketAddress(absl::string_view text) {
       port > 65535) {
     return BadAddress(text, "port must be a number 0..65535");
   }
-  std::string host_str(host);
+  auto addr = IpAddress::Parse(std::string_view(host.data(), host.size()));
   SocketAddress out;
   if (bracketed) {
     auto* in6 = reinterpret_cast<sockaddr_in6*>(&out.storage);
-    if (inet_pton(AF_INET6, host_str.c_str(), &in6->sin6_addr) != 1) {
-      return BadAddress(text, "not an IPv6 address");
-    }
+    if (!addr.ok() || addr->is_v4()) return BadAddress(text, "not an IPv6 address");
+    std::memcpy(&in6->sin6_addr, addr->bytes().data(), 16);
     in6->sin6_family = AF_INET6;
     in6->sin6_port = htons(static_cast<uint16_t>(port));
     out.length = sizeof(sockaddr_in6);
   } else {
     auto* in4 = reinterpret_cast<sockaddr_in*>(&out.storage);
-    if (inet_pton(AF_INET, host_str.c_str(), &in4->sin_addr) != 1) {
-      return BadAddress(text, "not an IPv4 address");
-    }
+    if (!addr.ok() || !addr->is_v4()) return BadAddress(text, "not an IPv4 address");
+    std::memcpy(&in4->sin_addr, addr->bytes().data(), 4);
     in4->sin_family = AF_INET;
     in4->sin_port = htons(static_cast<uint16_t>(port));
     out.length = sizeof(sockaddr_in);

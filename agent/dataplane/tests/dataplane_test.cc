@@ -41,7 +41,7 @@
 #include "agent/dataplane/bpf_util.h"
 #include "agent/dataplane/dataplane.h"
 #include "agent/dataplane/decap.h"
-#include "agent/dataplane/ip_address.h"
+#include "agent/base/ip_address.h"
 #include "agent/dataplane/verdict.h"
 #include "agent/dataplane/xdp_attach.h"
 #include "agent/dataplane/tests/test_util.h"

@@ -16,7 +16,7 @@
 
 #include "agent/dataplane/bpf_util.h"
 #include "agent/dataplane/dataplane.h"
-#include "agent/dataplane/ip_address.h"
+#include "agent/base/ip_address.h"
 #include "agent/dataplane/xdp_attach.h"
 #include "tests/lib/netns.h"
 

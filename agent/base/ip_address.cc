@@ -1,4 +1,4 @@
-#include "agent/dataplane/ip_address.h"
+#include "agent/base/ip_address.h"
 
 #include <arpa/inet.h>
 

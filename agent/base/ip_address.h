@@ -4,8 +4,8 @@
 // between threads. The 16 bytes are in network byte order; an IPv4 address
 // occupies bytes 0..3 and bytes 4..15 are zero, exactly the layout of the
 // address fields of ballast_abi.h, so bytes() can be copied into a key.
-#ifndef BALLAST_AGENT_DATAPLANE_IP_ADDRESS_H_
-#define BALLAST_AGENT_DATAPLANE_IP_ADDRESS_H_
+#ifndef BALLAST_AGENT_BASE_IP_ADDRESS_H_
+#define BALLAST_AGENT_BASE_IP_ADDRESS_H_
 
 #include <array>
 #include <compare>
@@ -54,4 +54,4 @@ class IpAddress {
 
 }  // namespace ballast
 
-#endif  // BALLAST_AGENT_DATAPLANE_IP_ADDRESS_H_
+#endif  // BALLAST_AGENT_BASE_IP_ADDRESS_H_
