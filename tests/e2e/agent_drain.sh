@@ -18,9 +18,9 @@ agent_start
 VIPK="$VIP4:$VIP_PORT/tcp"
 
 # ---- part 1 --------------------------------------------------------------
-log "part 1: wrk 8 s, 12 keep-alive connections; drain backend-1 (deadline 60 s) after 2 s"
+log "part 1: wrk 8 s, 24 keep-alive connections; drain backend-1 (deadline 60 s) after 2 s"
 rst_capture_start
-ns_bg WRK client wrk -t 2 -c 12 -d 8s --timeout 2s "http://$VIP4:$VIP_PORT/" >"$AGENT_DIR/wrk.out" 2>&1
+ns_bg WRK client wrk -t 2 -c 24 -d 8s --timeout 2s "http://$VIP4:$VIP_PORT/" >"$AGENT_DIR/wrk.out" 2>&1
 sleep 2
 be1_before=$(lines "$BE1_LOG")
 t_drain=$(date +%s.%N)
