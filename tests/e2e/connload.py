@@ -81,9 +81,16 @@ class KeepAlive:
             if self.sock is None:
                 self.sock = socket.socket(fam, socket.SOCK_STREAM)
                 self.sock.settimeout(self.timeout)
-                self.sock.connect((self.addr, self.port))
                 self.conn_id += 1
                 self.buf = b""
+                try:
+                    self.sock.connect((self.addr, self.port))
+                except OSError as e:
+                    # A connection never made, apart from one made and cut.
+                    self.close()
+                    kind = {socket.timeout: "timeout", ConnectionRefusedError: "refused",
+                            ConnectionResetError: "reset"}.get(type(e), "oserror_%s" % (e.errno,))
+                    return False, "connect_" + kind
             self.sock.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nUser-Agent: connload\r\n\r\n"
                                % self.addr).encode())
             while b"\r\n\r\n" not in self.buf:

@@ -34,10 +34,13 @@ health_cleanup() {
   if [[ -n ${STATE:-} && ($rc -ne 0 || $FAILED -ne 0) ]]; then
     echo "---- lbagent log (last 30 lines) ----" >&2
     tail -n 30 "$STATE/agent/lbagent.log" >&2 2>/dev/null || true
-    # KEEP_AGENT_LOG=FILE: the whole log survives the lab (sanitizer runs).
-    [[ -n ${KEEP_AGENT_LOG:-} ]] && cp "$STATE/agent/lbagent.log" "$KEEP_AGENT_LOG" 2>/dev/null
     echo "---- audit (last 40 records) ----" >&2
     lbctl audit --since 10m 2>/dev/null | tail -n 40 >&2 || true
+  fi
+  # KEEP_AGENT_LOG=FILE: the whole log survives the lab, pass or fail
+  # (sanitizer runs, timelines).
+  if [[ -n ${KEEP_AGENT_LOG:-} && -n ${STATE:-} ]]; then
+    cp "$STATE/agent/lbagent.log" "$KEEP_AGENT_LOG" 2>/dev/null || true
   fi
   "${LAB[@]}" down >/dev/null 2>&1 || echo "$T_NAME: warning: lab down failed" >&2
   rm -rf "$WORK"
