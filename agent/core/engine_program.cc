@@ -1,8 +1,6 @@
 // RouterEngine: turning state into maps. Program() writes the difference
 // between two images (image.h computes them); ReconcileLocked() programs a
 // state over what the maps hold.
-#include <bpf/bpf.h>
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -31,19 +29,6 @@ bool BackendClose(const BackendImage& a, const BackendImage& b) {
          std::llabs(a.drain_deadline_unix_ms - b.drain_deadline_unix_ms) <= 1000;
 }
 
-ballast_vip_key MarkerKey(const IpAddress& addr) {
-  ballast_vip_key k = {};
-  std::memcpy(k.addr, addr.bytes().data(), sizeof(k.addr));
-  k.port = 0;
-  k.proto = BALLAST_VIP_ADDR_MARKER;
-  k.family = addr.family();
-  return k;
-}
-
-absl::Status MapErrno(int err, absl::string_view what) {
-  return absl::InternalError(absl::StrCat(what, ": ", strerror(err)));
-}
-
 }  // namespace
 
 using namespace engine_util;  // NOLINT: the engine's own helpers
@@ -54,7 +39,7 @@ absl::Status RouterEngine::Program(const Image& from, const BuiltImage& built,
   const auto in_scope = [scope](const std::string& text) {
     return scope == nullptr || scope->count(text) != 0;
   };
-  dataplane::Dataplane& dp = *dp_;
+  dataplane::DataplanePort& dp = *dp_;
   const int64_t now_ms = clock_->NowUnixMs();
   const uint64_t now_ns = clock_->NowMonotonicNs();
 
@@ -164,7 +149,7 @@ absl::Status RouterEngine::Program(const Image& from, const BuiltImage& built,
       dp, to.interface.empty() ? std::set<std::string>{} : to.extra_interfaces, stats);
 }
 
-absl::Status RouterEngine::ProgramExtraInterfaces(dataplane::Dataplane& dp,
+absl::Status RouterEngine::ProgramExtraInterfaces(dataplane::DataplanePort& dp,
                                                   const std::set<std::string>& want,
                                                   ProgramStats* stats) {
   for (const std::string& dev : want) {
@@ -202,13 +187,11 @@ absl::Status RouterEngine::ReconcileLocked(const v1::State& state, ProgramStats*
   if (auto s = Program(*actual, *built, nullptr, stats); !s.ok()) return s;
   // UpsertVip/DeleteVip keep one address marker per VIP address; a marker
   // left behind by something else (no VIP uses its address) is removed here.
-  const int vips_fd = dp_->map_fd("vips");
   for (const IpAddress& a : actual->vip_addresses) {
     if (built->image.vip_addresses.count(a) != 0) continue;
-    const ballast_vip_key k = MarkerKey(a);
-    if (bpf_map_delete_elem(vips_fd, &k) != 0 && errno != ENOENT) {
-      return MapErrno(errno,
-                      absl::StrCat("deleting the stray VIP address marker of ", a.ToString()));
+    if (absl::Status s = dp_->DeleteVipAddressMarker(a);
+        !s.ok() && s.code() != absl::StatusCode::kNotFound) {
+      return s;
     }
     ++stats->markers_deleted;
   }

@@ -95,7 +95,7 @@ absl::StatusOr<size_t> RouterEngine::CountLiveFlows(const dataplane::Settings& s
   const size_t scan_limit =
       options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
   size_t seen = 0;
-  for (const char* map : dataplane::Dataplane::kFlowMaps) {
+  for (const char* map : dataplane::kFlowMaps) {
     auto n = dp_->ForEachFlowIn(map, scan_limit - seen, count_flow);
     if (!n.ok()) return n.status();
     seen += *n;

@@ -1,6 +1,5 @@
 #include "agent/core/image.h"
 
-#include <bpf/bpf.h>
 #include <netinet/in.h>
 
 #include <cerrno>
@@ -277,7 +276,7 @@ std::string DescribeImage(const Image& img) {
   return out;
 }
 
-absl::StatusOr<Image> ReadImage(const dataplane::Dataplane& dp, int64_t now_unix_ms,
+absl::StatusOr<Image> ReadImage(const dataplane::DataplanePort& dp, int64_t now_unix_ms,
                                 uint64_t now_mono_ns) {
   Image img;
   auto settings = dp.GetSettings();
@@ -302,23 +301,10 @@ absl::StatusOr<Image> ReadImage(const dataplane::Dataplane& dp, int64_t now_unix
     const std::string text = dataplane::VipKeyString(e.key);
     img.vips[text] = std::move(vi);
   }
-  // Address markers (Vips() leaves them out): a raw walk of the map.
-  {
-    const int fd = dp.map_fd("vips");
-    ballast_vip_key key = {};
-    ballast_vip_key next = {};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-      key = next;
-      prev = &key;
-      if (key.proto != BALLAST_VIP_ADDR_MARKER) continue;
-      auto addr = IpAddress::FromAbi(key.addr, key.family);
-      if (addr.ok()) img.vip_addresses.insert(*addr);
-    }
-    if (errno != ENOENT) {
-      return absl::InternalError(absl::StrCat("walking the vips map: ", strerror(errno)));
-    }
-  }
+  // Address markers (Vips() leaves them out).
+  auto markers = dp.VipAddressMarkers();
+  if (!markers.ok()) return markers.status();
+  img.vip_addresses.insert(markers->begin(), markers->end());
   auto backends = dp.Backends();
   if (!backends.ok()) return backends.status();
   for (const dataplane::BackendEntry& b : *backends) {

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/dataplane/dataplane.h"
+#include "agent/dataplane/port.h"
 #include "agent/maglev/maglev.h"
 #include "ballast/v1/agent.pb.h"
 #include "absl/strings/string_view.h"
@@ -118,7 +118,7 @@ absl::StatusOr<std::vector<uint32_t>> BuildTableOf(const VipImage& vip);
 // What the maps hold now (VIPs, markers, backends, tables' hashes, settings).
 // `now_unix_ms`/`now_mono_ns` convert the maps' monotonic drain deadlines to
 // unix ms (same conversion as the engine's programming, inverted).
-absl::StatusOr<Image> ReadImage(const dataplane::Dataplane& dp, int64_t now_unix_ms,
+absl::StatusOr<Image> ReadImage(const dataplane::DataplanePort& dp, int64_t now_unix_ms,
                                 uint64_t now_mono_ns);
 
 // A deterministic multi-line description of an image (for tests and logs):

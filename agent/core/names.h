@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "agent/dataplane/dataplane.h"
+#include "agent/dataplane/vip_key.h"
 #include "ballast/v1/config.pb.h"
 #include "absl/strings/string_view.h"
 

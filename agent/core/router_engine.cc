@@ -18,7 +18,7 @@ using namespace engine_util;  // NOLINT: the engine's own helpers
 
 // ---- construction ----------------------------------------------------------------
 
-RouterEngine::RouterEngine(std::unique_ptr<dataplane::Dataplane> dp, EngineOptions options,
+RouterEngine::RouterEngine(std::unique_ptr<dataplane::DataplanePort> dp, EngineOptions options,
                            const Clock* clock, std::unique_ptr<AuditLog> audit)
     : dp_(std::move(dp)),
       options_(std::move(options)),
@@ -30,7 +30,7 @@ RouterEngine::RouterEngine(std::unique_ptr<dataplane::Dataplane> dp, EngineOptio
 RouterEngine::~RouterEngine() = default;
 
 absl::StatusOr<std::unique_ptr<RouterEngine>> RouterEngine::Start(
-    std::unique_ptr<dataplane::Dataplane> dp, const EngineOptions& options, const Clock* clock,
+    std::unique_ptr<dataplane::DataplanePort> dp, const EngineOptions& options, const Clock* clock,
     const v1::Config& initial) {
   if (dp == nullptr) return absl::InvalidArgumentError("no data plane");
   auto audit = AuditLog::Open(options.audit_log, options.audit_max_bytes);

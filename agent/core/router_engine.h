@@ -66,7 +66,7 @@
 #include "agent/core/image.h"
 #include "agent/core/store.h"
 #include "agent/core/state_store.h"
-#include "agent/dataplane/dataplane.h"
+#include "agent/dataplane/port.h"
 
 namespace ballast::core {
 
@@ -138,8 +138,8 @@ class RouterEngine final : public Engine {
   // (corrupt or invalid state file), the state file's or audit log's I/O
   // errors, the data plane's errors (reconcile, attach).
   static absl::StatusOr<std::unique_ptr<RouterEngine>> Start(
-      std::unique_ptr<dataplane::Dataplane> dp, const EngineOptions& options, const Clock* clock,
-      const v1::Config& initial);
+      std::unique_ptr<dataplane::DataplanePort> dp, const EngineOptions& options,
+      const Clock* clock, const v1::Config& initial);
   ~RouterEngine() override;
 
   // Engine.
@@ -283,8 +283,8 @@ class RouterEngine final : public Engine {
     uint64_t generation = 0;
   };
 
-  RouterEngine(std::unique_ptr<dataplane::Dataplane> dp, EngineOptions options, const Clock* clock,
-               std::unique_ptr<AuditLog> audit);
+  RouterEngine(std::unique_ptr<dataplane::DataplanePort> dp, EngineOptions options,
+               const Clock* clock, std::unique_ptr<AuditLog> audit);
 
   // Applies `change` to a copy of the state, validates, persists, programs;
   // see the contract. Audits and emits events after releasing the lock.
@@ -299,8 +299,8 @@ class RouterEngine final : public Engine {
                        ProgramStats* stats);
   // Attaches to the devices of `want` this engine has not attached, and
   // detaches from those it attached that are no longer wanted.
-  absl::Status ProgramExtraInterfaces(dataplane::Dataplane& dp, const std::set<std::string>& want,
-                                      ProgramStats* stats);
+  absl::Status ProgramExtraInterfaces(dataplane::DataplanePort& dp,
+                                      const std::set<std::string>& want, ProgramStats* stats);
   // Reads the maps and programs `state` over them (start-up, and recovery
   // after a failed programming pass).
   absl::Status ReconcileLocked(const v1::State& state, ProgramStats* stats);
@@ -336,7 +336,7 @@ class RouterEngine final : public Engine {
                                   const std::string& address, v1::Vip** vip_out,
                                   v1::Backend** backend_out);
 
-  std::unique_ptr<dataplane::Dataplane> dp_;
+  std::unique_ptr<dataplane::DataplanePort> dp_;
   const EngineOptions options_;
   const Clock* const clock_;
   std::unique_ptr<AuditLog> audit_;

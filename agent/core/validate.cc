@@ -13,7 +13,7 @@
 #include "absl/types/span.h"
 #include "agent/core/health_settings.h"
 #include "agent/core/names.h"
-#include "agent/dataplane/dataplane.h"
+#include "agent/dataplane/types.h"
 #include "agent/base/ip_address.h"
 #include "agent/maglev/maglev.h"
 #include "agent/probes/spec.h"

@@ -65,7 +65,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/base/ip_address.h"
+#include "agent/dataplane/port.h"
 #include "agent/dataplane/tc_neigh.h"
+#include "agent/dataplane/types.h"
 #include "agent/dataplane/verdict.h"
 #include "agent/dataplane/vip_key.h"
 #include "agent/dataplane/xdp_attach.h"
@@ -93,67 +95,7 @@ struct Options {
 inline constexpr uint32_t kFlowsPerHandshakeSet = 128;
 uint32_t HandshakeSetsFor(uint32_t flow_capacity);
 
-// Settings::icmp_too_big_per_s and _burst: the defaults (also the config's),
-// and the highest rate (one answer per microsecond per CPU).
-inline constexpr uint32_t kDefaultIcmpTooBigPerS = 1000;
-inline constexpr uint32_t kDefaultIcmpTooBigBurst = 50;
-inline constexpr uint32_t kMaxIcmpTooBigPerS = 1'000'000;
-
-// Contents of the `settings` map. Defaults are what Settings{} holds.
-struct Settings {
-  IpAddress src4;                       // outer IPv4 source; 0.0.0.0 = none (IPv4 backends drop)
-  IpAddress src6 = IpAddress::Zero6();  // outer IPv6 source; :: = none
-  uint32_t policy = BALLAST_POLICY_ICMP_TOO_BIG;  // BALLAST_POLICY_*
-  uint64_t tcp_idle_ns = 300'000'000'000ull;      // established TCP idle timeout: 300 s
-  uint64_t udp_idle_ns = 30'000'000'000ull;       // UDP flow idle timeout: 30 s
-  uint64_t linger_ns = 10'000'000'000ull;         // after FIN/RST: 10 s
-  uint64_t syn_idle_ns = 5'000'000'000ull;        // unfinished handshake forgotten after 5 s
-  // A repeated SYN this long after the last one goes to the next choice
-  // (0 = never); in the `handshake_settings` map.
-  uint64_t syn_retry_ns = 200'000'000ull;
-  // A SYN on an established flow younger than this leaves it on its backend
-  // (0 = every SYN starts a new connection); in `handshake_settings`.
-  uint64_t syn_reuse_idle_ns = 60'000'000'000ull;
-  uint64_t fib_ttl_ns = 1'000'000'000ull;  // cached next hop trusted for 1 s
-  // ICMP too-big answers per second on each CPU (0 = no limit), and how many
-  // may go out back to back (1..per_s). Kept in the `icmp_budget` map.
-  uint32_t icmp_too_big_per_s = kDefaultIcmpTooBigPerS;
-  uint32_t icmp_too_big_burst = kDefaultIcmpTooBigBurst;
-};
-
-struct VipEntry {
-  VipKey key;
-  ballast_vip_meta meta;
-};
-
-// UpsertVip's options for a VIP that does not exist yet.
-struct VipOptions {
-  // Set: the VIP is created in owned mode with this owner deadline (absolute
-  // CLOCK_MONOTONIC ns; 0 or a past instant = created stopped, e.g. on a
-  // standby that does not hold the lease), so it is never forwarded
-  // unfenced, not even between creation and a SetVipOwnerDeadline().
-  // Ignored when the VIP exists: its ownership is left as it is.
-  std::optional<uint64_t> owner_deadline_if_new;
-};
-
-// A VIP's ownership state as the data plane holds it.
-struct VipOwner {
-  // The owner deadline (absolute CLOCK_MONOTONIC ns); nullopt = the VIP is
-  // not in owned mode and is forwarded without a fence.
-  std::optional<uint64_t> deadline_ns;
-  // Packets of this VIP stopped at or after the deadline (vip_stats.fenced,
-  // summed over CPUs; zeroed when the VIP is deleted).
-  uint64_t fenced = 0;
-};
-
-struct BackendEntry {
-  uint32_t id;
-  IpAddress addr;
-  ballast_backend_state state;
-  uint64_t drain_deadline_ns;
-};
-
-class Dataplane {
+class Dataplane final : public DataplanePort {
  public:
   // Opens and loads the program (see the file comment for pinning and
   // adoption). Errors: FailedPrecondition (no bpffs, incompatible pinned
@@ -164,7 +106,7 @@ class Dataplane {
   // each pinned map's layout against this build. NotFound if nothing is
   // pinned there. prog_fd() is the pinned program; adopted() is true.
   static absl::StatusOr<std::unique_ptr<Dataplane>> OpenPinned(std::string_view pin_dir);
-  ~Dataplane();
+  ~Dataplane() override;
   Dataplane(const Dataplane&) = delete;
   Dataplane& operator=(const Dataplane&) = delete;
 
@@ -175,43 +117,46 @@ class Dataplane {
   // First installs (or replaces) the neighbour hand-off on the device's tc
   // ingress (tc_neigh.h), which the program needs for next hops whose
   // neighbour is not resolved yet.
-  absl::Status Attach(std::string_view ifname, AttachMode mode);
+  absl::Status Attach(std::string_view ifname, AttachMode mode) override;
   // The mode `ifname` runs our program in, if Attach() succeeded on it in
   // this process (NotFound otherwise).
-  absl::StatusOr<AttachMode> AttachedMode(std::string_view ifname) const;
+  absl::StatusOr<AttachMode> AttachedMode(std::string_view ifname) const override;
   // Detaches our program (current or previous pinned build) and the
   // neighbour hand-off from `ifname`. NotFound if nothing is attached;
   // FailedPrecondition if another program is.
-  absl::Status Detach(std::string_view ifname);
+  absl::Status Detach(std::string_view ifname) override;
   // Detaches our program from every device of the current network namespace
   // that runs it, then removes every pin under pin_dir and the directory.
   // Devices in other namespaces keep the program until they are deleted.
   // Afterwards this object still holds valid fds but nothing is pinned;
   // destroy it.
-  absl::Status Teardown();
+  absl::Status Teardown() override;
 
   // The program attached by Attach(): the adopted pinned program if one
   // was adopted, else the program this object loaded.
   int prog_fd() const { return prog_fd_; }
-  bool adopted() const { return adopted_fd_ >= 0; }
+  bool adopted() const override { return adopted_fd_ >= 0; }
   // fd of the map called `name` (ABI names), -1 if there is none.
   int map_fd(std::string_view name) const;
   const std::string& pin_dir() const { return pin_dir_; }
 
-  absl::Status SetSettings(const Settings& s);
-  absl::StatusOr<Settings> GetSettings() const;
+  absl::Status SetSettings(const Settings& s) override;
+  absl::StatusOr<Settings> GetSettings() const override;
 
   // Inserts or updates a VIP. vip_id in 1..BALLAST_MAX_VIPS-1, unique among
   // VIPs (AlreadyExists if another key uses it). proto TCP or UDP. An
   // existing VIP keeps its owner deadline (owned mode or not), also when its
   // vip_id changes; SetTable never touches it either. A new VIP is not owned
   // unless options.owner_deadline_if_new is set.
-  absl::Status UpsertVip(const VipKey& key, uint32_t vip_id, const VipOptions& options = {});
+  absl::Status UpsertVip(const VipKey& key, uint32_t vip_id,
+                         const VipOptions& options = {}) override;
   // Removes the VIP, its Maglev table and zeroes its counters. NotFound if
   // absent. The ownership goes with it: a VIP added again under the same key
   // is new (see VipOptions).
-  absl::Status DeleteVip(const VipKey& key);
-  absl::StatusOr<std::vector<VipEntry>> Vips() const;
+  absl::Status DeleteVip(const VipKey& key) override;
+  absl::StatusOr<std::vector<VipEntry>> Vips() const override;
+  absl::StatusOr<std::vector<IpAddress>> VipAddressMarkers() const override;
+  absl::Status DeleteVipAddressMarker(const IpAddress& addr) override;
 
   // ---- VIP ownership (active/standby) ----
   //
@@ -245,21 +190,22 @@ class Dataplane {
   //  - The deadline lives in the pinned maps and outlives the agent process:
   //    a restarted agent that no longer holds the lease does not extend it,
   //    so forwarding stops at the old deadline.
-  absl::Status SetVipOwnerDeadline(const VipKey& key, std::optional<uint64_t> monotonic_ns);
+  absl::Status SetVipOwnerDeadline(const VipKey& key,
+                                   std::optional<uint64_t> monotonic_ns) override;
   // The VIP's owner deadline and fenced-packet counter. NotFound if absent.
-  absl::StatusOr<VipOwner> GetVipOwner(const VipKey& key) const;
+  absl::StatusOr<VipOwner> GetVipOwner(const VipKey& key) const override;
 
   // backend id in 1..BALLAST_MAX_BACKENDS-1. A changed address clears the
   // cached next hop (a packet racing with the change may re-cache the old
   // one; it expires after Settings::fib_ttl_ns). drain_deadline_ns only with
   // DRAINING (0 = none), absolute CLOCK_MONOTONIC ns.
   absl::Status SetBackend(uint32_t id, const IpAddress& addr, ballast_backend_state state,
-                          uint64_t drain_deadline_ns = 0);
+                          uint64_t drain_deadline_ns = 0) override;
   // Marks the slot UNUSED (its flows are re-steered), clears its next hop
   // and zeroes its counters so a reused id starts from zero.
-  absl::Status ClearBackend(uint32_t id);
+  absl::Status ClearBackend(uint32_t id) override;
   // Every slot whose state is not UNUSED.
-  absl::StatusOr<std::vector<BackendEntry>> Backends() const;
+  absl::StatusOr<std::vector<BackendEntry>> Backends() const override;
 
   // Publishes a new Maglev table for vip_id: a fresh inner map (M+1 entries,
   // entry 0 = M, flags of the program's inner-map template), filled (one
@@ -269,22 +215,21 @@ class Dataplane {
   // is still using the old table (this costs ~10-15 ms per call). M = table.size() must be prime
   // and <= BALLAST_MAX_TABLE_SIZE; every slot < BALLAST_MAX_BACKENDS (0 = no backend for that
   // slot).
-  absl::Status SetTable(uint32_t vip_id, std::span<const uint32_t> table);
+  absl::Status SetTable(uint32_t vip_id, std::span<const uint32_t> table) override;
   // The M slots of vip_id's table (without the size entry). NotFound if none.
-  absl::StatusOr<std::vector<uint32_t>> GetTable(uint32_t vip_id) const;
+  absl::StatusOr<std::vector<uint32_t>> GetTable(uint32_t vip_id) const override;
 
-  absl::StatusOr<ballast_backend_stats> BackendStats(uint32_t id) const;  // summed over CPUs
+  absl::StatusOr<ballast_backend_stats> BackendStats(
+      uint32_t id) const override;  // summed over CPUs
   // Second-chance counters (summed over CPUs).
-  absl::StatusOr<ballast_backend_bounces> BackendBounces(uint32_t id) const;
-  absl::StatusOr<ballast_vip_stats> VipStats(uint32_t vip_id) const;     // summed over CPUs
-  absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Verdicts() const;  // summed over CPUs
+  absl::StatusOr<ballast_backend_bounces> BackendBounces(uint32_t id) const override;
+  absl::StatusOr<ballast_vip_stats> VipStats(uint32_t vip_id) const override;  // summed over CPUs
+  absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Verdicts()
+      const override;  // summed over CPUs
   // Oversize packets not answered with ICMP too-big because their CPU's
   // budget was spent (Settings::icmp_too_big_per_s), summed over CPUs. They
   // are also in the drop_too_big verdict.
-  absl::StatusOr<uint64_t> IcmpTooBigLimited() const;
-  // The connection table's maps, one per class of flow (bpf/lib/maps.h):
-  // handshake seen here, adopted mid-stream, UDP.
-  static constexpr const char* kFlowMaps[] = {"flows", "flows_adopted", "flows_udp"};
+  absl::StatusOr<uint64_t> IcmpTooBigLimited() const override;
   // Up to `max` entries of the connection table (the three maps, in
   // kFlowMaps order), in map order. Entries that expire during the walk are
   // skipped.
@@ -302,10 +247,10 @@ class Dataplane {
   absl::StatusOr<size_t> ForEachFlowIn(
       const char* map, size_t max,
       const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
-      size_t batch = 4096) const;
+      size_t batch = 4096) const override;
   // max_entries of map `map` (the pinned map's, which may predate the
   // options).
-  absl::StatusOr<uint32_t> MapCapacity(const char* map) const;
+  absl::StatusOr<uint32_t> MapCapacity(const char* map) const override;
   // The TCP handshakes under way (`handshakes` slots whose latest SYN is at
   // most the settings' syn_idle old), and how many sets have all their
   // slots in use (a new handshake there displaces the oldest).
@@ -321,7 +266,7 @@ class Dataplane {
   // (every minute). Lock-free against the program: a slot is cleared with a
   // compare-and-swap of the word the program writes last, so a handshake
   // written meanwhile is kept.
-  absl::StatusOr<uint64_t> ExpireHandshakes();
+  absl::StatusOr<uint64_t> ExpireHandshakes() override;
   uint32_t handshake_sets() const { return handshake_sets_; }  // entries of `handshakes`
 
   static uint64_t MonotonicNowNs();  // CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns

@@ -53,20 +53,4 @@ absl::Status BumpVipRef(int fd, uint32_t vip_id, bool retire) {
   return WriteVipRef(fd, vip_id, *r);
 }
 
-absl::Status CheckVipId(uint32_t vip_id) {
-  if (vip_id == BALLAST_INVALID_ID || vip_id >= BALLAST_MAX_VIPS) {
-    return absl::InvalidArgumentError(
-        Cat("vip id ", vip_id, " is out of range 1..", BALLAST_MAX_VIPS - 1));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckBackendId(uint32_t id) {
-  if (id == BALLAST_INVALID_ID || id >= BALLAST_MAX_BACKENDS) {
-    return absl::InvalidArgumentError(
-        Cat("backend id ", id, " is out of range 1..", BALLAST_MAX_BACKENDS - 1));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace ballast::dataplane::internal

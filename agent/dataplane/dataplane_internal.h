@@ -1,6 +1,6 @@
 // Helpers shared by the Dataplane's files (dataplane.cc, dataplane_maps.cc,
 // dataplane_counters.cc): the ABI form of a VIP key, the vip_refs map's
-// upkeep, id range checks, per-CPU reads. Not an API; nothing outside
+// upkeep, per-CPU reads. Not an API; nothing outside
 // agent/dataplane includes it. Thread-safety: as Dataplane's.
 #ifndef BALLAST_AGENT_DATAPLANE_DATAPLANE_INTERNAL_H_
 #define BALLAST_AGENT_DATAPLANE_DATAPLANE_INTERNAL_H_
@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "agent/base/strcat.h"
 #include "agent/dataplane/bpf_util.h"
+#include "agent/dataplane/checks.h"
 #include "agent/dataplane/dataplane.h"
 #include "ballast_abi.h"
 
@@ -40,10 +41,6 @@ absl::Status PublishVipRef(int fd, const ballast_vip_key& key, const ballast_vip
 // Advances vip_refs[vip_id].gen; with `retire`, also marks the id unused.
 // A no-op for an entry that does not describe a VIP.
 absl::Status BumpVipRef(int fd, uint32_t vip_id, bool retire);
-
-// InvalidArgument unless the id is in 1..BALLAST_MAX_VIPS-1 (resp. _BACKENDS).
-absl::Status CheckVipId(uint32_t vip_id);
-absl::Status CheckBackendId(uint32_t id);
 
 // Sums a per-CPU value made only of __u64 fields.
 template <typename T>

@@ -9,6 +9,7 @@
 
 #include "agent/base/strcat.h"
 #include "agent/dataplane/bpf_util.h"
+#include "agent/dataplane/checks.h"
 #include "agent/dataplane/dataplane.h"
 #include "agent/dataplane/dataplane_internal.h"
 #include "ballast_flow_hash.h"
@@ -18,57 +19,8 @@ namespace ballast::dataplane {
 using base::Cat;
 using namespace internal;  // NOLINT: this library's own helpers
 
-namespace {
-
-bool IsPrime(uint64_t n) {
-  if (n < 2) return false;
-  if (n % 2 == 0) return n == 2;
-  for (uint64_t d = 3; d * d <= n; d += 2) {
-    if (n % d == 0) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 absl::Status Dataplane::SetSettings(const Settings& s) {
-  if (!s.src4.is_v4()) {
-    return absl::InvalidArgumentError(
-        Cat("IPv4 source address ", s.src4.ToString(), " is not an IPv4 address"));
-  }
-  if (s.src6.family() != BALLAST_FAMILY_V6) {
-    return absl::InvalidArgumentError(
-        Cat("IPv6 source address ", s.src6.ToString(), " is not an IPv6 address"));
-  }
-  constexpr uint32_t kKnownPolicy = BALLAST_POLICY_DROP_MALFORMED | BALLAST_POLICY_ICMP_TOO_BIG;
-  if ((s.policy & ~kKnownPolicy) != 0) {
-    return absl::InvalidArgumentError(Cat("policy 0x", absl::Hex(s.policy),
-                                          " has unknown bits (known: 0x", absl::Hex(kKnownPolicy),
-                                          ")"));
-  }
-  const std::pair<const char*, uint64_t> timeouts[] = {{"tcp idle timeout", s.tcp_idle_ns},
-                                                       {"udp idle timeout", s.udp_idle_ns},
-                                                       {"linger", s.linger_ns},
-                                                       {"syn idle timeout", s.syn_idle_ns},
-                                                       {"fib ttl", s.fib_ttl_ns}};
-  for (const auto& [name, ns] : timeouts) {
-    if (ns == 0) return absl::InvalidArgumentError(Cat(name, " must be > 0"));
-  }
-  if (s.icmp_too_big_per_s > kMaxIcmpTooBigPerS) {
-    return absl::InvalidArgumentError(
-        Cat("ICMP too-big rate ", s.icmp_too_big_per_s, "/s is above ", kMaxIcmpTooBigPerS, "/s"));
-  }
-  if (s.icmp_too_big_per_s != 0 &&
-      (s.icmp_too_big_burst == 0 || s.icmp_too_big_burst > s.icmp_too_big_per_s)) {
-    return absl::InvalidArgumentError(Cat("ICMP too-big burst ", s.icmp_too_big_burst,
-                                          " is out of range 1..", s.icmp_too_big_per_s,
-                                          " (the rate per second)"));
-  }
-  if (s.syn_retry_ns >= s.syn_idle_ns) {
-    return absl::InvalidArgumentError(Cat("SYN retry age ", s.syn_retry_ns,
-                                          " ns is not below the syn idle timeout ", s.syn_idle_ns,
-                                          " ns"));
-  }
+  if (absl::Status st = CheckSettings(s); !st.ok()) return st;
   // The budget and the handshake settings first: a failure leaves the
   // settings map as it was.
   if (absl::Status st = SetIcmpBudget(s.icmp_too_big_per_s, s.icmp_too_big_burst); !st.ok()) {
@@ -185,6 +137,44 @@ absl::StatusOr<std::vector<VipEntry>> Dataplane::Vips() const {
   return out;
 }
 
+absl::StatusOr<std::vector<IpAddress>> Dataplane::VipAddressMarkers() const {
+  const int fd = map_fd("vips");
+  std::vector<IpAddress> out;
+  ballast_vip_key key = {};
+  ballast_vip_key next = {};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    if (key.proto != BALLAST_VIP_ADDR_MARKER) continue;
+    auto addr = IpAddress::FromAbi(key.addr, key.family);
+    if (addr.ok()) out.push_back(*addr);
+  }
+  if (errno != ENOENT) return ErrnoStatus(errno, "walking the vips map");
+  return out;
+}
+
+absl::Status Dataplane::DeleteVipAddressMarker(const IpAddress& addr) {
+  std::lock_guard<std::mutex> lock(vip_mu_);
+  auto vips = Vips();
+  if (!vips.ok()) return vips.status();
+  for (const VipEntry& e : *vips) {
+    if (e.key.addr == addr) {
+      return absl::FailedPreconditionError(Cat("the address marker of ", addr.ToString(),
+                                               " is in use by VIP ", VipKeyString(e.key)));
+    }
+  }
+  ballast_vip_key marker = ToAbi(VipKey{addr, 0, 0});
+  marker.proto = BALLAST_VIP_ADDR_MARKER;
+  if (bpf_map_delete_elem(map_fd("vips"), &marker) != 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(Cat("no VIP address marker for ", addr.ToString()));
+    }
+    return ErrnoStatus(errno, Cat("deleting the VIP address marker of ", addr.ToString()));
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 uint32_t VipFilterBit(const IpAddress& addr) {
@@ -216,14 +206,7 @@ absl::Status Dataplane::SetVipFilterWord(const IpAddress& addr, bool include_add
 absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, const VipOptions& options) {
   std::lock_guard<std::mutex> lock(vip_mu_);
   if (absl::Status s = CheckVipId(vip_id); !s.ok()) return s;
-  if (key.proto != IPPROTO_TCP && key.proto != IPPROTO_UDP) {
-    return absl::InvalidArgumentError(
-        Cat("VIP ", VipKeyString(key), ": protocol ", key.proto, " is not TCP (6) or UDP (17)"));
-  }
-  if (key.addr.is_unspecified()) {
-    return absl::InvalidArgumentError(
-        Cat("VIP ", VipKeyString(key), ": the address is unspecified"));
-  }
+  if (absl::Status s = CheckVipKey(key); !s.ok()) return s;
   auto vips = Vips();
   if (!vips.ok()) return vips.status();
   for (const VipEntry& e : *vips) {
@@ -418,21 +401,7 @@ absl::Status Dataplane::ZeroPerCpu(int fd, uint32_t key, size_t value_size, std:
 
 absl::Status Dataplane::SetBackend(uint32_t id, const IpAddress& addr, ballast_backend_state state,
                                    uint64_t drain_deadline_ns) {
-  if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
-  if (state != BALLAST_BACKEND_UNUSED && state != BALLAST_BACKEND_ACTIVE &&
-      state != BALLAST_BACKEND_DRAINING && state != BALLAST_BACKEND_EVICTED) {
-    return absl::InvalidArgumentError(
-        Cat("backend ", id, ": state ", static_cast<int>(state), " is not valid"));
-  }
-  if (drain_deadline_ns != 0 && state != BALLAST_BACKEND_DRAINING) {
-    return absl::InvalidArgumentError(Cat("backend ", addr.ToString(),
-                                          ": a drain deadline needs state draining, not ",
-                                          BackendStateName(state)));
-  }
-  if (state != BALLAST_BACKEND_UNUSED && addr.is_unspecified()) {
-    return absl::InvalidArgumentError(
-        Cat("backend ", id, ": address ", addr.ToString(), " is unspecified"));
-  }
+  if (absl::Status s = CheckBackend(id, addr, state, drain_deadline_ns); !s.ok()) return s;
   const int fd = map_fd("backends");
   ballast_backend old = {};
   if (bpf_map_lookup_elem(fd, &id, &old) != 0) {
@@ -494,19 +463,8 @@ absl::StatusOr<std::vector<BackendEntry>> Dataplane::Backends() const {
 constexpr size_t kArraySlotStride = 8;
 
 absl::Status Dataplane::SetTable(uint32_t vip_id, std::span<const uint32_t> table) {
-  if (absl::Status s = CheckVipId(vip_id); !s.ok()) return s;
+  if (absl::Status s = CheckTable(vip_id, table); !s.ok()) return s;
   const size_t m = table.size();
-  if (m == 0 || m > BALLAST_MAX_TABLE_SIZE || !IsPrime(m)) {
-    return absl::InvalidArgumentError(Cat("vip id ", vip_id, ": Maglev table size ", m,
-                                          " must be a prime in 2..", BALLAST_MAX_TABLE_SIZE));
-  }
-  for (size_t i = 0; i < m; ++i) {
-    if (table[i] >= BALLAST_MAX_BACKENDS) {
-      return absl::InvalidArgumentError(Cat("vip id ", vip_id, ": slot ", i, " holds backend id ",
-                                            table[i], ", out of range 0..",
-                                            BALLAST_MAX_BACKENDS - 1));
-    }
-  }
   const uint32_t entries = static_cast<uint32_t>(m) + 1;
   // The inner map must match the program's template (type, key/value size,
   // flags); BPF_F_INNER_MAP in the template lets the size differ.

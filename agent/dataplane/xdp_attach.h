@@ -20,14 +20,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "agent/dataplane/types.h"
 
 namespace ballast::dataplane {
-
-enum class AttachMode {
-  kNative,   // driver mode (XDP_FLAGS_DRV_MODE)
-  kGeneric,  // SKB mode: works on every device, slower
-  kAuto,     // native, else generic with a warning on stderr
-};
 
 std::string_view AttachModeName(AttachMode m);  // "native", "generic", "auto"
 // "native" | "generic" | "auto" (also "drv", "skb"). InvalidArgument otherwise.

@@ -201,7 +201,7 @@ uint32_t LbFixture::BackendAt(const Addr& outer_dst) const {
 
 std::optional<ballast_flow> LbFixture::Flow(const ballast_flow_key& key) const {
   ballast_flow f;
-  for (const char* m : dataplane::Dataplane::kFlowMaps) {
+  for (const char* m : dataplane::kFlowMaps) {
     if (bpf_map_lookup_elem(dp_->map_fd(m), &key, &f) == 0) return f;
   }
   return std::nullopt;
@@ -209,7 +209,7 @@ std::optional<ballast_flow> LbFixture::Flow(const ballast_flow_key& key) const {
 
 std::string LbFixture::FlowMap(const ballast_flow_key& key) const {
   ballast_flow f;
-  for (const char* m : dataplane::Dataplane::kFlowMaps) {
+  for (const char* m : dataplane::kFlowMaps) {
     if (bpf_map_lookup_elem(dp_->map_fd(m), &key, &f) == 0) return m;
   }
   return "";

@@ -118,7 +118,7 @@ class LbFixture {
   // Backend id whose address is `outer_dst` (0 if none).
   uint32_t BackendAt(const Addr& outer_dst) const;
   // The flow of `key` in whichever of the three flow maps holds it
-  // (Dataplane::kFlowMaps order), and that map's name ("" if none).
+  // (kFlowMaps order), and that map's name ("" if none).
   std::optional<ballast_flow> Flow(const ballast_flow_key& key) const;
   std::string FlowMap(const ballast_flow_key& key) const;
   // Overwrites the flow of `key` in the map that holds it (`flows` if none;

@@ -295,7 +295,7 @@ std::string CheckFlowInserted(const Dataplane& dp, const Bytes& out) {
   k.family = in.family == 4 ? BALLAST_FAMILY_V4 : BALLAST_FAMILY_V6;
   ballast_flow f;
   bool found = false;
-  for (const char* m : Dataplane::kFlowMaps) {  // an ACK without a slot is adopted
+  for (const char* m : ballast::dataplane::kFlowMaps) {  // an ACK without a slot is adopted
     if (bpf_map_lookup_elem(dp.map_fd(m), &k, &f) == 0) {
       found = true;
       break;

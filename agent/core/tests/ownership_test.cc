@@ -32,7 +32,7 @@ TEST_CASE("SetVipOwnership: a VIP switched to ACTIVE_STANDBY is stopped by the s
           "[ownership]") {
   TempDir dir;
   SystemClock clock;
-  auto e = StartEngine(dir, &clock, SmallConfig(), "", /*vip_ownership=*/true);
+  auto e = StartEngine(dir, &clock, SmallConfig(), /*vip_ownership=*/true);
   REQUIRE_FALSE(Deadline(*e).has_value());  // OWNERSHIP_NONE: forwarded, no fence
   const uint64_t gen = e->Health().generation;
 
@@ -67,7 +67,7 @@ TEST_CASE("SetVipOwnership: a VIP switched to ACTIVE_STANDBY is stopped by the s
 TEST_CASE("SetVipOwnership: errors change nothing; standalone never fences", "[ownership]") {
   TempDir dir;
   SystemClock clock;
-  auto e = StartEngine(dir, &clock, SmallConfig(), "", /*vip_ownership=*/false);
+  auto e = StartEngine(dir, &clock, SmallConfig(), /*vip_ownership=*/false);
   const uint64_t gen = e->Health().generation;
   CHECK(e->SetVipOwnership(Key("198.18.0.99", 80), v1::ACTIVE_STANDBY, kOp).code() ==
         absl::StatusCode::kNotFound);
@@ -96,7 +96,7 @@ v1::DrillResult Drill() {
 TEST_CASE("RecordDrill: validated, then audited as drill with the numbers", "[ownership]") {
   TempDir dir;
   SystemClock clock;
-  auto e = StartEngine(dir, &clock, SmallConfig(), "", /*vip_ownership=*/true);
+  auto e = StartEngine(dir, &clock, SmallConfig(), /*vip_ownership=*/true);
   const auto bad = [&](const std::function<void(v1::DrillResult&)>& edit) {
     v1::DrillResult r = Drill();
     edit(r);
@@ -137,7 +137,7 @@ TEST_CASE("RecordDrill: validated, then audited as drill with the numbers", "[ow
 TEST_CASE("YieldVip: refused without a cluster", "[ownership]") {
   TempDir dir;
   SystemClock clock;
-  auto e = StartEngine(dir, &clock, SmallConfig(), "", /*vip_ownership=*/false);
+  auto e = StartEngine(dir, &clock, SmallConfig(), /*vip_ownership=*/false);
   v1::YieldVipRequest req;
   *req.mutable_vip() = kVip4;
   auto r = e->YieldVip(req, kOp);

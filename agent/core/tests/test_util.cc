@@ -9,7 +9,11 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "absl/strings/str_cat.h"
+#include "agent/core/ids.h"
+#include "agent/core/names.h"
+#include "agent/core/validate.h"
 #include "agent/dataplane/dataplane.h"
+#include "agent/maglev/maglev.h"
 
 namespace ballast::core::testing {
 
@@ -84,22 +88,72 @@ void RequireRoot() {
   }
 }
 
+namespace {
+
+std::unique_ptr<RouterEngine> Start(const TempDir& dir, const Clock* clock,
+                                    const v1::Config& initial, bool vip_ownership,
+                                    std::unique_ptr<dataplane::DataplanePort> dp) {
+  EngineOptions eo;
+  eo.state_file = dir.File("state.pb");
+  eo.audit_log = dir.File("audit.jsonl");
+  eo.vip_ownership = vip_ownership;
+  auto e = RouterEngine::Start(std::move(dp), eo, clock, initial);
+  if (!e.ok()) FAIL("starting the engine: " << e.status().ToString());
+  return std::move(*e);
+}
+
+}  // namespace
+
 std::unique_ptr<RouterEngine> StartEngine(const TempDir& dir, const Clock* clock,
-                                              const v1::Config& initial, const std::string& pin_dir,
-                                              bool vip_ownership) {
+                                          const v1::Config& initial, bool vip_ownership,
+                                          dataplane::FakeDataplane** fake) {
+  auto dp = std::make_unique<dataplane::FakeDataplane>();
+  if (fake != nullptr) *fake = dp.get();
+  return Start(dir, clock, initial, vip_ownership, std::move(dp));
+}
+
+std::unique_ptr<RouterEngine> StartRealEngine(const TempDir& dir, const Clock* clock,
+                                              const v1::Config& initial,
+                                              const std::string& pin_dir) {
   RequireRoot();
   dataplane::Options o;
   o.pin_dir = pin_dir;
   o.flow_capacity = 4096;
   auto dp = dataplane::Dataplane::Open(o);
   if (!dp.ok()) FAIL("opening the data plane: " << dp.status().ToString());
-  EngineOptions eo;
-  eo.state_file = dir.File("state.pb");
-  eo.audit_log = dir.File("audit.jsonl");
-  eo.vip_ownership = vip_ownership;
-  auto e = RouterEngine::Start(std::move(*dp), eo, clock, initial);
-  if (!e.ok()) FAIL("starting the engine: " << e.status().ToString());
-  return std::move(*e);
+  return Start(dir, clock, initial, /*vip_ownership=*/false, std::move(*dp));
+}
+
+std::string DataplaneText(const RouterEngine& e) {
+  auto img = e.ReadDataplane();
+  REQUIRE(img.ok());
+  return DescribeImage(*img);
+}
+
+void RequireDataplaneMatchesState(const RouterEngine& e) {
+  auto built = BuildImage(e.State(), nullptr);
+  REQUIRE(built.ok());
+  REQUIRE(DataplaneText(e) == DescribeImage(built->image));
+}
+
+void RequireTableMatchesState(const RouterEngine& e, const v1::VipKey& vip) {
+  const v1::State s = e.State();
+  std::vector<maglev::Backend> in;
+  uint32_t m = 0;
+  for (const v1::Vip& v : s.config().vips()) {
+    if (VipKeyText(v.key()) != VipKeyText(vip)) continue;
+    m = EffectiveTableSize(v);
+    for (const v1::Backend& b : v.backends()) {
+      in.push_back({BackendIdOf(s, v.key(), b.address()), CanonicalAddress(b.address()),
+                    ViewOf(s, v.key(), b).effective_weight});
+    }
+  }
+  REQUIRE(m != 0);
+  auto want = maglev::BuildTable(in, m);
+  REQUIRE(want.ok());
+  auto got = e.ReadTable(vip);
+  REQUIRE(got.ok());
+  REQUIRE(*got == *want);
 }
 
 std::string Serialized(const v1::State& state) {

@@ -1,5 +1,5 @@
 // Shared helpers of core_tests: configs to start from, temporary
-// directories, and a real data plane.
+// directories, and engines over the in-memory or the real data plane.
 #ifndef BALLAST_AGENT_CORE_TESTS_TEST_UTIL_H_
 #define BALLAST_AGENT_CORE_TESTS_TEST_UTIL_H_
 
@@ -9,6 +9,7 @@
 
 #include "agent/core/clock.h"
 #include "agent/core/router_engine.h"
+#include "agent/dataplane/fake_dataplane.h"
 #include "ballast/v1/config.pb.h"
 
 namespace ballast::core::testing {
@@ -40,13 +41,28 @@ v1::Config BigConfig(int vips, int backends, uint32_t table_size);
 // Fails the current test (with the reason) unless running as root.
 void RequireRoot();
 
-// An engine over a real, unpinned data plane (pin_dir "" unless given),
-// state and audit log in `dir`; `vip_ownership` as EngineOptions (cluster
-// mode's ACTIVE_STANDBY handling).
+// An engine over an in-memory data plane (dataplane/fake_dataplane.h), state
+// and audit log in `dir`; `vip_ownership` as EngineOptions (cluster mode's
+// ACTIVE_STANDBY handling). `fake`, if given, receives the data plane (owned
+// by the engine) for its test hooks. No root needed.
 std::unique_ptr<RouterEngine> StartEngine(const TempDir& dir, const Clock* clock,
+                                          const v1::Config& initial, bool vip_ownership = false,
+                                          dataplane::FakeDataplane** fake = nullptr);
+
+// The same over the real data plane (BPF maps; root), unpinned unless
+// `pin_dir` is given.
+std::unique_ptr<RouterEngine> StartRealEngine(const TempDir& dir, const Clock* clock,
                                               const v1::Config& initial,
-                                              const std::string& pin_dir = "",
-                                              bool vip_ownership = false);
+                                              const std::string& pin_dir = "");
+
+// What the engine's data plane holds, as DescribeImage text.
+std::string DataplaneText(const RouterEngine& e);
+// What the maps hold equals the full image of the engine's state: the
+// scoped (incremental) updates of a mutation end where a full rebuild would.
+void RequireDataplaneMatchesState(const RouterEngine& e);
+// The table the data plane holds for `vip` equals BuildTable of the state's
+// effective weights.
+void RequireTableMatchesState(const RouterEngine& e, const v1::VipKey& vip);
 
 // Deterministic serialization of a state (for before/after comparisons).
 std::string Serialized(const v1::State& state);

@@ -181,7 +181,7 @@ TEST_CASE("Open without pinning loads the program and its maps", "[dataplane][bp
     CHECK(dp->map_fd(m) >= 0);
   }
   CHECK(dp->map_fd("no_such_map") == -1);
-  for (const char* m : Dataplane::kFlowMaps) {
+  for (const char* m : kFlowMaps) {
     INFO(m);
     auto flows_info = GetMapInfo(dp->map_fd(m));
     REQUIRE(flows_info.ok());
