@@ -20,7 +20,10 @@ struct VipKey {
 };
 // "198.18.0.10:80/tcp", "[2001:db8::10]:443/udp".
 std::string VipKeyString(const VipKey& k);
-// Parses the format VipKeyString produces. InvalidArgument on errors.
+// Parses the format VipKeyString produces, as operators write it (the
+// protocol in any case, IPv6 in brackets); the one parser of VIP keys (the
+// API's text form, lbctl, lbdp, the state's id keys). InvalidArgument that
+// says what is wrong and shows the form.
 absl::StatusOr<VipKey> ParseVipKey(std::string_view text);
 
 }  // namespace ballast::dataplane

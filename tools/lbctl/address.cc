@@ -1,8 +1,9 @@
 #include "tools/lbctl/address.h"
 
+#include <netinet/in.h>
+
 #include "agent/base/ip_address.h"
-
-
+#include "agent/dataplane/vip_key.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -10,9 +11,6 @@
 namespace ballast::lbctl {
 namespace {
 
-constexpr char kVipForm[] =
-    "write ADDR:PORT/PROTO, e.g. 198.18.0.10:80/tcp, [2001:db8::10]:443/tcp, or "
-    "198.18.0.10:0/udp for all ports";
 constexpr char kBackendForm[] =
     "write ADDR or ADDR,weight=N, e.g. 198.18.1.10, 198.18.1.10,weight=50, 2001:db8::1 or "
     "2001:db8::1,weight=50";
@@ -51,51 +49,12 @@ absl::StatusOr<std::string> ParseIp(absl::string_view text) {
 }
 
 absl::StatusOr<v1::VipKey> ParseVipKey(absl::string_view text) {
-  size_t slash = text.rfind('/');
-  if (slash == absl::string_view::npos) return Bad(text, "has no /PROTO", kVipForm);
-  std::string proto = absl::AsciiStrToLower(text.substr(slash + 1));
-  absl::string_view hostport = text.substr(0, slash);
-
+  auto k = dataplane::ParseVipKey(std::string_view(text.data(), text.size()));
+  if (!k.ok()) return k.status();
   v1::VipKey key;
-  if (proto == "tcp") {
-    key.set_protocol(v1::TCP);
-  } else if (proto == "udp") {
-    key.set_protocol(v1::UDP);
-  } else {
-    return Bad(text, absl::StrCat("has protocol '", proto, "', not tcp or udp"), kVipForm);
-  }
-
-  absl::string_view host, port;
-  if (!hostport.empty() && hostport.front() == '[') {
-    size_t close = hostport.find(']');
-    if (close == absl::string_view::npos) return Bad(text, "has '[' without ']'", kVipForm);
-    host = hostport.substr(1, close - 1);
-    absl::string_view rest = hostport.substr(close + 1);
-    if (rest.empty() || rest.front() != ':') return Bad(text, "has no :PORT", kVipForm);
-    port = rest.substr(1);
-  } else {
-    size_t colon = hostport.rfind(':');
-    if (colon == absl::string_view::npos) return Bad(text, "has no :PORT", kVipForm);
-    host = hostport.substr(0, colon);
-    port = hostport.substr(colon + 1);
-    if (host.find(':') != absl::string_view::npos) {
-      return Bad(text, "has an IPv6 address without brackets", kVipForm);
-    }
-  }
-  std::optional<std::string> addr = Canonical(host);
-  if (host.empty() || !addr) {
-    return Bad(text, absl::StrCat("has '", host, "', which is not an IPv4 or IPv6 address"),
-               kVipForm);
-  }
-  if (hostport.front() == '[' && addr->find(':') == std::string::npos) {
-    return Bad(text, "has an IPv4 address in brackets", kVipForm);
-  }
-  uint32_t p = 0;
-  if (!AllDigits(port) || !absl::SimpleAtoi(port, &p) || p > 65535) {
-    return Bad(text, absl::StrCat("has port '", port, "', not a number in 0..65535"), kVipForm);
-  }
-  key.set_address(*addr);
-  key.set_port(p);
+  key.set_address(k->addr.ToString());
+  key.set_port(k->port);
+  key.set_protocol(k->proto == IPPROTO_TCP ? v1::TCP : v1::UDP);
   return key;
 }
 
