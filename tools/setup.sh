@@ -26,6 +26,8 @@ PACKAGES=(
   nginx-light wrk nghttp2-client curl etcd-server etcd-client bird2 prometheus
   # scripting
   jq procps python3 util-linux openssl libssl-dev
+  # systemd service protocol (sd_notify, watchdog)
+  libsystemd-dev
 )
 
 say() { printf 'setup: %s\n' "$*"; }

@@ -19,6 +19,8 @@
 // (`lbagent --teardown`, `lbctl teardown --yes`) detaches and unpins.
 // SIGHUP re-reads the config file and reloads the admin API's TLS files, CRL
 // and identities (api::AdminServer::Reload); a bad reload changes nothing.
+// Under systemd (Type=notify) it reports READY=1 once it serves, and pings
+// the watchdog from the main loop (systemd_notify.h).
 //
 // Logs: one JSON object per line on stderr. Exit codes: 0 ok, 1 runtime
 // failure, 2 bad usage or bad config file.
@@ -36,6 +38,7 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +59,7 @@
 #include "agent/core/state_store.h"
 #include "agent/dataplane/dataplane.h"
 #include "agent/probes/forwarder.h"
+#include "tools/lbagent/systemd_notify.h"
 
 namespace ballast {
 namespace {
@@ -560,18 +564,42 @@ int Run(const std::string& config_path) {
     Log(LogLevel::kInfo, "bgp announcement on", {{"bird_socket", config.bgp().bird_socket()}});
   }
 
-  // The main loop: signals, the drain-deadline tick, daily audit pruning.
+  // systemd: ready once the data plane is attached and programmed (Start
+  // did both) and the admin socket listens; then the watchdog.
+  lbagent::SystemdNotifier systemd;
+  const auto served = [&engine] {
+    return absl::StrCat("serving ", (*engine)->State().config().vips_size(), " VIPs, generation ",
+                        (*engine)->Health().generation);
+  };
+  systemd.Ready(served());
+  std::optional<std::chrono::steady_clock::time_point> last_ping;
+
+  // The main loop: signals, the drain-deadline tick, daily audit pruning,
+  // the watchdog.
   const timespec tick = {0, 200'000'000};
   auto last_prune = std::chrono::steady_clock::now();
   auto last_expire = last_prune;
   std::string reason = "teardown requested through the API";
   while (!(*engine)->ShutdownRequested()) {
+    // Pinged only from here, and only once the engine answers (Health()
+    // takes its lock): a main loop or an engine that hangs stops the pings
+    // and systemd restarts the agent (forwarding goes on meanwhile).
+    if (systemd.watchdog().has_value() &&
+        lbagent::WatchdogDue(last_ping, std::chrono::steady_clock::now(), *systemd.watchdog())) {
+      (void)(*engine)->Health();
+      systemd.WatchdogPing();
+      last_ping = std::chrono::steady_clock::now();
+    }
     const int sig = sigtimedwait(&signals, nullptr, &tick);
     if (sig == SIGTERM || sig == SIGINT) {
       reason = sig == SIGTERM ? "SIGTERM" : "SIGINT";
       break;
     }
-    if (sig == SIGHUP) ReloadAdmin(config_path, config, **admin);
+    if (sig == SIGHUP) {
+      systemd.Reloading();
+      ReloadAdmin(config_path, config, **admin);
+      systemd.Ready(served());
+    }
     // Drain deadlines are automated decisions: in a cluster only the leader
     // writes them (and nobody while frozen).
     const bool decides = cluster == nullptr || (cluster->IsLeader() && !cluster->Frozen());
@@ -598,6 +626,7 @@ int Run(const std::string& config_path) {
   // Withdraw first, while everything else still runs: the ToR moves this
   // router's flows to the others (same Maglev tables, same backends) and the
   // program, left attached, still forwards what is in flight.
+  systemd.Stopping(reason);
   if (announcer != nullptr) (void)announcer->Shutdown(reason);
   const bool torn_down = (*engine)->Health().torn_down;
   Log(LogLevel::kInfo, "stopping",
