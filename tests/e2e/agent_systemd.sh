@@ -7,7 +7,9 @@
 #   - WATCHDOG=1 every half interval, no gap longer than the interval;
 #   - a stopped agent (SIGSTOP: what a hang looks like from outside) sends
 #     no ping, so systemd would restart it; pings resume after SIGCONT;
-#   - SIGHUP: RELOADING=1, then READY=1 again;
+#   - SIGHUP: RELOADING=1, then READY=1 again; a changed `initial` is
+#     applied (audited as the reload's), a bad one refused with the field
+#     named and nothing changed, a change that needs a restart named;
 #   - SIGTERM: STOPPING=1 with the reason.
 source "$(dirname "$0")/agent_lib.sh"
 
@@ -94,6 +96,37 @@ for ((n = 0; n < 30; n++)); do
 done
 after_hup=$(awk -v a="$t_hup" '$1 >= a && $2 != "WATCHDOG=1" { print $2 }' "$NOTIFY_LOG" | cut -d'|' -f1 | tr '\n' ' ')
 check "SIGHUP: RELOADING=1, then READY=1 (got: $after_hup)" test "$after_hup" = "RELOADING=1 READY=1 "
+
+# reload PATTERN: SIGHUP, then the STATUS of the READY=1 that follows.
+reload() {
+  local t n
+  t=$(now)
+  kill -HUP "$AGENT_PID"
+  for ((n = 0; n < 30; n++)); do
+    awk -v a="$t" '$1 >= a && $2 ~ /^READY=1/' "$NOTIFY_LOG" | grep -q . && break
+    sleep 0.1
+  done
+  awk -v a="$t" '$1 >= a && $2 ~ /^READY=1/ { sub(/^[^ ]* READY=1\|STATUS=/, ""); print; exit }' "$NOTIFY_LOG"
+}
+conf=$AGENT_DIR/lbagent.conf
+weight() { backend_field "$VIP4:$VIP_PORT/tcp" "$BE1_ADDR4" nominalWeight; }
+sed -i "s/address: \"$BE1_ADDR4\" weight: 1/address: \"$BE1_ADDR4\" weight: 3/" "$conf"
+st=$(reload)
+log "reload with initial changed: $st"
+check "SIGHUP applies a changed initial (backend-1 weight $(weight))" test "$(weight)" = 3
+check "the status line says so" grep -q 'initial applied' <<<"$st"
+check "audited as the reload's change" grep -q '"actor":"operator:reload:' "$AGENT_DIR/audit.jsonl"
+cp "$conf" "$conf.good"
+sed -i "0,/name: \"web4\"/s//name: \"web4\"\n    table_size: 4/" "$conf"
+st=$(reload)
+log "reload with a bad initial: $st"
+check "a bad initial is refused with the field named" grep -q 'reload refused: .*initial\.vips\[0\]\.table_size' <<<"$st"
+check "and nothing changed (weight $(weight))" test "$(weight)" = 3
+cp "$conf.good" "$conf"
+sed -i 's/^metrics_listen: .*/metrics_listen: "127.0.0.1:9581"/' "$conf"
+st=$(reload)
+log "reload with metrics_listen changed: $st"
+check "a change that needs a restart is named" grep -q 'at the next start: metrics_listen' <<<"$st"
 
 agent_stop TERM
 check "SIGTERM: STOPPING=1 with the reason" grep -q ' STOPPING=1|STATUS=SIGTERM$' "$NOTIFY_LOG"

@@ -17,8 +17,9 @@
 // the agent exits and leaves the program attached and the maps pinned:
 // forwarding goes on, and the next start adopts them. Only an explicit teardown
 // (`lbagent --teardown`, `lbctl teardown --yes`) detaches and unpins.
-// SIGHUP re-reads the config file and reloads the admin API's TLS files, CRL
-// and identities (api::AdminServer::Reload); a bad reload changes nothing.
+// SIGHUP re-reads the config file: the admin API's TLS files, CRL and
+// identities, and `initial` when it changed (reload.h); a bad reload changes
+// nothing.
 // Under systemd (Type=notify) it reports READY=1 once it serves, and pings
 // the watchdog from the main loop (systemd_notify.h).
 //
@@ -35,7 +36,6 @@
 #include <cstdio>
 #include <cstring>
 #include <google/protobuf/text_format.h>
-#include <google/protobuf/util/message_differencer.h>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -59,6 +59,8 @@
 #include "agent/core/state_store.h"
 #include "agent/dataplane/dataplane.h"
 #include "agent/probes/forwarder.h"
+#include "tools/lbagent/metrics_server.h"
+#include "tools/lbagent/reload.h"
 #include "tools/lbagent/systemd_notify.h"
 
 namespace ballast {
@@ -235,57 +237,6 @@ int Teardown(const std::string& config_path) {
   return kExitOk;
 }
 
-// The metrics endpoint: GET /metrics on a loopback address.
-class MetricsServer {
- public:
-  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& listen,
-                                                              core::RouterEngine* engine) {
-    const size_t colon = listen.rfind(':');
-    std::string host = listen.substr(0, colon);
-    const int port = std::stoi(listen.substr(colon + 1));
-    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    std::unique_ptr<MetricsServer> m(new MetricsServer());
-    m->server_.Get("/metrics", [engine](const httplib::Request&, httplib::Response& res) {
-      auto status = std::make_shared<absl::StatusOr<v1::StatusResponse>>(engine->GetStatus());
-      if (!status->ok()) {
-        Log(LogLevel::kWarning, "metrics: reading the data plane failed",
-            {{"error", std::string(status->status().message())}});
-      }
-      const core::EngineHealth health = engine->Health();
-      auto proc = std::make_shared<absl::StatusOr<core::ProcessStats>>(core::ReadProcessStats());
-      // Streamed family by family: thousands of backends make megabytes of text.
-      res.set_chunked_content_provider(
-          "text/plain; version=0.0.4; charset=utf-8",
-          [status, health, proc](size_t, httplib::DataSink& sink) {
-            core::RenderMetrics(
-                status->ok() ? &**status : nullptr, health, proc->ok() ? &**proc : nullptr,
-                [&sink](absl::string_view piece) { sink.write(piece.data(), piece.size()); });
-            sink.done();
-            return true;
-          });
-    });
-    m->server_.Get("/", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("ballast lbagent: metrics at /metrics\n", "text/plain");
-    });
-    if (!m->server_.bind_to_port(host, port)) {
-      return absl::FailedPreconditionError(absl::StrCat("metrics_listen ", listen,
-                                                        ": cannot listen there (", strerror(errno),
-                                                        "; is the port in use?)"));
-    }
-    m->thread_ = std::thread([s = &m->server_] { s->listen_after_bind(); });
-    return m;
-  }
-  ~MetricsServer() {
-    server_.stop();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  MetricsServer() = default;
-  httplib::Server server_;
-  std::thread thread_;
-};
-
 // Runs HealthController::Evaluate() every EvalIntervalMs() on its own
 // thread until Stop(). Errors are logged when they change (not once per
 // evaluation).
@@ -409,32 +360,6 @@ class HealthLoop {
   std::thread thread_;  // last: starts after everything above exists
 };
 
-// SIGHUP: re-read the config file and reload the admin section's TLS files,
-// CRL and identities. Anything wrong (file, field) is logged and the running
-// material stays. The rest of the file is not applied.
-void ReloadAdmin(const std::string& config_path, const v1::AgentConfig& running,
-                 api::AdminServer& admin) {
-  absl::StatusOr<v1::AgentConfig> next = core::LoadAgentConfig(config_path);
-  if (next.ok()) *next = core::WithDefaults(*next);
-  absl::Status s = next.ok() ? admin.Reload(next->admin()) : next.status();
-  if (!s.ok()) {
-    Log(LogLevel::kError,
-        "SIGHUP: reload refused, the admin API keeps its TLS material and identities",
-        {{"config", config_path}, {"error", std::string(s.message())}});
-    return;
-  }
-  v1::AgentConfig before = running;
-  v1::AgentConfig after = *std::move(next);
-  before.clear_admin();
-  after.clear_admin();
-  if (!google::protobuf::util::MessageDifferencer::Equals(before, after)) {
-    Log(LogLevel::kWarning,
-        "SIGHUP reloads only the admin section; other changes in the config file take effect "
-        "at the next start (initial: never, use lbctl config apply)",
-        {{"config", config_path}});
-  }
-}
-
 int Run(const std::string& config_path) {
   auto loaded = core::LoadAgentConfig(config_path);
   if (!loaded.ok()) {
@@ -509,9 +434,9 @@ int Run(const std::string& config_path) {
         {{"error", std::string(pruned.status().message())}});
   }
 
-  std::unique_ptr<MetricsServer> metrics;
+  std::unique_ptr<lbagent::MetricsServer> metrics;
   if (!config.metrics_listen().empty()) {
-    auto m = MetricsServer::Start(config.metrics_listen(), engine->get());
+    auto m = lbagent::MetricsServer::Start(config.metrics_listen(), engine->get());
     if (!m.ok()) {
       Log(LogLevel::kError, "refusing to start", {{"error", std::string(m.status().message())}});
       return kExitRuntime;
@@ -573,6 +498,7 @@ int Run(const std::string& config_path) {
   };
   systemd.Ready(served());
   std::optional<std::chrono::steady_clock::time_point> last_ping;
+  v1::AgentConfig file_config = config;  // the file as last read (SIGHUP)
 
   // The main loop: signals, the drain-deadline tick, daily audit pruning,
   // the watchdog.
@@ -597,8 +523,11 @@ int Run(const std::string& config_path) {
     }
     if (sig == SIGHUP) {
       systemd.Reloading();
-      ReloadAdmin(config_path, config, **admin);
-      systemd.Ready(served());
+      auto outcome =
+          lbagent::ReloadConfig(config_path, &file_config, **engine, **admin, cluster != nullptr);
+      systemd.Ready(outcome.ok()
+                        ? absl::StrCat(served(), "; ", *outcome)
+                        : absl::StrCat(served(), "; reload refused: ", outcome.status().message()));
     }
     // Drain deadlines are automated decisions: in a cluster only the leader
     // writes them (and nobody while frozen).

@@ -1,0 +1,47 @@
+// lbagent's metrics endpoint: GET /metrics (Prometheus text, streamed
+// family by family) on the configured address, normally loopback.
+//
+// A scrape reads the status (the flow scan included) on the server's own
+// threads, which run at a lower CPU priority than the rest of the agent
+// (nice +10): on a busy host a burst of scrapes yields the CPU to
+// configuration changes and health decisions instead of competing with them
+// (docs/benchmarks.md, "Writers under scrapers").
+//
+// Thread-safety: Start() and the destructor from one thread; the engine
+// must outlive the server.
+#ifndef BALLAST_TOOLS_LBAGENT_METRICS_SERVER_H_
+#define BALLAST_TOOLS_LBAGENT_METRICS_SERVER_H_
+
+#include <httplib.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "agent/core/router_engine.h"
+
+namespace ballast::lbagent {
+
+// The niceness of the scrape threads.
+inline constexpr int kScrapeNice = 10;
+
+class MetricsServer {
+ public:
+  // `listen`: "HOST:PORT" or "[V6]:PORT". FailedPrecondition when the
+  // address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& listen,
+                                                              core::RouterEngine* engine);
+  ~MetricsServer();
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+ private:
+  MetricsServer() = default;
+  httplib::Server server_;
+  std::thread thread_;
+};
+
+}  // namespace ballast::lbagent
+
+#endif  // BALLAST_TOOLS_LBAGENT_METRICS_SERVER_H_
