@@ -27,7 +27,26 @@ up() { [[ $(coord "$1" up) == true && $(coord "$1" frozen) != true ]]; }
 
 # ---- (0) a short outage, nothing changes -----------------------------------------------------
 for m in "${!MEMBER[@]}"; do kill -STOP "${MEMBER[$m]}"; done
-for n in a b c; do check "(0) node $n reports frozen" wait_for 10 frozen "$n"; done
+# why_not_frozen NODE: what the node says of its coordination, and how long
+# the status call took (for the log of a failure).
+why_not_frozen() {
+  local t
+  t=$(now)
+  log "node $1 coordination: $(lbctl "$1" --json status 2>&1 | python3 -c '
+import json, sys
+try:
+    print(json.dumps(json.load(sys.stdin).get("coordination", {})))
+except ValueError as e:
+    print("no JSON:", e)') (status call $(since "$t") s)"
+}
+for n in a b c; do
+  if wait_for 10 frozen "$n"; then
+    log "ok: (0) node $n reports frozen"
+  else
+    fail "(0) node $n reports frozen"
+    why_not_frozen "$n"
+  fi
+done
 t0=$(now)
 for m in "${!MEMBER[@]}"; do kill -CONT "${MEMBER[$m]}"; done
 for n in a b c; do check "(0) node $n up again" wait_for 15 up "$n"; done

@@ -32,6 +32,9 @@ all_full() {
   for a in "$BE1_ADDR4" "$BE2_ADDR4" "$BE3_ADDR4"; do
     [[ $(field "$VIP4_KEY" "$a" effectiveWeight) == 100 ]] || return 1
   done
+  # A frozen pool can hold every weight at 100 and then not move for the
+  # brownout either.
+  [[ $(field "$VIP4_KEY" "" frozen) == false ]]
 }
 settle_by=$(awk -v n="$(now)" 'BEGIN { printf "%.3f", n + 11 }')
 until all_full || ! awk -v d="$settle_by" -v n="$(now)" 'BEGIN { exit !(n < d) }'; do sleep 0.2; done
@@ -39,7 +42,9 @@ for a in "$BE1_ADDR4" "$BE2_ADDR4" "$BE3_ADDR4"; do
   w=$(field "$VIP4_KEY" "$a" effectiveWeight)
   [[ $w == 100 ]] || die "before the brownout: backend $a has effective weight $w, not 100 (score $(field "$VIP4_KEY" "$a" score), $(field "$VIP4_KEY" "$a" conditions))"
 done
-log "baseline: every backend at ${BASE} ms, weight 100, score $(field "$VIP4_KEY" "$BE1_ADDR4" score)"
+f=$(field "$VIP4_KEY" "" frozen)
+[[ $f == false ]] || die "before the brownout: the pool is still frozen (frozen=$f) 15 s after relearning"
+log "baseline: every backend at ${BASE} ms, weight 100, score $(field "$VIP4_KEY" "$BE1_ADDR4" score), pool not frozen"
 
 # ---- brownout ------------------------------------------------------------------------------
 t_slow=$(now)
@@ -82,6 +87,15 @@ pins=$(audit_actions pin "$BE1_ADDR4" | wc -l)
 check "brownout: no flap: $demotes demote and $pins pin records for backend-1" test "$demotes$pins" = 00
 frozen=$(field "$VIP4_KEY" "$BE1_ADDR4" frozen)
 check "brownout: one slow backend does not freeze the pool (frozen $frozen)" test "$frozen" = false
+# When it did: the freeze records, with their time from the slowdown and
+# what the guard counted (for the next look at a failure).
+lbctl --json audit --since 10m | python3 -c '
+import json, sys
+t = float(sys.argv[1])
+for r in json.load(sys.stdin).get("records", []):
+    if r["action"] in ("freeze", "unfreeze"):
+        print("  %s %+.2f s from the slowdown: %s" % (r["action"], int(r["unixMs"]) / 1000 - t,
+                                                     r.get("inputsJson", "")))' "$t_slow" >&2 || true
 for a in "$BE2_ADDR4" "$BE3_ADDR4"; do
   w=$(field "$VIP4_KEY" "$a" effectiveWeight)
   check "brownout: peer $a keeps its weight ($w)" test "$w" = 100

@@ -66,18 +66,30 @@ check "UDP probes ran: backend-1's UDP server reports a probe" \
   grep -q "ok" <<<"$(field "$UDP_KEY" "$BE1_ADDR4" lastProbe)"
 
 # udp_ask N: N datagrams from the client to the UDP VIP (fresh source port
-# each): the backends' names that answered, one per line.
+# each): the backends' names that answered, one per line; "refused" when
+# an ICMP port unreachable came back (a backend without its server),
+# "none" when nothing came. A datagram unanswered after 1 s is sent again
+# from the same socket (the same flow, so the same backend): UDP may lose
+# one on a loaded machine, a flow on a dead backend stays unanswered.
 udp_ask() {
   lab exec client python3 -c '
 import socket, sys
 for i in range(int(sys.argv[2])):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(1)
-    s.sendto(b"hello", (sys.argv[1], 5353))
-    try:
-        print(s.recvfrom(2048)[0].decode().split()[0])
-    except OSError:
-        print("none")
+    s.connect((sys.argv[1], 5353))
+    answer = "none"
+    for attempt in range(2):
+        s.send(b"hello")
+        try:
+            answer = s.recv(2048).decode().split()[0]
+            break
+        except ConnectionRefusedError:
+            answer = "refused"
+            break
+        except OSError:
+            answer = "none"
+    print(answer)
     s.close()' "$VIP4" "$1"
 }
 answers=$(udp_ask 30)
