@@ -68,6 +68,13 @@ absl::StatusOr<v1::StatusResponse> RouterEngine::GetStatus() const {
   return out;
 }
 
+// Entries per system call of the status read's flow scan. Each call keeps a
+// CPU in the kernel for its whole batch, and a table swap (SetTable) waits
+// for every CPU to leave such a section (an RCU grace period): smaller
+// batches let a weight change through sooner while scrapers scan
+// (docs/benchmarks.md, "Writers under scrapers").
+constexpr size_t kFlowScanBatch = 512;
+
 absl::StatusOr<size_t> RouterEngine::CountLiveFlows(const dataplane::Settings& set,
                                                     std::vector<uint64_t>* flows,
                                                     v1::StatusResponse* out) const {
@@ -96,7 +103,7 @@ absl::StatusOr<size_t> RouterEngine::CountLiveFlows(const dataplane::Settings& s
       options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
   size_t seen = 0;
   for (const char* map : dataplane::kFlowMaps) {
-    auto n = dp_->ForEachFlowIn(map, scan_limit - seen, count_flow);
+    auto n = dp_->ForEachFlowIn(map, scan_limit - seen, count_flow, kFlowScanBatch);
     if (!n.ok()) return n.status();
     seen += *n;
     v1::FlowTable& t = *out->add_flow_tables();
