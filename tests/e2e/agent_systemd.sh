@@ -88,16 +88,8 @@ read -r pings widest < <(gaps "$t_cont" "$(now)")
 check "watchdog: pings resume after SIGCONT ($pings in 1.5 s)" test "$pings" -ge 2
 
 # ---- reload and stop ------------------------------------------------------------------------
-t_hup=$(now)
-kill -HUP "$AGENT_PID"
-for ((n = 0; n < 30; n++)); do
-  awk -v a="$t_hup" '$1 >= a && $2 ~ /^READY=1/' "$NOTIFY_LOG" | grep -q . && break
-  sleep 0.1
-done
-after_hup=$(awk -v a="$t_hup" '$1 >= a && $2 != "WATCHDOG=1" { print $2 }' "$NOTIFY_LOG" | cut -d'|' -f1 | tr '\n' ' ')
-check "SIGHUP: RELOADING=1, then READY=1 (got: $after_hup)" test "$after_hup" = "RELOADING=1 READY=1 "
-
-# reload PATTERN: SIGHUP, then the STATUS of the READY=1 that follows.
+# reload: SIGHUP, then, once the READY=1 that follows came, the
+# notifications since (the watchdog's aside), one per line.
 reload() {
   local t n
   t=$(now)
@@ -106,25 +98,30 @@ reload() {
     awk -v a="$t" '$1 >= a && $2 ~ /^READY=1/' "$NOTIFY_LOG" | grep -q . && break
     sleep 0.1
   done
-  awk -v a="$t" '$1 >= a && $2 ~ /^READY=1/ { sub(/^[^ ]* READY=1\|STATUS=/, ""); print; exit }' "$NOTIFY_LOG"
+  awk -v a="$t" '$1 >= a && $2 != "WATCHDOG=1" { sub(/^[^ ]* /, ""); print }' "$NOTIFY_LOG"
 }
+# status_of NOTIFICATIONS: the STATUS of the READY=1 among them.
+status_of() { grep -m 1 '^READY=1' <<<"$1" | sed 's/^READY=1|STATUS=//'; }
+seq=$(reload | cut -d'|' -f1 | tr '\n' ' ')
+check "SIGHUP: RELOADING=1, then READY=1 (got: $seq)" test "$seq" = "RELOADING=1 READY=1 "
+
 conf=$AGENT_DIR/lbagent.conf
 weight() { backend_field "$VIP4:$VIP_PORT/tcp" "$BE1_ADDR4" nominalWeight; }
 sed -i "s/address: \"$BE1_ADDR4\" weight: 1/address: \"$BE1_ADDR4\" weight: 3/" "$conf"
-st=$(reload)
+st=$(status_of "$(reload)")
 log "reload with initial changed: $st"
 check "SIGHUP applies a changed initial (backend-1 weight $(weight))" test "$(weight)" = 3
 check "the status line says so" grep -q 'initial applied' <<<"$st"
 check "audited as the reload's change" grep -q '"actor":"operator:reload:' "$AGENT_DIR/audit.jsonl"
 cp "$conf" "$conf.good"
 sed -i "0,/name: \"web4\"/s//name: \"web4\"\n    table_size: 4/" "$conf"
-st=$(reload)
+st=$(status_of "$(reload)")
 log "reload with a bad initial: $st"
 check "a bad initial is refused with the field named" grep -q 'reload refused: .*initial\.vips\[0\]\.table_size' <<<"$st"
 check "and nothing changed (weight $(weight))" test "$(weight)" = 3
 cp "$conf.good" "$conf"
 sed -i 's/^metrics_listen: .*/metrics_listen: "127.0.0.1:9581"/' "$conf"
-st=$(reload)
+st=$(status_of "$(reload)")
 log "reload with metrics_listen changed: $st"
 check "a change that needs a restart is named" grep -q 'at the next start: metrics_listen' <<<"$st"
 
