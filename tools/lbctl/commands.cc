@@ -584,7 +584,12 @@ int RunLbctl(int argc, const char* const* argv, std::FILE* out, std::FILE* err) 
   app.add_option("--tls-server-name", args.server_name,
                  "name to expect in lbagent's certificate (default: the --addr host)");
   app.get_option("--socket")->excludes(addr);
-  app.add_flag("--json", args.json, "print API responses in protobuf's JSON mapping");
+  CLI::Option* json =
+      app.add_flag("--json", args.json, "print API responses in protobuf's JSON mapping");
+  std::string output = "table";
+  CLI::Option* output_opt =
+      app.add_option("-o,--output", output, "output format: table (default) or json (= --json)")
+          ->check(CLI::IsMember({"table", "json"}));
   app.add_option("--timeout", args.timeout, "per-call deadline, e.g. 10s")->capture_default_str();
 
   std::map<absl::string_view, CLI::App*> nouns;
@@ -615,6 +620,13 @@ int RunLbctl(int argc, const char* const* argv, std::FILE* out, std::FILE* err) 
     Print(out, o.str());
     Print(err, er.str());
     return code == 0 ? kExitOk : kExitInvalid;
+  }
+  if (output_opt->count() != 0) {
+    if (json->count() != 0 && output != "json") {
+      Print(err, "lbctl: --json and -o " + output + " disagree; give one of them\n");
+      return kExitInvalid;
+    }
+    args.json = output == "json";
   }
   // Where the agent is, when neither --socket nor --addr says: $LBCTL_ADDR,
   // else $LBCTL_SOCKET, else the default socket.

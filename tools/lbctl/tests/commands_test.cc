@@ -127,6 +127,18 @@ TEST_CASE_METHOD(Fixture, "lbctl --json prints the API message in protobuf's JSO
   r = Run({"backend", "weight", "[2001:db8::10]:443/tcp", "2001:db8::2", "8", "--json"});
   REQUIRE(r.exit_code == 0);
   CHECK(r.out == "{}\n");
+
+  // -o json is --json, before or after the command; -o table is the default.
+  const std::string as_json = Run({"--json", "vip", "list"}).out;
+  CHECK(Run({"-o", "json", "vip", "list"}).out == as_json);
+  CHECK(Run({"vip", "list", "--output", "json"}).out == as_json);
+  CHECK(Run({"vip", "list", "-o", "table"}).out == Run({"vip", "list"}).out);
+  r = Run({"vip", "list", "-o", "yaml"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("yaml"));
+  r = Run({"--json", "vip", "list", "-o", "table"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--json and -o table disagree"));
 }
 
 TEST_CASE_METHOD(Fixture, "lbctl exit codes follow the API status", "[lbctl]") {
