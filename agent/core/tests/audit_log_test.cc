@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "agent/core/tests/test_util.h"
 
 namespace ballast::core {
@@ -29,7 +30,7 @@ TEST_CASE("Appended records read back in order, filtered by time and limit") {
   testing::TempDir dir;
   auto log = AuditLog::Open(dir.File("sub/audit.jsonl"));
   REQUIRE(log.ok());
-  for (int i = 0; i < 5; ++i) REQUIRE((*log)->Append(Rec(1000 + i, "a" + std::to_string(i))).ok());
+  for (int i = 0; i < 5; ++i) REQUIRE((*log)->Append(Rec(1000 + i, absl::StrCat("a", i))).ok());
   auto all = (*log)->Query(0, 0);
   REQUIRE(all.ok());
   REQUIRE(all->size() == 5);
@@ -72,7 +73,7 @@ TEST_CASE("Prune drops old records and appends continue") {
   testing::TempDir dir;
   auto log = AuditLog::Open(dir.File("audit.jsonl"));
   REQUIRE(log.ok());
-  for (int i = 0; i < 4; ++i) REQUIRE((*log)->Append(Rec(100 * i, "r" + std::to_string(i))).ok());
+  for (int i = 0; i < 4; ++i) REQUIRE((*log)->Append(Rec(100 * i, absl::StrCat("r", i))).ok());
   auto dropped = (*log)->Prune(200);
   REQUIRE(dropped.ok());
   REQUIRE(*dropped == 2);
@@ -90,7 +91,7 @@ TEST_CASE("The log rotates at its size limit; queries read both files; prune dro
   const size_t line = AuditLog::ToJsonLine(Rec(1000, "r0")).size() + 1;
   auto log = AuditLog::Open(path, 3 * line);  // three records a file
   REQUIRE(log.ok());
-  for (int i = 0; i < 5; ++i) REQUIRE((*log)->Append(Rec(1000 + i, "r" + std::to_string(i))).ok());
+  for (int i = 0; i < 5; ++i) REQUIRE((*log)->Append(Rec(1000 + i, absl::StrCat("r", i))).ok());
   struct stat st = {};
   REQUIRE(stat(path.c_str(), &st) == 0);
   CHECK(static_cast<size_t>(st.st_size) == 2 * line);  // r3, r4
@@ -107,7 +108,7 @@ TEST_CASE("The log rotates at its size limit; queries read both files; prune dro
   CHECK((*recent)[0].action() == "r2");
 
   // A second rotation replaces the older file: at most two files.
-  for (int i = 5; i < 8; ++i) REQUIRE((*log)->Append(Rec(1000 + i, "r" + std::to_string(i))).ok());
+  for (int i = 5; i < 8; ++i) REQUIRE((*log)->Append(Rec(1000 + i, absl::StrCat("r", i))).ok());
   all = (*log)->Query(0, 0);
   REQUIRE(all.ok());
   REQUIRE(all->size() == 5);  // r3..r7

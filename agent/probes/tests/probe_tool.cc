@@ -56,9 +56,9 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0) return Fail("unexpected argument " + k);
-    k = k.substr(2);
+    k.erase(0, 2);
     if (k == "direct") {
-      a[k] = "1";
+      a.insert_or_assign(k, std::string(1, '1'));  // not = "1": GCC 12 -O3's false -Wrestrict
     } else if (i + 1 < argc) {
       a[k] = argv[++i];
     } else {
