@@ -28,6 +28,9 @@ PACKAGES=(
   jq procps python3 util-linux openssl libssl-dev
   # systemd service protocol (sd_notify, watchdog)
   libsystemd-dev
+  # packages: cpack -G DEB (dpkg-shlibdeps, file), their checks (lintian,
+  # systemd-analyze verify, systemd-sysusers and -tmpfiles for a scratch root)
+  dpkg-dev file lintian systemd
 )
 
 say() { printf 'setup: %s\n' "$*"; }

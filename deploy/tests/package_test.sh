@@ -1,0 +1,221 @@
+#!/bin/bash
+# The Debian packages, built and installed as an operator would get them:
+#   1. cpack -G DEB from this build: ballast-router, ballast-backend,
+#      ballast-lbdp;
+#   2. lintian on each: no errors (warnings are listed);
+#   3. their dependencies are satisfiable on this host (dpkg --dry-run);
+#   4. dpkg -i into a scratch root (maintainer scripts run with DPKG_ROOT):
+#      the admin group and directories exist, every path a unit names is
+#      in a package, systemd-analyze verify accepts the units, the
+#      installed binaries run and the example configs are valid;
+#   5. the installed ballast-backend in a network namespace: up attaches
+#      xdp_decap and puts the VIPs on lo, a bad file is refused with the
+#      field named and changes nothing, up again applies a changed file,
+#      down takes it all away;
+#   6. dpkg --purge leaves nothing of the packages in the scratch root.
+# Usage: package_test.sh BUILD_DIR   (root; cleans up after itself)
+set -euo pipefail
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+
+build=$(cd "${1:?usage: package_test.sh BUILD_DIR}" && pwd)
+say() { printf 'package_test: %s\n' "$*"; }
+fail() { printf 'package_test: FAIL: %s\n' "$*"; exit 1; }
+[[ $(id -u) -eq 0 ]] || fail "needs root (dpkg into a scratch root, a network namespace, XDP)"
+for t in cpack lintian dpkg dpkg-deb systemd-analyze systemd-sysusers ip; do
+  command -v "$t" >/dev/null || fail "$t not found (tools/setup.sh installs it)"
+done
+
+work=$(mktemp -d /tmp/ballast-pkg.XXXXXX)
+ns=ballast-pkg-$$
+cleanup() {
+  local pids
+  pids=$(ip netns pids "$ns" 2>/dev/null || true)
+  [[ -z $pids ]] || kill $pids 2>/dev/null || true
+  ip netns del "$ns" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# ---- 1. build ---------------------------------------------------------------
+out=$work/out
+if ! cpack --config "$build/CPackConfig.cmake" -B "$out" >"$work/cpack.log" 2>&1; then
+  cat "$work/cpack.log"
+  fail "cpack -G DEB failed"
+fi
+version=$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' "$build/CPackConfig.cmake")
+arch=$(dpkg --print-architecture)
+debs=()
+for p in ballast-router ballast-backend ballast-lbdp; do
+  d=$out/${p}_${version}_${arch}.deb
+  [[ -f $d ]] || { ls -l "$out"; fail "cpack made no $d"; }
+  debs+=("$d")
+  say "built $(basename "$d") ($(($(stat -c %s "$d") / 1024)) KiB)"
+done
+
+# contains DEB PATH...: each path is in the package.
+contains() {
+  local deb=$1 list p
+  shift
+  list=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|; s|/$||')
+  for p in "$@"; do
+    grep -qxF "$p" <<<"$list" || fail "$(basename "$deb") lacks $p"
+  done
+}
+router=${debs[0]} backend=${debs[1]} lbdp=${debs[2]}
+contains "$router" /usr/sbin/lbagent /usr/bin/lbctl /lib/systemd/system/lbagent.service \
+  /usr/lib/sysusers.d/ballast-router.conf /usr/lib/tmpfiles.d/ballast-router.conf \
+  /usr/share/doc/ballast-router/copyright /usr/share/doc/ballast-router/changelog.gz \
+  /usr/share/doc/ballast-router/operations.md /usr/share/doc/ballast-router/examples/lbagent.conf \
+  /usr/share/doc/ballast-router/examples/bird.conf /usr/share/ballast/prometheus/ballast-rules.yml
+contains "$backend" /usr/sbin/ballast-backend /lib/systemd/system/ballast-backend.service \
+  /usr/share/doc/ballast-backend/examples/backend.conf /usr/share/doc/ballast-backend/copyright
+contains "$lbdp" /usr/sbin/lbdp /usr/share/doc/ballast-lbdp/copyright
+deps=$(dpkg-deb -f "$router" Depends)
+for want in "ballast-lbdp (= $version)" libbpf libgrpc++ libc6; do
+  [[ $deps == *"$want"* ]] || fail "ballast-router's Depends lacks $want: $deps"
+done
+[[ $(dpkg-deb -f "$backend" Depends) == *iproute2* ]] || fail "ballast-backend does not depend on iproute2"
+say "contents and dependencies as expected (router Depends: $deps)"
+
+# ---- 2. lintian ---------------------------------------------------------------
+for d in "${debs[@]}"; do
+  if ! lintian --fail-on error --tag-display-limit 0 "$d" >"$work/lintian.log" 2>&1; then
+    cat "$work/lintian.log"
+    fail "lintian reports errors for $(basename "$d")"
+  fi
+  say "lintian $(basename "$d"): no errors; $(grep -c '^W: ' "$work/lintian.log" || true) warning(s)"
+  grep -v 'running with root privileges' "$work/lintian.log" | sed 's/^/  /' || true
+done
+
+# ---- 3. dependencies on this host ---------------------------------------------
+if ! dpkg --dry-run -i "${debs[@]}" >"$work/dry.log" 2>&1; then
+  cat "$work/dry.log"
+  fail "the packages' dependencies are not satisfiable on this host"
+fi
+say "dpkg --dry-run -i: dependencies satisfiable here"
+
+# ---- 4. install into a scratch root -------------------------------------------
+root=$work/root
+mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/var/lib/dpkg/triggers" \
+  "$root/etc" "$root/run"
+touch "$root/var/lib/dpkg/status"
+# The scratch root has no libraries or shell: dependencies are checked above
+# (step 3), the maintainer scripts run here with DPKG_ROOT set.
+if ! dpkg --root="$root" --log=/dev/null --force-script-chrootless --force-depends \
+  -i "${debs[@]}" >"$work/install.log" 2>&1; then
+  cat "$work/install.log"
+  fail "dpkg -i into the scratch root failed"
+fi
+status=$(dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Package} ${db:Status-Abbrev}\n' \
+  ballast-router ballast-backend ballast-lbdp)
+[[ $(grep -c ' ii $' <<<"$status") -eq 3 ]] || fail "not all installed: $status"
+grep -q '^ballast-admin:' "$root/etc/group" || fail "postinst made no ballast-admin group"
+[[ $(stat -c %a "$root/var/lib/ballast" 2>/dev/null) == 750 ]] ||
+  fail "postinst made no /var/lib/ballast with mode 0750"
+[[ -d $root/run/ballast ]] || fail "postinst made no /run/ballast"
+say "installed into the scratch root: group ballast-admin, /var/lib/ballast 0750, /run/ballast"
+
+# Every path a unit names is installed (in the scratch root) or, for a
+# program of the base system (/bin/kill), on this host.
+for unit in "$root"/lib/systemd/system/*.service; do
+  while IFS= read -r path; do
+    [[ -e $root$path || ($path == /bin/* && -x $path) ]] ||
+      fail "$(basename "$unit") names $path, which no package installs"
+  done < <(sed -nE 's/^Exec[A-Za-z]*=[-@!+:]*([^ ]+).*/\1/p; s/^Documentation=.*file:([^ ]+).*/\1/p' "$unit")
+  say "$(basename "$unit"): every program and document it names is installed"
+done
+# verify resolves what the units refer to (sysinit.target, network-online
+# .target, /bin/kill) in the root: give the scratch root the host's systemd
+# units and kill, as the base system of a real host would have them.
+cp -an /lib/systemd/system/. "$root/lib/systemd/system/"
+mkdir -p "$root/bin"
+cp -L /bin/kill "$root/bin/kill"
+if ! systemd-analyze verify --root="$root" --man=no lbagent.service ballast-backend.service \
+  >"$work/verify.log" 2>&1; then
+  cat "$work/verify.log"
+  fail "systemd-analyze verify rejects the units"
+fi
+[[ ! -s $work/verify.log ]] || { cat "$work/verify.log"; fail "systemd-analyze verify warns"; }
+say "systemd-analyze verify: both units clean"
+
+for b in usr/sbin/lbagent usr/bin/lbctl usr/sbin/lbdp; do
+  v=$("$root/$b" --version)
+  [[ $v == "$(basename "$b") $version" ]] || fail "$b --version: '$v'"
+done
+export LBDP=$root/usr/sbin/lbdp RUNTIME_DIRECTORY=$work/run-backend
+backend_sh=$root/usr/sbin/ballast-backend
+"$root/usr/sbin/lbagent" --check-config "$root/usr/share/doc/ballast-router/examples/lbagent.conf" \
+  >/dev/null || fail "the packaged example lbagent.conf is refused"
+"$backend_sh" --config "$root/usr/share/doc/ballast-backend/examples/backend.conf" check >/dev/null ||
+  fail "the packaged example backend.conf is refused"
+say "installed binaries run; the example configs are valid"
+
+# ---- 5. the backend unit's script in a namespace ------------------------------
+ip netns add "$ns"
+ip -n "$ns" link add nic0 type veth peer name nic1
+ip -n "$ns" link set nic0 up
+ip -n "$ns" link set nic1 up
+ip -n "$ns" link set lo up
+ip -n "$ns" addr add 198.18.12.2/24 dev nic0
+nsrun() { ip netns exec "$ns" "$@"; }
+conf=$work/backend.conf
+cat >"$conf" <<'EOF'
+DEVICE=nic0
+ADDRESSES=198.18.12.2
+ROUTERS=198.18.12.1/32 2001:db8:12::1/128
+VIPS=198.18.0.10 2001:db8::10
+MODE=auto
+EOF
+lo_vips() { nsrun ip -o addr show dev lo | awk '{print $4}' | grep -v -e '^127\.' -e '^::1/' | sort | xargs; }
+xdp_on() { nsrun ip -d link show dev nic0 | grep -q 'prog/xdp'; }
+
+nsrun "$backend_sh" --config "$conf" up >"$work/up.log" 2>&1 || { cat "$work/up.log"; fail "up failed"; }
+xdp_on || fail "up attached no XDP program to nic0"
+[[ $(lo_vips) == "198.18.0.10/32 2001:db8::10/128" ]] || fail "VIPs on lo after up: '$(lo_vips)'"
+st=$(nsrun "$backend_sh" --config "$conf" status) || fail "status failed: $st"
+grep -q '^VIPS=198.18.0.10 2001:db8::10$' <<<"$st" || fail "status does not show the VIPs: $st"
+grep -q '^pass ' <<<"$st" || fail "status does not show the decap counters: $st"
+say "up: xdp_decap on nic0, $(lo_vips) on lo"
+
+# A bad file: refused with the field named, nothing changes.
+sed 's/^VIPS=.*/VIPS=198.18.0.10 224.0.0.5/' "$conf" >"$work/bad.conf"
+set +e
+msg=$(nsrun "$backend_sh" --config "$work/bad.conf" up 2>&1)
+rc=$?
+set -e
+[[ $rc -eq 2 && $msg == *"VIPS: '224.0.0.5' is not a unicast"* ]] ||
+  fail "a multicast VIP: exit $rc, '$msg' (want exit 2 naming VIPS)"
+printf 'DEVICE=nic0\nSHELL=$(reboot)\n' >"$work/bad2.conf"
+set +e
+msg=$(nsrun "$backend_sh" --config "$work/bad2.conf" check 2>&1)
+rc=$?
+set -e
+[[ $rc -eq 2 && $msg == *"unknown key SHELL"* ]] || fail "an unknown key: exit $rc, '$msg'"
+[[ $(lo_vips) == "198.18.0.10/32 2001:db8::10/128" ]] && xdp_on ||
+  fail "a refused file changed something: lo has '$(lo_vips)'"
+say "bad files refused with the field named ($msg), nothing changed"
+
+# A changed file: the VIP no longer listed leaves lo.
+sed -i 's/^VIPS=.*/VIPS=198.18.0.10/' "$conf"
+nsrun "$backend_sh" --config "$conf" up >/dev/null
+[[ $(lo_vips) == "198.18.0.10/32" ]] || fail "after up with one VIP: '$(lo_vips)'"
+xdp_on || fail "up again left no XDP program"
+nsrun "$backend_sh" --config "$conf" down >/dev/null
+xdp_on && fail "down left the XDP program on nic0"
+[[ -z $(lo_vips) ]] || fail "down left '$(lo_vips)' on lo"
+say "up again dropped the unlisted VIP; down detached and cleared lo"
+
+# ---- 6. purge -------------------------------------------------------------------
+files=$(dpkg-query --admindir="$root/var/lib/dpkg" -L ballast-router ballast-backend ballast-lbdp)
+if ! dpkg --root="$root" --log=/dev/null --force-script-chrootless --force-depends \
+  -P ballast-router ballast-backend ballast-lbdp >"$work/purge.log" 2>&1; then
+  cat "$work/purge.log"
+  fail "dpkg --purge failed"
+fi
+left=()
+while IFS= read -r f; do
+  [[ -n $f && -f $root$f ]] && left+=("$f")
+done <<<"$files"
+((${#left[@]} == 0)) || fail "purge left files of the packages: ${left[*]:0:5}"
+say "purged: none of the packages' $(wc -l <<<"$files") paths is left"
+say "ok"
