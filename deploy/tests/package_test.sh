@@ -66,10 +66,14 @@ contains "$router" /usr/sbin/lbagent /usr/bin/lbctl /lib/systemd/system/lbagent.
   /usr/lib/sysusers.d/ballast-router.conf /usr/lib/tmpfiles.d/ballast-router.conf \
   /usr/share/doc/ballast-router/copyright /usr/share/doc/ballast-router/changelog.gz \
   /usr/share/doc/ballast-router/operations.md /usr/share/doc/ballast-router/examples/lbagent.conf \
-  /usr/share/doc/ballast-router/examples/bird.conf /usr/share/ballast/prometheus/ballast-rules.yml
+  /usr/share/doc/ballast-router/examples/bird.conf /usr/share/ballast/prometheus/ballast-rules.yml \
+  /usr/share/man/man1/lbctl.1.gz /usr/share/man/man8/lbagent.8.gz \
+  /usr/share/bash-completion/completions/lbctl
 contains "$backend" /usr/sbin/ballast-backend /lib/systemd/system/ballast-backend.service \
-  /usr/share/doc/ballast-backend/examples/backend.conf /usr/share/doc/ballast-backend/copyright
-contains "$lbdp" /usr/sbin/lbdp /usr/share/doc/ballast-lbdp/copyright
+  /usr/share/doc/ballast-backend/examples/backend.conf /usr/share/doc/ballast-backend/copyright \
+  /usr/share/man/man8/ballast-backend.8.gz
+contains "$lbdp" /usr/sbin/lbdp /usr/share/doc/ballast-lbdp/copyright /usr/share/man/man8/lbdp.8.gz \
+  /usr/share/bash-completion/completions/lbdp
 deps=$(dpkg-deb -f "$router" Depends)
 for want in "ballast-lbdp (= $version)" libbpf libgrpc++ libc6; do
   [[ $deps == *"$want"* ]] || fail "ballast-router's Depends lacks $want: $deps"
@@ -149,6 +153,16 @@ backend_sh=$root/usr/sbin/ballast-backend
 "$backend_sh" --config "$root/usr/share/doc/ballast-backend/examples/backend.conf" check >/dev/null ||
   fail "the packaged example backend.conf is refused"
 say "installed binaries run; the example configs are valid"
+
+# The man pages render without a warning; the completion completes.
+for page in "$root"/usr/share/man/man*/*.gz; do
+  warn=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l "$page" 2>&1 >/dev/null)
+  [[ -z $warn ]] || fail "$(basename "$page") renders with warnings: $warn"
+done
+got=$(bash -c 'source "$1"; COMP_WORDS=(lbctl backend dr); COMP_CWORD=2; _ballast_lbctl
+  echo "${COMPREPLY[*]}"' _ "$root/usr/share/bash-completion/completions/lbctl")
+[[ $got == drain ]] || fail "lbctl's completion of 'backend dr': '$got'"
+say "man pages render cleanly: $(cd "$root/usr/share/man" && echo man*/*.gz); lbctl completes"
 
 # ---- 5. the backend unit's script in a namespace ------------------------------
 ip netns add "$ns"

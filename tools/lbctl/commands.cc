@@ -22,6 +22,7 @@
 #include "tools/lbctl/duration.h"
 #include "tools/lbctl/exit_codes.h"
 #include "tools/lbctl/format.h"
+#include "tools/lbctl/man_info.h"
 
 namespace ballast::lbctl {
 
@@ -611,6 +612,8 @@ int RunLbctl(int argc, const char* const* argv, std::FILE* out, std::FILE* err) 
     c.add_options(*leaf, args);
     command_of[leaf] = &c;
   }
+  // The man page and bash completion, generated from this tree at build time.
+  cli_doc::AddDocFlags(app, LbctlManInfo(), out);
 
   try {
     app.parse(argc, argv);

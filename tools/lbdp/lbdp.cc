@@ -26,6 +26,7 @@
 #include "agent/dataplane/bpf_util.h"
 #include "agent/dataplane/dataplane.h"
 #include "agent/dataplane/decap.h"
+#include "tools/lbdp/man_info.h"
 #include "agent/base/strcat.h"
 #include "agent/dataplane/verdict.h"
 #include "agent/maglev/maglev.h"
@@ -647,6 +648,7 @@ int main(int argc, char** argv) {
   CLI::App app{"lbdp: program ballast's XDP data plane (maps pinned under --pin-dir)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("lbdp ") + BALLAST_VERSION);
+  ballast::cli_doc::AddDocFlags(app, ballast::lbdp::LbdpManInfo());
   Global g;
   app.add_option("--pin-dir", g.pin_dir, "bpffs directory of the pinned maps and program")
       ->capture_default_str();
@@ -761,11 +763,7 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
+  } catch (const CLI::Success& e) {  // --help, --version, --generate-*
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
