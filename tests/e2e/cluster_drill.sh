@@ -102,6 +102,8 @@ run_drill() {
   set -e
   sed "s/^/    /" "$out"
   check "drill $mode: exit 0 (PASS)" test "$rc" = 0
+  check "drill $mode: progress lines on stderr (owner, failing over, traffic moved, stable)" \
+    bash -c "grep -q '^lbctl drill: vip .*: owner ' '$out' && grep -q '^lbctl drill: traffic through .*; failing it over' '$out' && grep -q '^lbctl drill: traffic moved to ' '$out' && grep -q '^lbctl drill: the pool on .* is stable from' '$out'"
   check "drill $mode: prints the four numbers" \
     test "$(grep -cE '^  (failover|stable|flaps|differences) ' "$out")" = 4
   check "drill $mode: stable within 5 s" grep -qE '^  stable +[0-4]\.[0-9]+ s .*PASS$|^  stable +5\.00 s .*PASS$' "$out"

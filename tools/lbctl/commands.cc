@@ -1,5 +1,7 @@
 #include "tools/lbctl/commands.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
@@ -10,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "agent/base/status_macros.h"
@@ -17,12 +20,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "tools/lbctl/address.h"
 #include "tools/lbctl/drill_run.h"
 #include "tools/lbctl/duration.h"
 #include "tools/lbctl/exit_codes.h"
 #include "tools/lbctl/format.h"
 #include "tools/lbctl/man_info.h"
+#include "tools/lbctl/rates.h"
 
 namespace ballast::lbctl {
 
@@ -131,14 +137,14 @@ absl::StatusOr<v1::Config> ReadConfig(const std::string& path) {
 
 void StatusOptions(CLI::App& cmd, Args& a) {
   cmd.add_option("VIP", a.vip, "only this VIP, e.g. 198.18.0.10:80/tcp (default: every VIP)");
+  cmd.add_flag("-w,--watch", a.watch,
+               "refresh every --interval, with packets/s and new flows/s per VIP and backend");
+  cmd.add_option("--interval", a.interval,
+                 "with --watch: time between refreshes, >= 200ms (default: 2s)");
+  cmd.add_option("--frames", a.frames, "with --watch: stop after this many (default: never)");
 }
 
-absl::Status RunStatus(Session& s, const Args& a, std::FILE* out) {
-  std::string only;
-  if (!a.vip.empty()) {
-    BALLAST_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
-    only = FormatVipKey(key);
-  }
+absl::StatusOr<v1::StatusResponse> FetchStatus(Session& s, const std::string& only) {
   BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::StatusResponse resp;
   BALLAST_RETURN_IF_ERROR(
@@ -151,6 +157,56 @@ absl::Status RunStatus(Session& s, const Args& a, std::FILE* out) {
         vips->end());
     if (vips->empty()) return absl::NotFoundError(absl::StrCat("vip ", only, " does not exist"));
   }
+  return resp;
+}
+
+// status --watch: a frame per interval, the rates from the previous one. On
+// a terminal each frame replaces the last; otherwise frames follow each
+// other, separated by a blank line.
+absl::Status WatchStatus(Session& s, const Args& a, const std::string& only, std::FILE* out) {
+  if (a.json) {
+    return absl::InvalidArgumentError(
+        "--watch draws tables for a person; for JSON, run `lbctl -o json status` in a loop");
+  }
+  const std::string interval_text = a.interval.empty() ? "2s" : a.interval;
+  BALLAST_ASSIGN_OR_RETURN(interval, ParseDuration(interval_text, "--interval"));
+  if (interval < absl::Milliseconds(200)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--interval ", interval_text, " is below 200ms (each refresh reads the flows)"));
+  }
+  const bool tty = isatty(fileno(out)) != 0;
+  std::optional<v1::StatusResponse> prev;
+  absl::Time prev_at;
+  for (uint64_t n = 0; a.frames == 0 || n < a.frames; ++n) {
+    if (n > 0) absl::SleepFor(interval);
+    BALLAST_ASSIGN_OR_RETURN(resp, FetchStatus(s, only));
+    const absl::Time now = absl::Now();
+    std::string frame =
+        absl::StrCat("every ", absl::FormatDuration(interval), ", ",
+                     absl::FormatTime("%H:%M:%S", now, absl::LocalTimeZone()), "\n\n",
+                     FormatStatus(resp, now), "\n",
+                     prev ? FormatRates(*prev, resp, absl::ToDoubleSeconds(now - prev_at))
+                          : std::string("RATES: from the next refresh on\n"));
+    Print(out, tty ? "\033[H\033[2J" : (n > 0 ? "\n" : ""));
+    Print(out, frame);
+    std::fflush(out);
+    prev = std::move(resp);
+    prev_at = now;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunStatus(Session& s, const Args& a, std::FILE* out) {
+  std::string only;
+  if (!a.vip.empty()) {
+    BALLAST_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
+    only = FormatVipKey(key);
+  }
+  if (a.watch) return WatchStatus(s, a, only, out);
+  if (a.frames != 0 || !a.interval.empty()) {
+    return absl::InvalidArgumentError("--interval and --frames go with --watch");
+  }
+  BALLAST_ASSIGN_OR_RETURN(resp, FetchStatus(s, only));
   return Emit(a, out, resp, FormatStatus(resp, absl::Now()));
 }
 

@@ -56,6 +56,10 @@ struct Args {
   uint32_t limit = 0;
   uint64_t count = 0;
   bool yes = false;
+  // status --watch.
+  bool watch = false;
+  std::string interval;  // empty: 2s
+  uint64_t frames = 0;  // 0: until interrupted
   // vip set-ownership VIP MODE.
   std::string ownership;
   // drill.

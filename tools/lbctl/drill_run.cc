@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -130,6 +131,13 @@ absl::StatusOr<Target> TargetOf(const Target& base, const std::vector<std::strin
 
 }  // namespace
 
+// A progress line on stderr, so that a person sees where a drill of up to
+// --timeout is and stdout keeps only the result.
+void Progress(absl::string_view line) {
+  std::fprintf(stderr, "lbctl drill: %.*s\n", static_cast<int>(line.size()), line.data());
+  std::fflush(stderr);
+}
+
 absl::Status RunDrill(Session& s, const Args& a, std::FILE* out) {
   // ---- input ----
   auto key = ParseVipKey(a.vip);
@@ -235,6 +243,8 @@ absl::Status RunDrill(Session& s, const Args& a, std::FILE* out) {
     }
   }
 
+  Progress(absl::StrCat("vip ", vip, ": owner ", owner, ", standbys ", absl::StrJoin(standbys, ","),
+                        "; looking for traffic through ", owner));
   // ---- checks: traffic through the owner, the standbys' baselines ----
   TrafficWatch traffic;
   for (const std::string& n : standbys) {
@@ -272,6 +282,10 @@ absl::Status RunDrill(Session& s, const Args& a, std::FILE* out) {
   }
   const int diffs_before = diff->differences_size();
 
+  Progress(absl::StrCat("traffic through ", owner, "; failing it over: ",
+                        a.drill_mode == "fence" ? "asking it to yield the VIP"
+                                                : absl::StrCat("SIGSTOP to pid ", owner_rec.pid()),
+                        " (observing for up to ", timeout_ms / 1000, " s)"));
   // ---- the failure ----
   v1::DrillResult result;
   *result.mutable_vip() = *key;
@@ -320,6 +334,7 @@ absl::Status RunDrill(Session& s, const Args& a, std::FILE* out) {
   std::string last_sig;
   std::optional<int64_t> stable;
   int64_t next_verdicts_ms = 0;
+  int64_t next_progress_ms = 0;
   std::vector<std::string> notes;
   while (MsSince(t0) < timeout_ms) {
     const absl::Time tick = absl::Now();
@@ -328,6 +343,8 @@ absl::Status RunDrill(Session& s, const Args& a, std::FILE* out) {
         auto p = Packets(*nodes[n].client, vip);
         if (p.ok() && traffic.Observe(n, *p, MsSince(t0))) {
           pool.emplace(*traffic.moved_ms(), window_ms);
+          Progress(absl::StrCat("traffic moved to ", n, " after ", *traffic.moved_ms(),
+                                " ms; waiting for its pool to hold still for ", window_ms, " ms"));
           break;
         }
       }
@@ -352,7 +369,11 @@ absl::Status RunDrill(Session& s, const Args& a, std::FILE* out) {
         }
         last_sig = sig;
         stable = pool->StableMs(t);
-        if (stable.has_value()) break;
+        if (stable.has_value()) {
+          Progress(absl::StrCat("the pool on ", traffic.to(), " is stable from +", *stable,
+                                " ms; reading every node's audit log and config differences"));
+          break;
+        }
       }
     }
     if (MsSince(t0) >= next_verdicts_ms) {
@@ -363,6 +384,14 @@ absl::Status RunDrill(Session& s, const Args& a, std::FILE* out) {
       if (d.ok()) {
         for (const v1::NodeRecord& r : d->nodes()) verdicts.Observe(r, MsSince(t0));
       }
+    }
+    if (MsSince(t0) >= next_progress_ms) {
+      if (next_progress_ms > 0) {
+        Progress(absl::StrCat("+", MsSince(t0) / 1000, " s of ", timeout_ms / 1000, " s: ",
+                              traffic.moved() ? "waiting for a stable pool on " + traffic.to()
+                                              : std::string("no standby forwards it yet")));
+      }
+      next_progress_ms = MsSince(t0) + 5000;
     }
     absl::SleepFor(absl::Milliseconds(40) - (absl::Now() - tick));
   }

@@ -20,6 +20,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -172,7 +174,16 @@ int CmdSweep(const Options& o) {
     return Usage(absl::StrCat(o.files[0], " has variants (", absl::StrJoin(RunNames(*f), ", "),
                               "): choose one with --variant"));
   }
-  auto rows = Sweep(*f, o.variant, o.sets, name, values);
+  // A progress line per run on stderr: a sweep of many values takes a while.
+  const absl::Time started = absl::Now();
+  auto rows = Sweep(*f, o.variant, o.sets, name, values,
+                    [&](size_t done, size_t total, const std::string& value) {
+                      std::cerr << "lbsim: sweep " << name << ": " << done << "/" << total
+                                << " done (" << name << "=" << value << "), "
+                                << absl::FormatDuration(
+                                       absl::Trunc(absl::Now() - started, absl::Milliseconds(100)))
+                                << " elapsed\n";
+                    });
   if (!rows.ok()) return Fail(rows.status());
   auto base = BuildScenario(*f, o.variant, o.sets);
   if (!base.ok()) return Fail(base.status());

@@ -127,7 +127,8 @@ std::vector<std::string> SplitSweepValues(std::string_view list) {
 
 absl::StatusOr<std::vector<SweepRow>> Sweep(const ScenarioFile& f, const std::string& variant,
                                             const Sets& sets, const std::string& tunable,
-                                            const std::vector<std::string>& values) {
+                                            const std::vector<std::string>& values,
+                                            const SweepProgress& progress) {
   std::vector<SweepRow> rows;
   for (const std::string& v : values) {
     Sets s = sets;
@@ -137,6 +138,7 @@ absl::StatusOr<std::vector<SweepRow>> Sweep(const ScenarioFile& f, const std::st
     auto r = Run(*sc);
     if (!r.ok()) return r.status();
     rows.push_back({v, Metrics(*r)});
+    if (progress) progress(rows.size(), values.size(), v);
   }
   return rows;
 }

@@ -8,6 +8,7 @@
 #ifndef BALLAST_TOOLS_LBSIM_RUNNER_H_
 #define BALLAST_TOOLS_LBSIM_RUNNER_H_
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,10 +43,15 @@ absl::StatusOr<CheckOutcome> CheckFile(const ScenarioFile& f, const Sets& sets);
 // "a,b,[c,d]" -> {"a", "b", "[c,d]"}: commas inside brackets stay.
 std::vector<std::string> SplitSweepValues(std::string_view list);
 
-// One run per value of `tunable` (a short name or a path).
+// After each run of a sweep: how many are done of how many, the value run.
+using SweepProgress = std::function<void(size_t done, size_t total, const std::string& value)>;
+
+// One run per value of `tunable` (a short name or a path); `progress`, if
+// set, is called after each.
 absl::StatusOr<std::vector<SweepRow>> Sweep(const ScenarioFile& f, const std::string& variant,
                                             const Sets& sets, const std::string& tunable,
-                                            const std::vector<std::string>& values);
+                                            const std::vector<std::string>& values,
+                                            const SweepProgress& progress = nullptr);
 
 }  // namespace ballast::lbsim
 

@@ -102,6 +102,31 @@ TEST_CASE_METHOD(Fixture, "lbctl vip add with backends, then list and status", "
   CHECK(Run({"status", "198.18.0.12"}).exit_code == 2);
 }
 
+TEST_CASE_METHOD(Fixture, "lbctl status --watch draws frames with rates from the second on",
+                 "[lbctl]") {
+  REQUIRE(Run({"vip", "add", "198.18.0.10:80/tcp", "--backend", "198.18.1.1"}).exit_code == 0);
+  LbctlResult r = Run({"status", "--watch", "--interval", "200ms", "--frames", "2"});
+  REQUIRE(r.exit_code == 0);
+  INFO(r.out);
+  // Not a terminal: frames follow each other, no screen clearing.
+  CHECK_THAT(r.out, !Catch::Contains("\033["));
+  CHECK_THAT(r.out, Catch::StartsWith("every 200ms, "));
+  CHECK_THAT(r.out, Catch::Contains("RATES: from the next refresh on"));
+  CHECK_THAT(r.out, Catch::Contains("RATES over the last 0."));
+  CHECK_THAT(r.out, Catch::Contains("PACKETS/S"));
+  CHECK_THAT(r.out, Catch::Contains("\n\nevery 200ms, "));
+  // Only with --watch, not with --json, not faster than 200ms.
+  r = Run({"status", "--frames", "2"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--interval and --frames go with --watch"));
+  r = Run({"-o", "json", "status", "--watch", "--frames", "1"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--watch draws tables for a person"));
+  r = Run({"status", "-w", "--interval", "50ms", "--frames", "1"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--interval 50ms is below 200ms"));
+}
+
 TEST_CASE_METHOD(Fixture, "lbctl --json prints the API message in protobuf's JSON mapping",
                  "[lbctl]") {
   REQUIRE(Run({"vip", "add", "[2001:db8::10]:443/tcp", "--backend", "2001:db8::2"}).exit_code == 0);

@@ -208,10 +208,17 @@ TEST_CASE("timelines record score and weight of the plotted backends") {
 TEST_CASE("brownout trade-off: faster demotion flaps more, slower demotion exposes more") {
   auto f = LoadScenarioFile(LBSIM_SCENARIO_DIR "/brownout.yaml");
   REQUIRE(f.ok());
-  auto rows = Sweep(*f, "tradeoff", {}, "demote_after", {"1", "3", "8"});
+  std::vector<std::string> progress;
+  auto rows =
+      Sweep(*f, "tradeoff", {}, "demote_after", {"1", "3", "8"},
+            [&](size_t done, size_t total, const std::string& value) {
+              progress.push_back(std::to_string(done) + "/" + std::to_string(total) + " " + value);
+            });
   INFO(rows.status().message());
   REQUIRE(rows.ok());
   REQUIRE(rows->size() == 3);
+  // A progress call after each run, in order.
+  CHECK(progress == std::vector<std::string>{"1/3 1", "2/3 3", "3/3 8"});
   auto at = [&](size_t i, const char* m) { return FindMetric((*rows)[i].metrics, m).value(); };
   INFO(FormatSweepTable("demote_after", *rows));
   // Demoting after one bad evaluation takes blippy backends out and flaps.
