@@ -226,6 +226,10 @@ absl::Status RouterEngine::ReadCounters(const std::string& attached_if,
       if (!bb.ok()) return bb.status();
       c->set_refused_syns(bb->refused);
       c->set_second_chance_syns(bb->received);
+      auto lat = dp_->BackendLatency(id);
+      if (!lat.ok()) return lat.status();
+      for (uint64_t n : lat->handshake) c->add_handshake_buckets(n);
+      for (uint64_t n : lat->first_response) c->add_first_response_buckets(n);
     }
   }
   return absl::OkStatus();

@@ -3,12 +3,14 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "agent/core/names.h"
 #include "absl/strings/string_view.h"
@@ -233,15 +235,17 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
              "0 withdraws every VIP.");
     w.Sample("ballast_dataplane_healthy", "", uint64_t{a.dataplane_healthy() ? 1u : 0u});
     w.Family("ballast_vip_announce_desired", "gauge",
-             "1 while lbagent wants the VIP address announced over BGP, 0 while it withdraws it.");
+             "1 while lbagent wants the VIP address announced over BGP, 0 while it withdraws it "
+             "(label prefix: an address announces every VIP key on it, so it is not the vip "
+             "label's ADDR:PORT/PROTO).");
     for (const v1::VipAnnouncement& v : a.vips()) {
-      w.Sample("ballast_vip_announce_desired", Label("vip", v.prefix()),
+      w.Sample("ballast_vip_announce_desired", Label("prefix", v.prefix()),
                uint64_t{v.announce() ? 1u : 0u});
     }
     w.Family("ballast_vip_announced", "gauge",
              "1 while BIRD shows the VIP address's protocol up (announced to its BGP peers).");
     for (const v1::VipAnnouncement& v : a.vips()) {
-      w.Sample("ballast_vip_announced", Label("vip", v.prefix()),
+      w.Sample("ballast_vip_announced", Label("prefix", v.prefix()),
                uint64_t{v.bird_state() == "announced" ? 1u : 0u});
     }
   }
@@ -373,22 +377,42 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
     backend_family("ballast_backend_resteered_away_total", "counter",
                    "Flows moved off the backend (evicted, drain deadline).",
                    [](const v1::BackendStatus& b) { return b.counters().resteered_away(); });
-    w.Family("ballast_backend_handshake_seconds", "summary",
-             "TCP handshake time seen by the data plane (SYN to the client's completing ACK).");
-    for (const BackendRow& r : rows) {
-      w.Sample("ballast_backend_handshake_seconds_sum", r.labels,
-               static_cast<double>(r.b->counters().handshake_ns_sum()) / 1e9);
-      w.Sample("ballast_backend_handshake_seconds_count", r.labels,
-               r.b->counters().handshake_count());
-    }
-    w.Family("ballast_backend_first_response_seconds", "summary",
-             "Time from the client's first payload to its first ACK of server bytes.");
-    for (const BackendRow& r : rows) {
-      w.Sample("ballast_backend_first_response_seconds_sum", r.labels,
-               static_cast<double>(r.b->counters().first_response_ns_sum()) / 1e9);
-      w.Sample("ballast_backend_first_response_seconds_count", r.labels,
-               r.b->counters().first_response_count());
-    }
+    // Histograms: the data plane's buckets (bucket i: below 2^(16 + i) ns,
+    // the last unbounded) made cumulative; _count is their total, _sum the
+    // backend_stats sum of the same samples.
+    auto histogram = [&](absl::string_view name, absl::string_view help, auto buckets,
+                         auto sum_ns) {
+      w.Family(name, "histogram", help);
+      const std::string bucket_name = absl::StrCat(name, "_bucket");
+      for (const BackendRow& r : rows) {
+        const auto& b = buckets(*r.b);
+        uint64_t cumulative = 0;
+        for (int i = 0; i < b.size(); ++i) {
+          cumulative += b[i];
+          if (i + 1 == b.size()) break;
+          w.Sample(
+              bucket_name,
+              absl::StrCat(r.labels, ",",
+                           Label("le", absl::StrFormat("%.10g", std::ldexp(1.0, 16 + i) / 1e9))),
+              cumulative);
+        }
+        w.Sample(bucket_name, absl::StrCat(r.labels, ",", Label("le", "+Inf")), cumulative);
+        w.Sample(absl::StrCat(name, "_sum"), r.labels, static_cast<double>(sum_ns(*r.b)) / 1e9);
+        w.Sample(absl::StrCat(name, "_count"), r.labels, cumulative);
+      }
+    };
+    histogram(
+        "ballast_backend_handshake_seconds",
+        "TCP handshake time seen by the data plane (SYN to the client's completing ACK).",
+        [](const v1::BackendStatus& b) -> const auto& { return b.counters().handshake_buckets(); },
+        [](const v1::BackendStatus& b) { return b.counters().handshake_ns_sum(); });
+    histogram(
+        "ballast_backend_first_response_seconds",
+        "Time from the client's first payload to its first ACK of server bytes.",
+        [](const v1::BackendStatus& b) -> const auto& {
+          return b.counters().first_response_buckets();
+        },
+        [](const v1::BackendStatus& b) { return b.counters().first_response_ns_sum(); });
   }
 
   if (process != nullptr) {

@@ -223,6 +223,7 @@ class Dataplane final : public DataplanePort {
       uint32_t id) const override;  // summed over CPUs
   // Second-chance counters (summed over CPUs).
   absl::StatusOr<ballast_backend_bounces> BackendBounces(uint32_t id) const override;
+  absl::StatusOr<LatencyHistograms> BackendLatency(uint32_t id) const override;
   absl::StatusOr<ballast_vip_stats> VipStats(uint32_t vip_id) const override;  // summed over CPUs
   absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Verdicts()
       const override;  // summed over CPUs

@@ -31,6 +31,21 @@ absl::StatusOr<ballast_backend_bounces> Dataplane::BackendBounces(uint32_t id) c
   return SumU64Fields(*v);
 }
 
+absl::StatusOr<LatencyHistograms> Dataplane::BackendLatency(uint32_t id) const {
+  if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
+  auto v = ReadPerCpu<ballast_backend_latency>(map_fd("backend_latency"), id, "backend_latency");
+  if (!v.ok()) return v.status();
+  // 32-bit per CPU (the map's size), summed into 64 bits.
+  LatencyHistograms h;
+  for (const ballast_backend_latency& c : *v) {
+    for (int i = 0; i < BALLAST_LATENCY_BUCKETS; ++i) {
+      h.handshake[i] += c.handshake[i];
+      h.first_response[i] += c.first_response[i];
+    }
+  }
+  return h;
+}
+
 absl::StatusOr<ballast_vip_stats> Dataplane::VipStats(uint32_t vip_id) const {
   if (absl::Status s = CheckVipId(vip_id); !s.ok()) return s;
   auto v = ReadPerCpu<ballast_vip_stats>(map_fd("vip_stats"), vip_id, "vip_stats");

@@ -436,6 +436,11 @@ absl::Status Dataplane::ClearBackend(uint32_t id) {
       !s.ok()) {
     return s;
   }
+  if (absl::Status s = ZeroPerCpu(map_fd("backend_latency"), id, sizeof(ballast_backend_latency),
+                                  "backend_latency");
+      !s.ok()) {
+    return s;
+  }
   return ZeroPerCpu(map_fd("backend_bounces"), id, sizeof(ballast_backend_bounces),
                     "backend_bounces");
 }

@@ -189,6 +189,7 @@ absl::Status FakeDataplane::ClearBackend(uint32_t id) {
   backends_.erase(id);
   backend_stats_.erase(id);
   bounces_.erase(id);
+  latency_.erase(id);
   return absl::OkStatus();
 }
 
@@ -275,6 +276,14 @@ absl::StatusOr<ballast_backend_bounces> FakeDataplane::BackendBounces(uint32_t i
   return it == bounces_.end() ? ballast_backend_bounces{} : it->second;
 }
 
+absl::StatusOr<LatencyHistograms> FakeDataplane::BackendLatency(uint32_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status st = Enter("BackendLatency"); !st.ok()) return st;
+  if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
+  auto it = latency_.find(id);
+  return it == latency_.end() ? LatencyHistograms{} : it->second;
+}
+
 absl::StatusOr<ballast_vip_stats> FakeDataplane::VipStats(uint32_t vip_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (absl::Status st = Enter("VipStats"); !st.ok()) return st;
@@ -338,6 +347,11 @@ void FakeDataplane::SetBackendStats(uint32_t id, const ballast_backend_stats& st
 void FakeDataplane::SetBackendBounces(uint32_t id, const ballast_backend_bounces& bounces) {
   std::lock_guard<std::mutex> lock(mu_);
   bounces_[id] = bounces;
+}
+
+void FakeDataplane::SetBackendLatency(uint32_t id, const LatencyHistograms& latency) {
+  std::lock_guard<std::mutex> lock(mu_);
+  latency_[id] = latency;
 }
 
 void FakeDataplane::SetVipStats(uint32_t vip_id, const ballast_vip_stats& stats) {

@@ -64,6 +64,7 @@ class FakeDataplane final : public DataplanePort {
   bool adopted() const override { return options_.adopted; }
   absl::StatusOr<ballast_backend_stats> BackendStats(uint32_t id) const override;
   absl::StatusOr<ballast_backend_bounces> BackendBounces(uint32_t id) const override;
+  absl::StatusOr<LatencyHistograms> BackendLatency(uint32_t id) const override;
   absl::StatusOr<ballast_vip_stats> VipStats(uint32_t vip_id) const override;
   absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Verdicts() const override;
   absl::StatusOr<uint64_t> IcmpTooBigLimited() const override;
@@ -81,6 +82,7 @@ class FakeDataplane final : public DataplanePort {
   // Counters as the program would have counted them.
   void SetBackendStats(uint32_t id, const ballast_backend_stats& stats);
   void SetBackendBounces(uint32_t id, const ballast_backend_bounces& bounces);
+  void SetBackendLatency(uint32_t id, const LatencyHistograms& latency);
   void SetVipStats(uint32_t vip_id, const ballast_vip_stats& stats);
   void CountVerdict(ballast_verdict v, uint64_t n);
   // An entry of flow map `map` (one of kFlowMaps), as the program records one.
@@ -102,6 +104,7 @@ class FakeDataplane final : public DataplanePort {
   std::map<uint32_t, std::vector<uint32_t>> tables_;
   std::map<uint32_t, ballast_backend_stats> backend_stats_;
   std::map<uint32_t, ballast_backend_bounces> bounces_;
+  std::map<uint32_t, LatencyHistograms> latency_;
   std::map<uint32_t, ballast_vip_stats> vip_stats_;
   std::array<uint64_t, BALLAST_V_MAX> verdicts_ = {};
   std::map<std::string, std::vector<std::pair<ballast_flow_key, ballast_flow>>, std::less<>> flows_;

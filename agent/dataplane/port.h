@@ -75,6 +75,7 @@ class DataplanePort {
   // ---- counters and the connection table ----
   virtual absl::StatusOr<ballast_backend_stats> BackendStats(uint32_t id) const = 0;
   virtual absl::StatusOr<ballast_backend_bounces> BackendBounces(uint32_t id) const = 0;
+  virtual absl::StatusOr<LatencyHistograms> BackendLatency(uint32_t id) const = 0;
   virtual absl::StatusOr<ballast_vip_stats> VipStats(uint32_t vip_id) const = 0;
   virtual absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Verdicts() const = 0;
   virtual absl::StatusOr<uint64_t> IcmpTooBigLimited() const = 0;

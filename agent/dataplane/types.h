@@ -4,6 +4,7 @@
 #ifndef BALLAST_AGENT_DATAPLANE_TYPES_H_
 #define BALLAST_AGENT_DATAPLANE_TYPES_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 
@@ -77,6 +78,14 @@ struct BackendEntry {
   IpAddress addr;
   ballast_backend_state state;
   uint64_t drain_deadline_ns;
+};
+
+// A backend's latency histograms (backend_latency, summed over CPUs): bucket
+// i counts samples below 2^(BALLAST_LATENCY_SHIFT0 + i) ns, the last the
+// rest.
+struct LatencyHistograms {
+  std::array<uint64_t, BALLAST_LATENCY_BUCKETS> handshake{};
+  std::array<uint64_t, BALLAST_LATENCY_BUCKETS> first_response{};
 };
 
 // The connection table's maps, one per class of flow (bpf/lib/maps.h):

@@ -307,6 +307,20 @@ struct ballast_backend_bounces {
 	__u64 received; /* bounced SYNs sent to this backend as the next choice */
 };
 
+/* Per-backend latency histograms (per-CPU array `backend_latency`, by
+ * backend_id; a map apart from backend_stats for the same reason). Bucket i
+ * counts samples below 2^(BALLAST_LATENCY_SHIFT0 + i) ns (65.5 us, 131 us,
+ * ... 1.07 s); the last bucket counts the rest. The same samples as
+ * handshake_ns_sum and first_response_ns_sum. 32-bit counters keep the map
+ * at 128 bytes per backend and CPU: a CPU's bucket wraps after 2^32 samples,
+ * which Prometheus takes as a counter reset. */
+#define BALLAST_LATENCY_BUCKETS 16
+#define BALLAST_LATENCY_SHIFT0 16
+struct ballast_backend_latency {
+	__u32 handshake[BALLAST_LATENCY_BUCKETS];      /* SYN → client's completing ACK */
+	__u32 first_response[BALLAST_LATENCY_BUCKETS]; /* first payload → first ACK of server bytes */
+};
+
 /* The flow's choices after the table's pick: choice seeds 1..this are
  * tried, in order, for a backend that is neither the table's pick nor the
  * one the last SYN went to. */

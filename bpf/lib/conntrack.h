@@ -412,6 +412,7 @@ static __always_inline void handshake_reopened(struct ballast_flow *f, struct pk
 	if (bs && (p->tcp_flags & (TCP_ACK | TCP_RST)) == TCP_ACK) {
 		bs->handshake_ns_sum += (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT;
 		bs->handshake_count += 1;
+		latency_sample(f->backend_id, 0, (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT);
 	}
 }
 
@@ -444,6 +445,7 @@ static __always_inline int handshake_complete(const struct ballast_vip_meta *vip
 	} else if (bs && (p->tcp_flags & TCP_ACK)) {
 		bs->handshake_ns_sum += (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT;
 		bs->handshake_count += 1;
+		latency_sample(id, 0, (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT);
 	}
 	flow_insert(vip, p, id, now, FLOW_SEEN, 1);
 	*idp = id;
@@ -511,6 +513,7 @@ static __always_inline int flow_tcp_update(struct ballast_flow *f, const struct 
 		if (bs && t > f->start_ns) {
 			bs->handshake_ns_sum += t - f->start_ns;
 			bs->handshake_count += 1;
+			latency_sample(f->backend_id, 0, t - f->start_ns);
 		}
 	}
 	/* The client's next sequence number moves forward by at most the
@@ -543,6 +546,7 @@ static __always_inline int flow_tcp_update(struct ballast_flow *f, const struct 
 		if (bs && t > f->payload_ns) {
 			bs->first_response_ns_sum += t - f->payload_ns;
 			bs->first_response_count += 1;
+			latency_sample(f->backend_id, 1, t - f->payload_ns);
 		}
 	}
 	if (flags & TCP_FIN) {

@@ -155,6 +155,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } backend_bounces SEC(".maps");
 
+/* backend_id -> latency histograms (struct ballast_backend_latency). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BALLAST_MAX_BACKENDS);
+	__type(key, __u32);
+	__type(value, struct ballast_backend_latency);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} backend_latency SEC(".maps");
+
 /* vip_id -> packets and bytes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

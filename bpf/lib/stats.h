@@ -59,4 +59,51 @@ static __always_inline void vip_account_fenced(__u32 vip_id)
 	vs->fenced += 1;
 }
 
+/* The latency histogram bucket of `ns` (struct ballast_backend_latency):
+ * i for ns below 2^(BALLAST_LATENCY_SHIFT0 + i), the last for the rest. A
+ * binary search for the highest set bit: five compares, no loop. */
+static __always_inline __u32 latency_bucket(__u64 ns)
+{
+	__u64 v = ns >> BALLAST_LATENCY_SHIFT0;
+	__u32 i = 0;
+
+	if (v >= (1ULL << 16)) {
+		v >>= 16;
+		i += 16;
+	}
+	if (v >= (1ULL << 8)) {
+		v >>= 8;
+		i += 8;
+	}
+	if (v >= (1ULL << 4)) {
+		v >>= 4;
+		i += 4;
+	}
+	if (v >= (1ULL << 2)) {
+		v >>= 2;
+		i += 2;
+	}
+	if (v >= (1ULL << 1)) {
+		v >>= 1;
+		i += 1;
+	}
+	i += (__u32)v; /* v is 0 (ns below the first bound) or 1 here */
+	return i < BALLAST_LATENCY_BUCKETS - 1 ? i : BALLAST_LATENCY_BUCKETS - 1;
+}
+
+/* Counts a handshake (first_response = 0) or first-response sample of
+ * `ns` in the backend's histogram. */
+static __always_inline void latency_sample(__u32 backend_id, int first_response, __u64 ns)
+{
+	struct ballast_backend_latency *l = bpf_map_lookup_elem(&backend_latency, &backend_id);
+	__u32 b = latency_bucket(ns);
+
+	if (!l)
+		return;
+	if (first_response)
+		l->first_response[b & (BALLAST_LATENCY_BUCKETS - 1)] += 1;
+	else
+		l->handshake[b & (BALLAST_LATENCY_BUCKETS - 1)] += 1;
+}
+
 #endif /* BALLAST_STATS_H */

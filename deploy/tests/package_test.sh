@@ -67,6 +67,7 @@ contains "$router" /usr/sbin/lbagent /usr/bin/lbctl /lib/systemd/system/lbagent.
   /usr/share/doc/ballast-router/copyright /usr/share/doc/ballast-router/changelog.gz \
   /usr/share/doc/ballast-router/operations.md /usr/share/doc/ballast-router/examples/lbagent.conf \
   /usr/share/doc/ballast-router/examples/bird.conf /usr/share/ballast/prometheus/ballast-rules.yml \
+  /usr/share/ballast/grafana/ballast.json \
   /usr/share/man/man1/lbctl.1.gz /usr/share/man/man8/lbagent.8.gz \
   /usr/share/bash-completion/completions/lbctl
 contains "$backend" /usr/sbin/ballast-backend /lib/systemd/system/ballast-backend.service \

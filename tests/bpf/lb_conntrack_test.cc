@@ -333,6 +333,30 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
     fx.Run(Segment(tcp::kAck, 201, 6001));
     CHECK(fx.BackendStats(1).first_response_count == 1);
   }
+  SECTION("the handshake and first-response samples land in their latency buckets") {
+    // 40 ms old: bucket 10, [2^25, 2^26) ns = [33.6 ms, 67.1 ms), with 27 ms to spare.
+    fx.SetHandshakeSet(kKey, {{{hash, 1, 0, 0, ports, at(now - 40000000ull)}}});
+    fx.Run(Segment(tcp::kAck | tcp::kPsh, 101, 5001, 100));
+    REQUIRE(fx.BackendStats(1).handshake_count == 1);
+    auto lat = fx.dp().BackendLatency(1);
+    REQUIRE(lat.ok());
+    for (int i = 0; i < BALLAST_LATENCY_BUCKETS; ++i) {
+      INFO("handshake bucket " << i);
+      CHECK(lat->handshake[i] == (i == 10 ? 1u : 0u));
+    }
+    fx.Run(Segment(tcp::kAck, 201, 6001));
+    REQUIRE(fx.BackendStats(1).first_response_count == 1);
+    lat = fx.dp().BackendLatency(1);
+    REQUIRE(lat.ok());
+    uint64_t first = 0;
+    for (uint64_t n : lat->first_response) first += n;
+    CHECK(first == 1);
+    // Clearing the backend clears its histograms with its other counters.
+    REQUIRE(fx.dp().ClearBackend(1).ok());
+    lat = fx.dp().BackendLatency(1);
+    REQUIRE(lat.ok());
+    for (int i = 0; i < BALLAST_LATENCY_BUCKETS; ++i) CHECK(lat->handshake[i] == 0);
+  }
   SECTION("a full set gives its oldest slot to a new handshake; the others stay") {
     // Three other fresh handshakes and one older one in the set kKey uses.
     const ballast_handshake_set others = {{{hash ^ 1u, 3, 0, 0, ports, at(now - 3000)},

@@ -26,6 +26,12 @@ metrics=$AGENT_DIR/metrics.txt
 in_ns router curl -s --max-time 5 http://127.0.0.1:9580/metrics >"$metrics"
 check "promtool check metrics passes" sh -c "promtool check metrics <'$metrics' >'$AGENT_DIR/promtool.out' 2>&1"
 [[ -s $AGENT_DIR/promtool.out ]] && sed 's/^/  promtool: /' "$AGENT_DIR/promtool.out"
+dash=$repo/deploy/grafana-dashboard.json
+check "the Grafana dashboard names only exported metrics and labels (standalone panels)" \
+  python3 "$repo/deploy/tests/dashboard_check.py" "$dash" "$metrics" --skip "BGP:" "Cluster:"
+sed 's/ballast_vip_backends/ballast_vip_backendz/' "$dash" >"$AGENT_DIR/bad-dashboard.json"
+check "the check finds a query of a metric that is not exported" \
+  bash -c "out=\$(python3 '$repo/deploy/tests/dashboard_check.py' '$AGENT_DIR/bad-dashboard.json' '$metrics' --skip BGP: Cluster:); [[ \$? -eq 1 && \$out == *'ballast_vip_backendz is not exported'* ]]"
 check "ballast_up is 1" grep -qx 'ballast_up 1' "$metrics"
 check "config generation is 1" grep -qx 'ballast_config_generation 1' "$metrics"
 new4=$(awk -v v="vip=\"$VIP4:$VIP_PORT/tcp\"" 'index($0, "ballast_backend_new_flows_total{" v) == 1 {s += $2} END {print s + 0}' "$metrics")

@@ -45,8 +45,8 @@ log "tor BIRD: $(tr -s ' \t\n' ' ' <<<"$route")"
 check "tor BIRD: route to $VIP4/32 from r1" grep -q 'r1_4' <<<"$route"
 check "tor BIRD: route to $VIP4/32 from r2" grep -q 'r2_4' <<<"$route"
 check "r1: lbctl status shows both VIPs announced" test "$(announced_count r1)" = 2
-check "r1: metric ballast_vip_announced{vip=\"$VIP4/32\"} = 1" \
-  test "$(metric r1 "ballast_vip_announced{vip=\"$VIP4/32\"}")" = 1
+check "r1: metric ballast_vip_announced{prefix=\"$VIP4/32\"} = 1" \
+  test "$(metric r1 "ballast_vip_announced{prefix=\"$VIP4/32\"}")" = 1
 check "r1: metric ballast_bird_up = 1" test "$(metric r1 ballast_bird_up)" = 1
 check "r1: audit records the announcements (automation)" \
   grep -q '"actor":"automation".*"action":"vip_announce"' "$STATE/r1/audit.jsonl"
@@ -61,8 +61,8 @@ check "r1 status: data plane UNHEALTHY, no XDP program" grep -q 'UNHEALTHY: dev 
 check "r1 status: both VIPs withdrawn, with the reason" \
   test "$(grep -c '^ANNOUNCE: .* withdrawn (data plane unhealthy' <<<"$st")" = 2
 check "r1: metric ballast_dataplane_healthy = 0" test "$(metric r1 ballast_dataplane_healthy)" = 0
-check "r1: metric ballast_vip_announced{vip=\"$VIP4/32\"} = 0" \
-  test "$(metric r1 "ballast_vip_announced{vip=\"$VIP4/32\"}")" = 0
+check "r1: metric ballast_vip_announced{prefix=\"$VIP4/32\"} = 0" \
+  test "$(metric r1 "ballast_vip_announced{prefix=\"$VIP4/32\"}")" = 0
 check "r1: audit: vip_withdraw because the data plane is unhealthy" \
   grep -q '"action":"vip_withdraw".*data plane unhealthy' "$STATE/r1/audit.jsonl"
 check "r2: still announcing both VIPs" test "$(announced_count r2)" = 2

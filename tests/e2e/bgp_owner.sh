@@ -43,6 +43,19 @@ check "$standby status: IPv4 VIP withdrawn, not the owner" \
 check "$standby status: IPv6 VIP announced" \
   grep -q "^ANNOUNCE: $VIP6/128 announced" <<<"$(ecmp lbctl "$standby" status)"
 
+# /metrics in cluster mode with a bgp section: promtool accepts it, and the
+# Grafana dashboard's every query (the BGP and cluster panels included)
+# names only metrics and labels the two routers export.
+for r in r1 r2; do
+  ecmp exec "$r" curl -s --max-time 5 http://127.0.0.1:9580/metrics >"$STATE/$r/metrics.txt"
+  check "$r: promtool check metrics passes in cluster mode" \
+    sh -c "promtool check metrics <'$STATE/$r/metrics.txt' >'$STATE/$r/promtool.out' 2>&1"
+  [[ -s $STATE/$r/promtool.out ]] && sed "s/^/  promtool $r: /" "$STATE/$r/promtool.out"
+done
+check "the Grafana dashboard names only exported metrics and labels (every panel)" \
+  python3 "$repo/deploy/tests/dashboard_check.py" "$repo/deploy/grafana-dashboard.json" \
+  "$STATE/r1/metrics.txt" "$STATE/r2/metrics.txt"
+
 # The owner loses etcd: it cannot renew its lease.
 ecmp exec "$owner" ip route add blackhole "$ETCD_ADDR/32"
 t0=$(ms_now)

@@ -34,6 +34,12 @@ v1::StatusResponse SampleStatus() {
   b->set_flows(4);
   b->mutable_counters()->set_handshake_ns_sum(1500000000);
   b->mutable_counters()->set_handshake_count(3);
+  // One sample below 65.5 us, two in [131 us, 262 us): the data plane's
+  // buckets, not cumulative.
+  for (int i = 0; i < 16; ++i) {
+    b->mutable_counters()->add_handshake_buckets(i == 0 ? 1 : i == 2 ? 2 : 0);
+    b->mutable_counters()->add_first_response_buckets(i == 15 ? 1 : 0);
+  }
   return s;
 }
 
@@ -62,6 +68,29 @@ TEST_CASE("Metrics carry per-VIP and per-backend series with escaped labels") {
   REQUIRE(text.find("ballast_backend_handshake_seconds_sum{" + lb + "} 1.5\n") !=
           std::string::npos);
   REQUIRE(text.find("ballast_backend_handshake_seconds_count{" + lb + "} 3\n") !=
+          std::string::npos);
+  // Histograms: cumulative buckets with le in seconds, +Inf equal to _count.
+  REQUIRE(text.find("# TYPE ballast_backend_handshake_seconds histogram\n") != std::string::npos);
+  REQUIRE(text.find("ballast_backend_handshake_seconds_bucket{" + lb + ",le=\"6.5536e-05\"} 1\n") !=
+          std::string::npos);
+  REQUIRE(text.find("ballast_backend_handshake_seconds_bucket{" + lb +
+                    ",le=\"0.000131072\"} 1\n") != std::string::npos);
+  REQUIRE(text.find("ballast_backend_handshake_seconds_bucket{" + lb +
+                    ",le=\"0.000262144\"} 3\n") != std::string::npos);
+  REQUIRE(text.find("ballast_backend_handshake_seconds_bucket{" + lb +
+                    ",le=\"0.536870912\"} 3\n") != std::string::npos);
+  REQUIRE(text.find("ballast_backend_handshake_seconds_bucket{" + lb + ",le=\"+Inf\"} 3\n") !=
+          std::string::npos);
+  // Fifteen bounds, 2^16 ns .. 2^30 ns; the sixteenth bucket is +Inf.
+  REQUIRE(text.find("ballast_backend_handshake_seconds_bucket{" + lb +
+                    ",le=\"1.073741824\"} 3\n") != std::string::npos);
+  REQUIRE(text.find("le=\"2.147483648\"") == std::string::npos);
+  // A sample past the last bound is only in +Inf.
+  REQUIRE(text.find("ballast_backend_first_response_seconds_bucket{" + lb +
+                    ",le=\"1.073741824\"} 0\n") != std::string::npos);
+  REQUIRE(text.find("ballast_backend_first_response_seconds_bucket{" + lb + ",le=\"+Inf\"} 1\n") !=
+          std::string::npos);
+  REQUIRE(text.find("ballast_backend_first_response_seconds_count{" + lb + "} 1\n") !=
           std::string::npos);
   REQUIRE(text.find("process_resident_memory_bytes 1234\n") != std::string::npos);
   REQUIRE(EscapeLabelValue("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");

@@ -144,6 +144,13 @@ void RunContract(DataplanePort& dp) {
     auto st = dp.BackendStats(3);
     REQUIRE(st.ok());
     CHECK(st->packets == 0);
+    auto lat = dp.BackendLatency(3);
+    REQUIRE(lat.ok());
+    for (uint64_t n : lat->handshake) CHECK(n == 0);
+    for (uint64_t n : lat->first_response) CHECK(n == 0);
+    CHECK(dp.BackendLatency(0).status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(dp.BackendLatency(BALLAST_MAX_BACKENDS).status().code() ==
+          absl::StatusCode::kInvalidArgument);
   }
 
   SECTION("Settings: a bad value is refused with the real message and changes nothing") {
