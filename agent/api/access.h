@@ -72,6 +72,7 @@ enum class Method {
   kSetVipOwnership,
   kYieldVip,
   kRecordDrill,
+  kListFlows,
 };
 
 struct MethodInfo {

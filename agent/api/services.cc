@@ -172,6 +172,16 @@ class StatusService final : public v1::Status::Service {
     });
   }
 
+  grpc::Status ListFlows(grpc::ServerContext* ctx, const v1::ListFlowsRequest* req,
+                         v1::ListFlowsResponse* resp) override {
+    return s_.Run(ctx, Method::kListFlows, [&](const Caller&) -> absl::Status {
+      absl::StatusOr<v1::ListFlowsResponse> flows = s_.engine.ListFlows(*req);
+      if (!flows.ok()) return flows.status();
+      *resp = std::move(*flows);
+      return absl::OkStatus();
+    });
+  }
+
   grpc::Status WatchEvents(grpc::ServerContext* ctx, const v1::WatchEventsRequest*,
                            grpc::ServerWriter<v1::Event>* writer) override {
     return s_.Run(ctx, Method::kWatchEvents, [&](const Caller&) { return Stream(ctx, writer); });

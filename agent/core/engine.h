@@ -68,6 +68,10 @@ class Engine {
 
   // Status with live data-plane counters.
   virtual absl::StatusOr<v1::StatusResponse> GetStatus() const = 0;
+  // A VIP's live connection-table entries (`lbctl flows`). NotFound for an
+  // unknown VIP or backend, InvalidArgument for a bad key or limit.
+  virtual absl::StatusOr<v1::ListFlowsResponse> ListFlows(
+      const v1::ListFlowsRequest& request) const = 0;
 
   // Declarative config. ApplyConfig with dry_run returns exactly the diff a
   // real apply would make, and changes nothing.

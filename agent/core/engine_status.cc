@@ -1,5 +1,10 @@
 // RouterEngine: status (GetStatus), the data plane's counters and the flow
 // counts, and the audit queries.
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +30,29 @@ absl::string_view AttachModeText(dataplane::AttachMode m) {
   }
   return "auto";
 }
+
+// How long a flow in `state` lives without packets (its state's timeout).
+uint64_t FlowTtl(const dataplane::Settings& set, uint8_t state) {
+  switch (state) {
+    case BALLAST_FLOW_SYN_SENT:
+      return set.syn_idle_ns;
+    case BALLAST_FLOW_CLOSING:
+      return set.linger_ns;
+    case BALLAST_FLOW_UDP:
+      return set.udp_idle_ns;
+    default:
+      return set.tcp_idle_ns;
+  }
+}
+
+// Alive: not yet removable by its state's timeout (last_seen is touched at
+// most every BALLAST_TOUCH_NS).
+bool FlowLive(const dataplane::Settings& set, const ballast_flow& f, uint64_t now_ns) {
+  return f.last_seen_ns + FlowTtl(set, f.state) + BALLAST_TOUCH_NS >= now_ns;
+}
+
+constexpr uint32_t kDefaultFlowList = 1000;
+constexpr uint32_t kMaxFlowList = 100000;
 
 }  // namespace
 
@@ -82,21 +110,7 @@ absl::StatusOr<size_t> RouterEngine::CountLiveFlows(const dataplane::Settings& s
   // timeout.
   const uint64_t now_ns = clock_->NowMonotonicNs();
   auto count_flow = [&](const ballast_flow_key&, const ballast_flow& f) {
-    uint64_t ttl = set.tcp_idle_ns;
-    switch (f.state) {
-      case BALLAST_FLOW_SYN_SENT:
-        ttl = set.syn_idle_ns;
-        break;
-      case BALLAST_FLOW_CLOSING:
-        ttl = set.linger_ns;
-        break;
-      case BALLAST_FLOW_UDP:
-        ttl = set.udp_idle_ns;
-        break;
-      default:
-        break;
-    }
-    if (f.last_seen_ns + ttl + BALLAST_TOUCH_NS < now_ns || f.backend_id >= flows->size()) return;
+    if (!FlowLive(set, f, now_ns) || f.backend_id >= flows->size()) return;
     ++(*flows)[f.backend_id];
   };
   const size_t scan_limit =
@@ -113,6 +127,89 @@ absl::StatusOr<size_t> RouterEngine::CountLiveFlows(const dataplane::Settings& s
     if (seen >= scan_limit) break;
   }
   return seen;
+}
+
+absl::StatusOr<v1::ListFlowsResponse> RouterEngine::ListFlows(
+    const v1::ListFlowsRequest& req) const {
+  auto key = ToDataplaneKey(req.vip());
+  if (!key.ok()) return key.status();
+  const uint32_t limit = req.limit() == 0 ? kDefaultFlowList : req.limit();
+  if (limit > kMaxFlowList) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit ", req.limit(), " is above ", kMaxFlowList));
+  }
+  const v1::VipKey canonical = CanonicalVipKey(req.vip());
+  const std::string vip_text = VipKeyText(canonical);
+  dataplane::Settings timeouts;
+  std::map<uint32_t, std::string> backend_of;  // data-plane id -> address
+  uint32_t only_id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (health_.torn_down) return absl::FailedPreconditionError("the data plane is torn down");
+    const v1::Vip* vip = nullptr;
+    for (const v1::Vip& v : state_->config().vips()) {
+      if (VipKeyText(CanonicalVipKey(v.key())) == vip_text) vip = &v;
+    }
+    if (vip == nullptr)
+      return absl::NotFoundError(absl::StrCat("vip ", vip_text, " does not exist"));
+    for (const v1::Backend& b : vip->backends()) {
+      const uint32_t id = BackendIdOf(*state_, vip->key(), b.address());
+      if (id != 0) backend_of[id] = b.address();
+      if (!req.backend().empty() && b.address() == req.backend()) only_id = id;
+    }
+    if (!req.backend().empty() && only_id == 0) {
+      return absl::NotFoundError(
+          absl::StrCat("backend ", req.backend(), " of vip ", vip_text, " does not exist"));
+    }
+    timeouts = image_.settings;
+  }
+  // Read outside mu_, taking turns with the status scans (GetStatus).
+  std::lock_guard<std::mutex> scan(flow_scan_mu_);
+  const uint64_t now_ns = clock_->NowMonotonicNs();
+  const uint8_t family = key->addr.family();
+  v1::ListFlowsResponse out;
+  std::vector<std::pair<std::pair<std::string, uint16_t>, v1::Flow>> rows;
+  const char* table = "";
+  auto take = [&](const ballast_flow_key& k, const ballast_flow& f) {
+    if (k.family != family || k.proto != key->proto) return;
+    if (key->port != 0 && ntohs(k.dport) != key->port) return;
+    auto dst = IpAddress::FromAbi(k.dst, k.family);
+    if (!dst.ok() || !(*dst == key->addr) || !FlowLive(timeouts, f, now_ns)) return;
+    if (only_id != 0 && f.backend_id != only_id) return;
+    out.set_matched(out.matched() + 1);
+    if (rows.size() >= limit) return;
+    auto src = IpAddress::FromAbi(k.src, k.family);
+    if (!src.ok()) return;
+    v1::Flow fl;
+    fl.set_client(src->ToString());
+    fl.set_client_port(ntohs(k.sport));
+    fl.set_vip_port(ntohs(k.dport));
+    auto b = backend_of.find(f.backend_id);
+    fl.set_backend(b != backend_of.end() ? b->second : absl::StrCat("id ", f.backend_id));
+    fl.set_state(std::string(dataplane::FlowStateName(static_cast<ballast_flow_state>(f.state))));
+    fl.set_table(table);
+    const uint64_t idle = f.last_seen_ns < now_ns ? now_ns - f.last_seen_ns : 0;
+    fl.set_idle_ms(idle / 1000000);
+    const uint64_t ttl = FlowTtl(timeouts, f.state);
+    fl.set_expires_in_ms(idle < ttl ? (ttl - idle) / 1000000 : 0);
+    rows.push_back({{fl.client(), fl.client_port()}, std::move(fl)});
+  };
+  const size_t scan_limit =
+      options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
+  size_t seen = 0;
+  for (const char* map : dataplane::kFlowMaps) {
+    table = map;
+    auto n = dp_->ForEachFlowIn(map, scan_limit - seen, take, kFlowScanBatch);
+    if (!n.ok()) return n.status();
+    seen += *n;
+    if (seen >= scan_limit) break;
+  }
+  out.set_scanned(seen);
+  out.set_partial(seen >= scan_limit);
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& r : rows) *out.add_flows() = std::move(r.second);
+  return out;
 }
 
 absl::Status RouterEngine::StatusLocked(v1::StatusResponse* status) const {

@@ -159,6 +159,8 @@ class RouterEngine final : public Engine {
   absl::Status Release(const v1::VipKey& vip, const std::string& address,
                        const Actor& actor) override;
   absl::StatusOr<v1::StatusResponse> GetStatus() const override;
+  absl::StatusOr<v1::ListFlowsResponse> ListFlows(
+      const v1::ListFlowsRequest& request) const override;
   v1::Config GetConfig() const override;
   absl::StatusOr<v1::ApplyConfigResponse> ApplyConfig(const v1::Config& config, bool dry_run,
                                                       const Actor& actor) override;

@@ -22,6 +22,16 @@ for fam in 4 6; do
   check "IPv$fam: answers came from all 3 backends (got $spread)" test "$spread" -eq 3
 done
 
+# lbctl flows: the connection table's entries of the VIP, like ipvsadm -Lnc.
+flows=$(lbctl flows "$VIP4:$VIP_PORT/tcp")
+live=$(sed -nE 's/^[0-9]+ of ([0-9]+) live flows of .*/\1/p' <<<"$flows")
+log "lbctl flows: $(tail -n 1 <<<"$flows")"
+check "lbctl flows lists the VIP's live flows (got ${live:-none})" test "${live:-0}" -ge 1
+rows=$(grep -cE '^tcp ' <<<"$flows" || true)
+with_backend=$(grep -E '^tcp ' <<<"$flows" | grep -cE " ($BE1_ADDR4|$BE2_ADDR4|$BE3_ADDR4) " || true)
+check "lbctl flows names a backend of the VIP on every row ($with_backend of $rows)" \
+  test "$rows" -ge 1 -a "$with_backend" -eq "$rows"
+
 metrics=$AGENT_DIR/metrics.txt
 in_ns router curl -s --max-time 5 http://127.0.0.1:9580/metrics >"$metrics"
 check "promtool check metrics passes" sh -c "promtool check metrics <'$metrics' >'$AGENT_DIR/promtool.out' 2>&1"

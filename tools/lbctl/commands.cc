@@ -210,6 +210,32 @@ absl::Status RunStatus(Session& s, const Args& a, std::FILE* out) {
   return Emit(a, out, resp, FormatStatus(resp, absl::Now()));
 }
 
+// ---- flows ---------------------------------------------------------------------
+
+void FlowsOptions(CLI::App& cmd, Args& a) {
+  VipArg(cmd, a);
+  cmd.add_option("BACKEND", a.backend, "only this backend's flows, e.g. 198.18.1.10");
+  cmd.add_option("--limit", a.limit, "at most this many flows, 1..100000 (default 1000)");
+}
+
+absl::Status RunFlows(Session& s, const Args& a, std::FILE* out) {
+  v1::ListFlowsRequest req;
+  BALLAST_ASSIGN_OR_RETURN(vip, ParseVipKey(a.vip));
+  *req.mutable_vip() = vip;
+  if (!a.backend.empty()) {
+    BALLAST_ASSIGN_OR_RETURN(addr, ParseIp(a.backend));
+    req.set_backend(addr);
+  }
+  if (a.limit > 100000) {
+    return absl::InvalidArgumentError(absl::StrCat("--limit ", a.limit, " is above 100000"));
+  }
+  req.set_limit(a.limit);
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
+  v1::ListFlowsResponse resp;
+  BALLAST_RETURN_IF_ERROR(c->Call(c->status(), &v1::Status::Stub::ListFlows, req, &resp));
+  return Emit(a, out, resp, FormatFlows(vip, resp));
+}
+
 // ---- vip ------------------------------------------------------------------------
 
 void VipAddOptions(CLI::App& cmd, Args& a) {
@@ -572,6 +598,10 @@ absl::Status RunTeardown(Session& s, const Args& a, std::FILE* out) {
 constexpr Command kCommands[] = {
     {"status", "", "per VIP and backend: weights, state, slots, flows, counters (VIP: only it)",
      StatusOptions, RunStatus},
+    {"flows", "",
+     "a VIP's connections (BACKEND: only its), like ipvsadm -Lnc: client, backend, state, "
+     "idle time, expiry",
+     FlowsOptions, RunFlows},
     {"vip", "add", "add a VIP, optionally with backends", VipAddOptions, RunVipAdd},
     {"vip", "del", "delete a VIP and its backends", VipArg, RunVipDel},
     {"vip", "list", "list VIPs and their backends", NoOptions, RunVipList},

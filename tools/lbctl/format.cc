@@ -211,6 +211,25 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
   return out;
 }
 
+std::string FormatFlows(const v1::VipKey& vip, const v1::ListFlowsResponse& resp) {
+  Table t({"PRO", "STATE", "EXPIRES", "IDLE", "CLIENT", "VIP PORT", "BACKEND", "TABLE"});
+  t.SetNumeric({false, false, true, true, false, true, false, false});
+  const std::string pro = vip.protocol() == v1::UDP ? "udp" : "tcp";
+  for (const v1::Flow& f : resp.flows()) {
+    const bool v6 = f.client().find(':') != std::string::npos;
+    t.AddRow({pro, f.state(), absl::StrFormat("%.1fs", f.expires_in_ms() / 1000.0),
+              absl::StrFormat("%.1fs", f.idle_ms() / 1000.0),
+              absl::StrCat(v6 ? "[" : "", f.client(), v6 ? "]:" : ":", f.client_port()),
+              absl::StrCat(f.vip_port()), f.backend(), f.table()});
+  }
+  std::string out = resp.flows().empty() ? "" : t.Render();
+  absl::StrAppend(
+      &out, resp.flows_size(), " of ", resp.matched(), " live flows of ", FormatVipKey(vip),
+      " shown (", resp.scanned(), " table entries read",
+      resp.partial() ? "; the read stopped at the scan limit, counts are lower bounds" : "", ")\n");
+  return out;
+}
+
 std::string FormatVips(const v1::ListVipsResponse& resp) {
   if (resp.vips_size() == 0) return "no VIPs configured\n";
   Table t({"VIP", "NAME", "TABLE", "BACKENDS"});

@@ -43,6 +43,8 @@ std::string Compact(uint64_t n);
 // packets, SYN retransmits, client RSTs, mean handshake ms, score).
 std::string FormatStatus(const v1::StatusResponse& status, absl::Time now);
 std::string FormatVips(const v1::ListVipsResponse& vips);
+// `lbctl flows`: one row per flow, then how many matched and were read.
+std::string FormatFlows(const v1::VipKey& vip, const v1::ListFlowsResponse& flows);
 std::string FormatAudit(const v1::QueryAuditResponse& audit);
 // The summary of a period's audit records (`lbctl digest`): automated and
 // operator actions by kind, the backends acted on most, pins, freezes and

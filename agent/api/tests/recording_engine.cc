@@ -200,6 +200,24 @@ absl::Status RecordingEngine::Release(const v1::VipKey& vip, const std::string& 
   return FindBackend(vip, address).status();
 }
 
+absl::StatusOr<v1::ListFlowsResponse> RecordingEngine::ListFlows(
+    const v1::ListFlowsRequest& request) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  calls_.push_back(
+      {"ListFlows", "",
+       absl::StrCat(KeyText(request.vip()), " ", request.backend(), " limit=", request.limit())});
+  if (!fail_with_.ok()) return fail_with_;
+  for (const v1::Vip& v : vips_) {
+    if (SameKey(v.key(), request.vip())) return flows_;
+  }
+  return absl::NotFoundError(absl::StrCat("vip ", KeyText(request.vip()), " does not exist"));
+}
+
+void RecordingEngine::SetFlows(v1::ListFlowsResponse flows) {
+  std::lock_guard<std::mutex> lock(mu_);
+  flows_ = std::move(flows);
+}
+
 absl::StatusOr<v1::StatusResponse> RecordingEngine::GetStatus() const {
   std::lock_guard<std::mutex> lock(mu_);
   calls_.push_back({"GetStatus", "", ""});

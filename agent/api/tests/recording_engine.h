@@ -50,6 +50,10 @@ class RecordingEngine : public core::Engine {
   absl::Status Release(const v1::VipKey& vip, const std::string& address,
                        const core::Actor& actor) override;
   absl::StatusOr<v1::StatusResponse> GetStatus() const override;
+  absl::StatusOr<v1::ListFlowsResponse> ListFlows(
+      const v1::ListFlowsRequest& request) const override;
+  // What ListFlows returns (default: no flows).
+  void SetFlows(v1::ListFlowsResponse flows);
   v1::Config GetConfig() const override;
   absl::StatusOr<v1::ApplyConfigResponse> ApplyConfig(const v1::Config& config, bool dry_run,
                                                       const core::Actor& actor) override;
@@ -72,6 +76,7 @@ class RecordingEngine : public core::Engine {
   std::vector<v1::Vip> vips_;
   std::vector<v1::AuditRecord> audit_;
   std::optional<v1::StatusResponse> status_;
+  v1::ListFlowsResponse flows_;
   uint64_t generation_ = 0;
   bool shutdown_ = false;
   uint64_t next_handle_ = 1;

@@ -102,6 +102,38 @@ TEST_CASE_METHOD(Fixture, "lbctl vip add with backends, then list and status", "
   CHECK(Run({"status", "198.18.0.12"}).exit_code == 2);
 }
 
+TEST_CASE_METHOD(Fixture, "lbctl flows lists a VIP's flows; bad input is refused before a call",
+                 "[lbctl]") {
+  REQUIRE(Run({"vip", "add", "198.18.0.10:80/tcp", "--backend", "198.18.1.1"}).exit_code == 0);
+  v1::ListFlowsResponse flows;
+  v1::Flow* f = flows.add_flows();
+  f->set_client("198.18.1.5");
+  f->set_client_port(40001);
+  f->set_vip_port(80);
+  f->set_backend("198.18.1.1");
+  f->set_state("established");
+  f->set_table("flows");
+  flows.set_matched(1);
+  flows.set_scanned(1);
+  engine.SetFlows(flows);
+  LbctlResult r = Run({"flows", "198.18.0.10:80/tcp", "198.18.1.1", "--limit", "5"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("198.18.1.5:40001"));
+  CHECK_THAT(r.out, Catch::Contains("1 of 1 live flows of 198.18.0.10:80/tcp shown"));
+  CHECK(engine.calls().back().method == "ListFlows");
+  CHECK(engine.calls().back().detail == "198.18.0.10:80/tcp 198.18.1.1 limit=5");
+  r = Run({"flows", "198.18.0.10:80/tcp", "-o", "json"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("\"clientPort\": 40001"));
+  // Unknown VIP: not found (3); a malformed one, a bad backend or limit: invalid (2).
+  CHECK(Run({"flows", "198.18.0.11:80/tcp"}).exit_code == 3);
+  CHECK(Run({"flows", "198.18.0.10"}).exit_code == 2);
+  CHECK(Run({"flows", "198.18.0.10:80/tcp", "not-an-ip"}).exit_code == 2);
+  r = Run({"flows", "198.18.0.10:80/tcp", "--limit", "100001"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--limit 100001 is above 100000"));
+}
+
 TEST_CASE_METHOD(Fixture, "lbctl status --watch draws frames with rates from the second on",
                  "[lbctl]") {
   REQUIRE(Run({"vip", "add", "198.18.0.10:80/tcp", "--backend", "198.18.1.1"}).exit_code == 0);

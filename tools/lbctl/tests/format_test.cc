@@ -6,6 +6,46 @@
 namespace ballast::lbctl {
 namespace {
 
+TEST_CASE("FormatFlows: a row per flow like ipvsadm -Lnc, then the counts", "[lbctl][format]") {
+  v1::VipKey vip;
+  vip.set_address("198.18.0.10");
+  vip.set_port(80);
+  vip.set_protocol(v1::TCP);
+  v1::ListFlowsResponse r;
+  v1::Flow* f = r.add_flows();
+  f->set_client("198.18.1.5");
+  f->set_client_port(40001);
+  f->set_vip_port(80);
+  f->set_backend("198.18.11.2");
+  f->set_state("established");
+  f->set_table("flows");
+  f->set_idle_ms(1500);
+  f->set_expires_in_ms(298500);
+  f = r.add_flows();
+  f->set_client("2001:db8::5");
+  f->set_client_port(40002);
+  f->set_vip_port(80);
+  f->set_backend("id 7");
+  f->set_state("closing");
+  f->set_table("flows_adopted");
+  r.set_matched(5);
+  r.set_scanned(12);
+  const std::string out = FormatFlows(vip, r);
+  INFO(out);
+  CHECK_THAT(out, Catch::StartsWith("PRO  STATE"));
+  CHECK_THAT(out, Catch::Contains("tcp  established   298.5s  1.5s  198.18.1.5:40001"));
+  CHECK_THAT(out, Catch::Contains("198.18.11.2"));
+  CHECK_THAT(out, Catch::Contains("[2001:db8::5]:40002"));
+  CHECK_THAT(out, Catch::Contains("id 7"));
+  CHECK_THAT(out, Catch::EndsWith(
+                      "2 of 5 live flows of 198.18.0.10:80/tcp shown (12 table entries read)\n"));
+  r.clear_flows();
+  r.set_partial(true);
+  CHECK(FormatFlows(vip, r) ==
+        "0 of 5 live flows of 198.18.0.10:80/tcp shown (12 table entries read; the read stopped "
+        "at the scan limit, counts are lower bounds)\n");
+}
+
 TEST_CASE("Compact keeps small counters exact", "[lbctl][format]") {
   CHECK(Compact(0) == "0");
   CHECK(Compact(99999) == "99999");
