@@ -29,8 +29,9 @@ PACKAGES=(
   # systemd service protocol (sd_notify, watchdog)
   libsystemd-dev
   # packages: cpack -G DEB (dpkg-shlibdeps, file), their checks (lintian,
-  # systemd-analyze verify, systemd-sysusers and -tmpfiles for a scratch root)
-  dpkg-dev file lintian systemd
+  # systemd-analyze verify, systemd-sysusers and -tmpfiles for a scratch root,
+  # man for the man pages)
+  dpkg-dev file lintian man-db systemd
 )
 
 say() { printf 'setup: %s\n' "$*"; }

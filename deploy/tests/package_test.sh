@@ -21,7 +21,7 @@ build=$(cd "${1:?usage: package_test.sh BUILD_DIR}" && pwd)
 say() { printf 'package_test: %s\n' "$*"; }
 fail() { printf 'package_test: FAIL: %s\n' "$*"; exit 1; }
 [[ $(id -u) -eq 0 ]] || fail "needs root (dpkg into a scratch root, a network namespace, XDP)"
-for t in cpack lintian dpkg dpkg-deb systemd-analyze systemd-sysusers ip; do
+for t in cpack lintian dpkg dpkg-deb systemd-analyze systemd-sysusers man ip; do
   command -v "$t" >/dev/null || fail "$t not found (tools/setup.sh installs it)"
 done
 
