@@ -72,178 +72,16 @@
 #include "agent/dataplane/verdict.h"
 #include "agent/maglev/maglev.h"
 #include "ballast_abi.h"
-#include "bench_restore.skel.h"
 #include "tests/lib/packet.h"
 #include "tests/lib/parse.h"
 #include "tests/lib/xdp_run.h"
-#include "xdp_reflect.skel.h"
+#include "tools/bench/xdp_harness.h"
 
 namespace ballast::bench {
 namespace {
 
-using dataplane::Dataplane;
-using pktgen::Addr;
-using pktgen::Bytes;
-using pktgen::Mac;
 using pktgen::PacketBuilder;
 namespace tcp = pktgen::tcp;
-
-// Lab addresses (198.18.0.0/15, 2001:db8::/32); nothing leaves the process.
-const Addr kVip4 = Addr::Parse("198.18.0.10");
-const Addr kVip6 = Addr::Parse("2001:db8::10");
-const Addr kClient4 = Addr::Parse("198.18.100.1");
-const Addr kClient6 = Addr::Parse("2001:db8:100::1");
-const Mac kTorMac = Mac::Parse("02:00:00:00:00:aa");
-const Mac kRouterMac = Mac::Parse("02:00:00:00:00:01");
-constexpr int kBackends = 10;
-constexpr uint32_t kVipId4 = 1, kVipId6 = 2;
-
-struct Flags {
-  uint32_t repeat = 1000000;
-  int rounds = 5;
-  int cpu = -1;  // -1: the last CPU we may run on
-  bool json = false;
-  std::string only;       // run only cases whose name contains this
-  int second_chance = 0;  // --second-chance N: only the second-chance costs, N runs each
-};
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "bench_xdp: %s\n", what.c_str());
-  std::exit(1);
-}
-
-void Check(const absl::Status& s, const std::string& what) {
-  if (!s.ok()) Die(what + ": " + s.ToString());
-}
-
-IpAddress ToIp(const Addr& a) {
-  return a.family == 4 ? IpAddress::V4(a.b.data()) : IpAddress::V6(a.b.data());
-}
-
-Addr Backend4(int i) { return Addr::Parse("198.18.1." + std::to_string(i)); }
-Addr Backend6(int i) { return Addr::Parse("2001:db8:1::" + std::to_string(i)); }
-// Data-plane backend ids of Backend4(i) and Backend6(i).
-uint32_t Id4(int i) { return static_cast<uint32_t>(i); }
-uint32_t Id6(int i) { return static_cast<uint32_t>(100 + i); }
-// The backend id whose address is `a`, or 0 (BALLAST_INVALID_ID) for none.
-uint32_t BackendIdAt(const Addr& a) {
-  for (int i = 1; i <= kBackends; ++i) {
-    if (a == Backend4(i)) return Id4(i);
-    if (a == Backend6(i)) return Id6(i);
-  }
-  return BALLAST_INVALID_ID;
-}
-
-// A data plane loaded for benchmarking: nothing pinned, two VIPs with
-// Maglev tables (M = 65537) over kBackends backends each, and next hops
-// pre-filled on ifindex 1 (the test run's ingress device: XDP_TX), so the
-// figures do not depend on this host's routes.
-std::unique_ptr<Dataplane> OpenLb(uint32_t flow_capacity) {
-  dataplane::Options o;
-  o.pin_dir = "";
-  o.flow_capacity = flow_capacity;
-  auto dp = Dataplane::Open(o);
-  if (!dp.ok()) Die("loading the lb program (needs root): " + dp.status().ToString());
-  dataplane::Settings s;
-  s.src4 = ToIp(Addr::Parse("198.18.0.1"));
-  s.src6 = ToIp(Addr::Parse("2001:db8::1"));
-  Check((*dp)->SetSettings(s), "settings");
-  const int ncpu = libbpf_num_possible_cpus();
-  std::vector<maglev::Backend> b4, b6;
-  for (int i = 1; i <= kBackends; ++i) {
-    const uint32_t id4 = Id4(i), id6 = Id6(i);
-    Check((*dp)->SetBackend(id4, ToIp(Backend4(i)), BALLAST_BACKEND_ACTIVE), "backend");
-    Check((*dp)->SetBackend(id6, ToIp(Backend6(i)), BALLAST_BACKEND_ACTIVE), "backend");
-    b4.push_back({id4, Backend4(i).ToString(), 100});
-    b6.push_back({id6, Backend6(i).ToString(), 100});
-    for (uint32_t id : {id4, id6}) {
-      ballast_nexthop nh;
-      std::memset(&nh, 0, sizeof nh);
-      const Mac sm = Mac::Parse("02:00:00:00:01:01"), dm = Mac::Parse("02:00:00:00:02:02");
-      std::memcpy(nh.smac, sm.b.data(), 6);
-      std::memcpy(nh.dmac, dm.b.data(), 6);
-      nh.ifindex = 1;
-      nh.mtu = 1500;
-      nh.expires_ns = Dataplane::MonotonicNowNs() + 24ull * 3600 * 1000000000ull;
-      std::vector<ballast_nexthop> v(static_cast<size_t>(ncpu), nh);
-      if (bpf_map_update_elem((*dp)->map_fd("nexthops"), &id, v.data(), BPF_ANY) != 0)
-        Die(absl::StrCat("writing nexthops[", id, "]: ", strerror(errno)));
-    }
-  }
-  Check((*dp)->UpsertVip({ToIp(kVip4), 80, IPPROTO_TCP}, kVipId4), "vip");
-  Check((*dp)->UpsertVip({ToIp(kVip6), 80, IPPROTO_TCP}, kVipId6), "vip");
-  auto t4 = maglev::BuildTable(b4, BALLAST_DEFAULT_TABLE_SIZE);
-  auto t6 = maglev::BuildTable(b6, BALLAST_DEFAULT_TABLE_SIZE);
-  Check(t4.status(), "maglev");
-  Check(t6.status(), "maglev");
-  Check((*dp)->SetTable(kVipId4, *t4), "table");
-  Check((*dp)->SetTable(kVipId6, *t6), "table");
-  return *std::move(dp);
-}
-
-// The restore wrapper and the reference program, loaded once.
-struct Harness {
-  xdp_reflect* reflect = nullptr;
-  bench_restore* wrapper = nullptr;
-  ~Harness() {
-    if (wrapper) bench_restore__destroy(wrapper);
-    if (reflect) xdp_reflect__destroy(reflect);
-  }
-  int reflect_fd() const { return bpf_program__fd(reflect->progs.xdp_reflect); }
-  int wrapper_fd() const { return bpf_program__fd(wrapper->progs.bench_restore); }
-};
-
-// Mirrors struct bench_frame of bpf/bench_restore.bpf.c.
-struct BenchFrame {
-  uint32_t len, vary, port_off, addr_off, ip_csum_off, l4_csum_off;
-  uint8_t data[256];
-};
-
-// Installs `frame` as the wrapper's original and `target_fd` as its target.
-void ArmWrapper(const Harness& h, const Bytes& frame, bool vary, int target_fd) {
-  BenchFrame bf;
-  std::memset(&bf, 0, sizeof bf);
-  if (frame.size() > sizeof bf.data) Die("bench frame larger than 256 bytes");
-  bf.len = static_cast<uint32_t>(frame.size());
-  bf.vary = vary ? 1 : 0;
-  const bool v4 = pktgen::GetBe16(&frame[12]) == pktgen::kEthIp4;
-  const uint32_t l4 = v4 ? 14 + 20 : 14 + 40;
-  bf.port_off = l4;                      // TCP source port
-  bf.addr_off = v4 ? 14 + 14 : 14 + 22;  // last 16 bits of the source address
-  bf.ip_csum_off = v4 ? 14 + 10 : 0;     // IPv4 header checksum
-  bf.l4_csum_off = l4 + 16;              // TCP checksum
-  std::memcpy(bf.data, frame.data(), frame.size());
-  const uint32_t zero = 0;
-  if (bpf_map_update_elem(bpf_map__fd(h.wrapper->maps.bench_frame), &zero, &bf, BPF_ANY) != 0)
-    Die(absl::StrCat("bench_frame: ", strerror(errno)));
-  if (bpf_map_update_elem(bpf_map__fd(h.wrapper->maps.bench_target), &zero, &target_fd, BPF_ANY) !=
-      0)
-    Die(absl::StrCat("bench_target: ", strerror(errno)));
-}
-
-struct Timed {
-  double ns_per_pkt;
-  pktgen::XdpResult result;
-};
-
-// CPU time of this thread, ns. Unlike wall-clock time it does not count
-// the time other tasks ran on our CPU while the syscall was preempted.
-double ThreadCpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-
-Timed TimedRun(int prog_fd, const Bytes& frame, uint32_t repeat) {
-  const double t0 = ThreadCpuNs();
-  auto r = pktgen::RunXdp(prog_fd, frame, {.ingress_ifindex = 1, .repeat = repeat});
-  const double t1 = ThreadCpuNs();
-  if (!r.ok()) Die(r.status().ToString());
-  if (getenv("BENCH_XDP_DEBUG"))
-    std::fprintf(stderr, "prog %d: cpu %.2f ns/pkt, kernel %u ns/pkt\n", prog_fd,
-                 (t1 - t0) / repeat, r->duration_ns);
-  return {(t1 - t0) / repeat, *std::move(r)};
-}
 
 // Verdict counters moved by exactly `repeat` on `want` and nowhere else.
 std::string VerdictsMoved(const std::array<uint64_t, BALLAST_V_MAX>& before,
@@ -308,14 +146,6 @@ std::string CheckFlowInserted(const Dataplane& dp, const Bytes& out) {
                         ", its output went to ", want);
   return "";
 }
-
-struct Result {
-  std::string name;
-  double lb_ns = 0, ref_ns = 0, restore_ns = 0, gross_ratio = 0, ratio = 0, target = 0;
-  double ratio_median = 0;  // median over rounds of each round's own ratio
-  bool wrapped = false;
-  std::string error;  // non-empty: the case failed its checks
-};
 
 struct CaseSpec {
   std::string name;
@@ -415,92 +245,6 @@ Result RunCase(const Harness& h, const CaseSpec& c, const Flags& f, Dataplane* s
   res.ratio_median =
       n % 2 ? round_ratios[n / 2] : (round_ratios[n / 2 - 1] + round_ratios[n / 2]) / 2;
   return res;
-}
-
-// Sets the wrapper's per-CPU 5-tuple counter back to 0 on every CPU, so the
-// next varied run sends the same tuples as the last one from the start.
-void ResetVaryCounter(const Harness& h) {
-  const int ncpus = libbpf_num_possible_cpus();
-  if (ncpus <= 0) Die("libbpf_num_possible_cpus failed");
-  std::vector<uint64_t> zeros(static_cast<size_t>(ncpus), 0);  // per-CPU values: 8-byte slots
-  const uint32_t key = 0;
-  if (bpf_map_update_elem(bpf_map__fd(h.wrapper->maps.bench_counter), &key, zeros.data(),
-                          BPF_ANY) != 0)
-    Die(absl::StrCat("bench_counter: ", strerror(errno)));
-}
-
-// A whole new TCP connection as the router sees it: `n` SYNs of new
-// 5-tuples (each takes a handshake slot), then the `n` ACKs that complete
-// them (each finds its slot, takes the handshake sample and inserts the
-// flow). n is small enough (4,096 against 65,536 slots) that no set
-// overflows, and checked: every ACK must complete a handshake, none may be
-// adopted. At n = 4,096 a run's fixed cost (about 0.5 ms) is about 120 ns
-// per packet, so the figure is taken as (wrapper -> lb) - (wrapper ->
-// reference), both at n, where the fixed cost cancels, plus the reference's
-// own cost at the full repeat. Two results: the completing ACK alone, and
-// SYN + ACK.
-std::pair<Result, Result> RunNewConnection(const Harness& h, const Flags& f, const Bytes& syn,
-                                           const Bytes& ack) {
-  constexpr uint32_t kConns = 4096;
-  Result ack_res, sum_res;
-  ack_res.name = "ipv4 new conn: completing ack";
-  sum_res.name = "ipv4 new conn: syn + ack";
-  ack_res.wrapped = sum_res.wrapped = true;
-  double best_r = 1e18, best_restore = 1e18, best_ack = 1e18, best_sum = 1e18;
-  std::vector<double> ack_ratios, sum_ratios;
-  // More rounds than the other cases: each run is only kConns packets.
-  for (int round = 0; round < f.rounds * 5; ++round) {
-    std::unique_ptr<Dataplane> dp = OpenLb(BALLAST_DEFAULT_FLOWS);
-    const Timed r = TimedRun(h.reflect_fd(), syn, f.repeat);
-    ArmWrapper(h, syn, true, h.reflect_fd());
-    const Timed wr = TimedRun(h.wrapper_fd(), syn, kConns);
-    uint64_t hs0 = 0;
-    for (int i = 1; i <= kBackends; ++i) hs0 += dp->BackendStats(Id4(i))->handshake_count;
-    ArmWrapper(h, syn, true, dp->prog_fd());
-    ResetVaryCounter(h);
-    const Timed s = TimedRun(h.wrapper_fd(), syn, kConns);
-    ArmWrapper(h, ack, true, dp->prog_fd());
-    ResetVaryCounter(h);
-    const Timed a = TimedRun(h.wrapper_fd(), ack, kConns);
-    uint64_t hs1 = 0;
-    for (int i = 1; i <= kBackends; ++i) hs1 += dp->BackendStats(Id4(i))->handshake_count;
-    if (s.result.action != XDP_TX || a.result.action != XDP_TX) {
-      ack_res.error = sum_res.error = "a SYN or ACK was not forwarded";
-      break;
-    }
-    if (hs1 - hs0 != kConns) {
-      ack_res.error = sum_res.error =
-          absl::StrCat(hs1 - hs0, " of ", kConns, " ACKs completed a handshake (want all)");
-      break;
-    }
-    const double ack_ns = a.ns_per_pkt - wr.ns_per_pkt + r.ns_per_pkt;
-    const double sum_ns = s.ns_per_pkt - wr.ns_per_pkt + r.ns_per_pkt + ack_ns;
-    best_r = std::min(best_r, r.ns_per_pkt);
-    best_restore = std::min(best_restore, wr.ns_per_pkt - r.ns_per_pkt);
-    best_ack = std::min(best_ack, ack_ns);
-    best_sum = std::min(best_sum, sum_ns);
-    ack_ratios.push_back(ack_ns / r.ns_per_pkt);
-    sum_ratios.push_back(sum_ns / r.ns_per_pkt);
-  }
-  if (!ack_res.error.empty()) return {ack_res, sum_res};
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  };
-  for (Result* res : {&ack_res, &sum_res}) {
-    res->ref_ns = best_r;
-    res->restore_ns = best_restore;
-  }
-  ack_res.lb_ns = best_ack;
-  sum_res.lb_ns = best_sum;
-  ack_res.ratio = best_ack / best_r;
-  sum_res.ratio = best_sum / best_r;
-  ack_res.gross_ratio = ack_res.ratio;
-  sum_res.gross_ratio = sum_res.ratio;
-  ack_res.ratio_median = median(ack_ratios);
-  sum_res.ratio_median = median(sum_ratios);
-  return {ack_res, sum_res};
 }
 
 Flags ParseFlags(int argc, char** argv) {
