@@ -25,6 +25,7 @@ for t in cpack lintian dpkg dpkg-deb systemd-analyze systemd-sysusers man ip; do
   command -v "$t" >/dev/null || fail "$t not found (tools/setup.sh installs it)"
 done
 
+"$(dirname "$0")/../../tests/lib/reap_stale_netns.sh"
 work=$(mktemp -d /tmp/ballast-pkg.XXXXXX)
 ns=ballast-pkg-$$
 cleanup() {

@@ -15,6 +15,9 @@ BUILD=${BUILD:-$repo/build}
 T_NAME=$(basename "$0" .sh)
 FAILED=0
 
+# Namespaces of earlier runs that were killed before their cleanup ran.
+[[ $(id -u) -eq 0 ]] && "$repo/tests/lib/reap_stale_netns.sh"
+
 log() { printf '%s: %s\n' "$T_NAME" "$*"; }
 fail() {
   printf '%s: FAIL: %s\n' "$T_NAME" "$*" >&2

@@ -8,6 +8,7 @@ LBDP=${1:?usage: lbdp_test.sh path/to/lbdp}
 [[ $(id -u) -eq 0 ]] || { echo "FAIL: needs root (bpffs mount, netns, XDP)"; exit 1; }
 [[ -x $LBDP ]] || { echo "FAIL: $LBDP is not executable"; exit 1; }
 
+"$(dirname "$0")/../../tests/lib/reap_stale_netns.sh"
 NS=ballast-lbdpt-$$
 FS=$(mktemp -d /tmp/ballast-lbdpt-fs-XXXXXX)
 cleanup() {
