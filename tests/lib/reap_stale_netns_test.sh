@@ -14,7 +14,12 @@ trap cleanup EXIT
 ip netns add "$stale" && ip netns add "$live" || { echo "FAIL: cannot create namespaces"; exit 1; }
 ip netns exec "$stale" sleep 60 &
 sleeper=$!
-sleep 0.2
+# Wait until the process is in the namespace (not a fixed sleep).
+for ((i = 0; i < 50; i++)); do
+  [[ -n $(ip netns pids "$stale" 2>/dev/null) ]] && break
+  sleep 0.1
+done
+[[ -n $(ip netns pids "$stale" 2>/dev/null) ]] || { echo "FAIL: no process entered $stale"; exit 1; }
 "$(dirname "$0")/reap_stale_netns.sh"
 rc=0
 if ip netns list | grep -qw "$stale"; then echo "FAIL: $stale (pid $dead gone) was kept"; rc=1; fi
