@@ -14,8 +14,8 @@ namespace ballast::core {
 namespace {
 
 bool SettingsEqual(const dataplane::Settings& a, const dataplane::Settings& b) {
-  return a.src4 == b.src4 && a.src6 == b.src6 && a.policy == b.policy &&
-         a.tcp_idle_ns == b.tcp_idle_ns && a.udp_idle_ns == b.udp_idle_ns &&
+  return a.src4 == b.src4 && a.src4_prefix == b.src4_prefix && a.src6 == b.src6 &&
+         a.policy == b.policy && a.tcp_idle_ns == b.tcp_idle_ns && a.udp_idle_ns == b.udp_idle_ns &&
          a.linger_ns == b.linger_ns && a.syn_idle_ns == b.syn_idle_ns &&
          a.syn_retry_ns == b.syn_retry_ns && a.syn_reuse_idle_ns == b.syn_reuse_idle_ns &&
          a.fib_ttl_ns == b.fib_ttl_ns && a.icmp_too_big_per_s == b.icmp_too_big_per_s &&

@@ -10,6 +10,7 @@
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
 #include "absl/strings/str_cat.h"
+#include "agent/base/ip_prefix.h"
 #include "agent/core/ids.h"
 #include "agent/core/names.h"
 #include "agent/core/validate.h"
@@ -82,6 +83,9 @@ dataplane::Settings SettingsOf(const v1::Global& g) {
   }
   if (!g.source_v6().empty()) {
     if (auto a = IpAddress::Parse(g.source_v6()); a.ok()) s.src6 = *a;
+  }
+  if (!g.source_v4_prefix().empty()) {
+    if (auto p = IpPrefix::Parse(g.source_v4_prefix()); p.ok()) s.src4_prefix = *p;
   }
   s.policy = 0;
   if (g.drop_malformed()) s.policy |= BALLAST_POLICY_DROP_MALFORMED;
@@ -255,8 +259,9 @@ void ApplyDelta(const Image& delta, const std::set<std::string>& scope, Image* i
 std::string DescribeImage(const Image& img) {
   std::string out;
   const dataplane::Settings& s = img.settings;
-  absl::StrAppend(&out, "settings src4=", s.src4.ToString(), " src6=", s.src6.ToString(),
-                  " policy=", s.policy, " tcp_idle_ns=", s.tcp_idle_ns,
+  absl::StrAppend(&out, "settings src4=", s.src4.ToString(),
+                  s.src4_prefix ? absl::StrCat(" src4_prefix=", s.src4_prefix->ToString()) : "",
+                  " src6=", s.src6.ToString(), " policy=", s.policy, " tcp_idle_ns=", s.tcp_idle_ns,
                   " udp_idle_ns=", s.udp_idle_ns, " linger_ns=", s.linger_ns,
                   " syn_idle_ns=", s.syn_idle_ns, " syn_retry_ns=", s.syn_retry_ns,
                   " syn_reuse_idle_ns=", s.syn_reuse_idle_ns, " fib_ttl_ns=", s.fib_ttl_ns,

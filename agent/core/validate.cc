@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -15,6 +16,7 @@
 #include "agent/core/names.h"
 #include "agent/dataplane/types.h"
 #include "agent/base/ip_address.h"
+#include "agent/base/ip_prefix.h"
 #include "agent/maglev/maglev.h"
 #include "agent/probes/spec.h"
 #include "absl/strings/string_view.h"
@@ -93,6 +95,28 @@ absl::Status CheckSource(absl::string_view text, bool want_v4, const FieldPath& 
                                    " cannot be an outer source address (unspecified or "
                                    "multicast)"));
   }
+  return absl::OkStatus();
+}
+
+// global.source_v4_prefix on its own: an IPv4 network of a length the data
+// plane takes, none of whose addresses can be a source.
+absl::Status CheckSourcePrefix(const v1::Global& g, const FieldPath& at) {
+  if (g.source_v4_prefix().empty()) return absl::OkStatus();
+  auto p = IpPrefix::Parse(g.source_v4_prefix(), /*strict=*/true);
+  if (!p.ok()) return at.Invalid(p.status().message());
+  const IpAddress& a = p->address();
+  if (!a.is_v4() || p->length() < dataplane::kMinSrc4PrefixLength ||
+      p->length() > dataplane::kMaxSrc4PrefixLength) {
+    return at.Invalid(absl::StrCat(g.source_v4_prefix(), " is not an IPv4 prefix of length ",
+                                   dataplane::kMinSrc4PrefixLength, "..",
+                                   dataplane::kMaxSrc4PrefixLength));
+  }
+  if (a.bytes()[0] == 0 || IsLoopback(a) || a.bytes()[0] >= 0xE0) {
+    return at.Invalid(absl::StrCat(g.source_v4_prefix(),
+                                   " cannot hold outer source addresses (this network, loopback, "
+                                   "multicast or reserved)"));
+  }
+  if (g.source_v4().empty()) return at.Invalid("set, but source_v4 is not (probes use it)");
   return absl::OkStatus();
 }
 
@@ -407,6 +431,7 @@ absl::Status ValidateGlobal(const v1::Global& g, const FieldPath& at) {
   }
   if (auto s = CheckSource(g.source_v4(), true, at.Child("source_v4")); !s.ok()) return s;
   if (auto s = CheckSource(g.source_v6(), false, at.Child("source_v6")); !s.ok()) return s;
+  if (auto s = CheckSourcePrefix(g, at.Child("source_v4_prefix")); !s.ok()) return s;
   const v1::Timeouts& t = g.timeouts();
   const FieldPath tat = at.Child("timeouts");
   if (auto s = CheckOptionalRange(t.tcp_idle_s(), 1, 86400, 300, tat.Child("tcp_idle_s"));
@@ -489,9 +514,30 @@ absl::Status CheckSources(const v1::Config& config, absl::Span<const v1::Vip* co
                           const FieldPath& at) {
   const bool have4 = !config.global().source_v4().empty();
   const bool have6 = !config.global().source_v6().empty();
-  if (have4 && have6) return absl::OkStatus();
+  // Validated by then (ValidateGlobal): a prefix, or none.
+  const auto prefix = config.global().source_v4_prefix().empty()
+                          ? std::nullopt
+                          : std::optional(*IpPrefix::Parse(config.global().source_v4_prefix()));
+  auto in_prefix = [&](const std::string& text) {
+    auto a = IpAddress::Parse(text);
+    return prefix && a.ok() && prefix->Contains(*a);
+  };
+  if (have4 && have6 && !prefix) return absl::OkStatus();
   for (const v1::Vip* vip : vips) {
+    if (in_prefix(vip->key().address())) {
+      return at.Child("global")
+          .Child("source_v4_prefix")
+          .Invalid(absl::StrCat("holds the address of vip ", VipKeyText(vip->key()),
+                                ": the router's outer sources "
+                                "and its VIPs must not overlap"));
+    }
     for (const v1::Backend& b : vip->backends()) {
+      if (in_prefix(b.address())) {
+        return at.Child("global")
+            .Child("source_v4_prefix")
+            .Invalid(absl::StrCat("holds backend ", b.address(), " of vip ", VipKeyText(vip->key()),
+                                  ": a backend cannot be one of the router's outer sources"));
+      }
       const bool v4 = b.address().find(':') == std::string::npos;
       if (v4 && !have4) {
         return at.Child("global")
@@ -753,6 +799,9 @@ v1::Config CanonicalConfig(const v1::Config& config) {
   }
   if (!out.global().source_v6().empty()) {
     out.mutable_global()->set_source_v6(CanonicalAddress(out.global().source_v6()));
+  }
+  if (auto p = IpPrefix::Parse(out.global().source_v4_prefix()); p.ok()) {
+    out.mutable_global()->set_source_v4_prefix(p->ToString());
   }
   for (v1::Vip& vip : *out.mutable_vips()) {
     vip.mutable_key()->set_address(CanonicalAddress(vip.key().address()));

@@ -49,6 +49,15 @@ absl::Status CheckSettings(const Settings& s) {
     return absl::InvalidArgumentError(
         Cat("IPv6 source address ", s.src6.ToString(), " is not an IPv6 address"));
   }
+  if (s.src4_prefix) {
+    const IpPrefix& p = *s.src4_prefix;
+    if (!p.address().is_v4() || p.length() < kMinSrc4PrefixLength ||
+        p.length() > kMaxSrc4PrefixLength) {
+      return absl::InvalidArgumentError(Cat("IPv4 source prefix ", p.ToString(),
+                                            " is not an IPv4 prefix of length ",
+                                            kMinSrc4PrefixLength, "..", kMaxSrc4PrefixLength));
+    }
+  }
   constexpr uint32_t kKnownPolicy = BALLAST_POLICY_DROP_MALFORMED | BALLAST_POLICY_ICMP_TOO_BIG;
   if ((s.policy & ~kKnownPolicy) != 0) {
     return absl::InvalidArgumentError(Cat("policy 0x", absl::Hex(s.policy),

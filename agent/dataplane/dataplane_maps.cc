@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <sys/mman.h>
 
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <netinet/in.h>
@@ -29,6 +30,10 @@ absl::Status Dataplane::SetSettings(const Settings& s) {
   ballast_handshake_settings hs = {};
   hs.syn_retry_ns = s.syn_retry_ns;
   hs.syn_reuse_idle_ns = s.syn_reuse_idle_ns;
+  if (s.src4_prefix) {
+    std::memcpy(hs.src4_spread_base, s.src4_prefix->address().bytes().data(), 4);
+    hs.src4_spread_mask = s.src4_prefix->HostMask4();
+  }
   const uint32_t zero = 0;
   if (bpf_map_update_elem(map_fd("handshake_settings"), &zero, &hs, BPF_ANY) != 0) {
     return ErrnoStatus(errno, "writing the handshake_settings map");
@@ -70,6 +75,13 @@ absl::StatusOr<Settings> Dataplane::GetSettings() const {
   }
   s.syn_retry_ns = hs.syn_retry_ns;
   s.syn_reuse_idle_ns = hs.syn_reuse_idle_ns;
+  if (hs.src4_spread_mask != 0) {
+    // The mask is the host part of a prefix (validated when written).
+    const int length = 32 - std::popcount(hs.src4_spread_mask);
+    auto p = IpPrefix::Parse(Cat(IpAddress::V4(hs.src4_spread_base).ToString(), "/", length));
+    if (!p.ok()) return p.status();
+    s.src4_prefix = *p;
+  }
   // Every CPU holds the same configuration; CPU 0's is read back.
   auto budget = ReadPerCpu<ballast_icmp_budget>(map_fd("icmp_budget"), 0, "icmp_budget");
   if (!budget.ok()) return budget.status();

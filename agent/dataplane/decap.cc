@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "agent/base/ip_prefix.h"
 #include "agent/base/strcat.h"
 #include "agent/dataplane/bpf_util.h"
 #include "xdp_decap.skel.h"
@@ -53,37 +54,16 @@ absl::Status Decap::SetPolicyBit(uint32_t bit, bool on) {
 
 absl::Status Decap::AddSource(std::string_view prefix) {
   if (skel_ == nullptr) return NotLoaded();
-  std::string_view addr_text = prefix;
-  int len = -1;
-  if (size_t slash = prefix.find('/'); slash != std::string_view::npos) {
-    addr_text = prefix.substr(0, slash);
-    const std::string_view len_text = prefix.substr(slash + 1);
-    if (len_text.empty() || len_text.size() > 3 ||
-        len_text.find_first_not_of("0123456789") != std::string_view::npos) {
-      return absl::InvalidArgumentError(
-          Cat("decap source ", prefix, ": '", len_text, "' is not a prefix length"));
-    }
-    len = std::stoi(std::string(len_text));
+  auto parsed = IpPrefix::Parse(prefix);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(Cat("decap source: ", parsed.status().message()));
   }
-  auto addr = IpAddress::Parse(addr_text);
-  if (!addr.ok()) {
-    return absl::InvalidArgumentError(Cat(
-        "decap source ", prefix, " is not an address or prefix (e.g. 198.18.0.1, 198.18.0.0/24)"));
-  }
-  const int max = addr->is_v4() ? 32 : 128;
-  if (len < 0) len = max;
-  if (len > max) {
-    return absl::InvalidArgumentError(
-        Cat("decap source ", prefix, ": prefix length ", len, " is over ", max));
-  }
-  ballast_decap_prefix k = {};
-  k.prefixlen = 8 + static_cast<uint32_t>(len);
-  k.family = addr->family();
-  std::memcpy(k.addr, addr->bytes().data(), addr->is_v4() ? 4 : 16);
   // Host bits past the prefix are ignored by the trie's match but kept in
-  // the key: clear them, so that 198.18.0.1/24 and 198.18.0.0/24 are one.
-  for (int bit = len; bit < max; ++bit)
-    k.addr[bit / 8] &= static_cast<uint8_t>(~(0x80u >> (bit % 8)));
+  // the key: Parse() clears them, so 198.18.0.1/24 and 198.18.0.0/24 are one.
+  ballast_decap_prefix k = {};
+  k.prefixlen = 8 + static_cast<uint32_t>(parsed->length());
+  k.family = parsed->address().family();
+  std::memcpy(k.addr, parsed->address().bytes().data(), parsed->address().is_v4() ? 4 : 16);
   const uint32_t one = 1;
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.decap_sources), &k, &one, BPF_ANY) != 0) {
     return ErrnoStatus(errno, Cat("adding decap source ", prefix));

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "agent/base/ip_address.h"
+#include "agent/base/ip_prefix.h"
 #include "agent/dataplane/vip_key.h"
 #include "ballast_abi.h"
 
@@ -26,10 +27,20 @@ inline constexpr uint32_t kDefaultIcmpTooBigPerS = 1000;
 inline constexpr uint32_t kDefaultIcmpTooBigBurst = 50;
 inline constexpr uint32_t kMaxIcmpTooBigPerS = 1'000'000;
 
+// Settings::src4_prefix's lengths: at most 65,536 addresses (the flow hash
+// has 20 bits), at least 2.
+inline constexpr int kMinSrc4PrefixLength = 16;
+inline constexpr int kMaxSrc4PrefixLength = 31;
+
 // Contents of the `settings` map. Defaults are what Settings{} holds.
 struct Settings {
   IpAddress src4;                       // outer IPv4 source; 0.0.0.0 = none (IPv4 backends drop)
   IpAddress src6 = IpAddress::Zero6();  // outer IPv6 source; :: = none
+  // Per-flow IPv4 outer source: a prefix of this router (length 16..31,
+  // host bits zero), each flow's outer source an address of it chosen by
+  // the flow's hash; nullopt = every IPv4 outer header has src4. In the
+  // `handshake_settings` map.
+  std::optional<IpPrefix> src4_prefix;
   uint32_t policy = BALLAST_POLICY_ICMP_TOO_BIG;  // BALLAST_POLICY_*
   uint64_t tcp_idle_ns = 300'000'000'000ull;      // established TCP idle timeout: 300 s
   uint64_t udp_idle_ns = 30'000'000'000ull;       // UDP flow idle timeout: 30 s

@@ -280,7 +280,17 @@ struct ballast_handshake_settings {
 	 * that backend's listener); an older flow's SYN starts a new connection.
 	 * 0 = every SYN starts a new connection (older agents). */
 	__u64 syn_reuse_idle_ns;
-	__u64 reserved[2];
+	/* Per-flow IPv4 outer source: when src4_spread_mask is not zero, an
+	 * IPv4 outer header's source is src4_spread_base with the bits of the
+	 * mask (host byte order: the host part of the router's own prefix)
+	 * taken from the flow's hash (ballast_flow_label), so a backend's RSS
+	 * spreads one router's flows over its receive queues. A bounce to any
+	 * address of the prefix is the router's (bpf/lib/bounce.h). 0 = every
+	 * IPv4 outer header has the settings' src4. Not a layout change: these
+	 * two words were reserved (zero) in earlier builds. */
+	__u8 src4_spread_base[4]; /* network order, host bits zero */
+	__u32 src4_spread_mask;
+	__u64 reserved;
 };
 
 /* ---- second chance ----------------------------------------------------- */

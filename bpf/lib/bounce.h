@@ -5,7 +5,9 @@
  * A backend's decap program that finds no socket for a client's SYN (the
  * server died, the host still runs) sends the encapsulated packet back with
  * its outer addresses swapped: outer source the backend, outer destination
- * this router's source_v4/source_v6. Here it is taken only when
+ * this router's source_v4/source_v6, or for IPv4 the address of the
+ * router's source prefix that the flow's packets came from (encap.h). Here
+ * it is taken only when
  *   - the inner packet is a well-formed pure TCP SYN to a served VIP,
  *   - a handshake of that tuple is under way in the `handshakes` slots, and
  *     the backend its SYN went to is the bounce's outer source,
@@ -35,7 +37,7 @@
 
 /* Is `p` (parsed as far as its outer header: PARSE_OTHER_L4, or
  * PARSE_IP6_EXT for IPv6) an IP-in-IP or IPv6-in-IP packet addressed to
- * this router's own outer source? */
+ * this router's own outer source (IPv4: or to its source prefix)? */
 static __always_inline int tunnel_to_router(const struct pkt *p, const struct ballast_settings *s)
 {
 	const __u32 *dst = (const __u32 *)p->key.dst;
@@ -43,9 +45,15 @@ static __always_inline int tunnel_to_router(const struct pkt *p, const struct ba
 	if (!s || (p->key.proto != IPPROTO_IPIP && p->key.proto != IPPROTO_IPV6))
 		return 0;
 	if (p->key.family == BALLAST_FAMILY_V4) {
-		__u32 src = *(const __u32 *)s->src4;
+		const struct ballast_handshake_settings *hs;
+		__u32 src = *(const __u32 *)s->src4, zero = 0;
 
-		return src != 0 && dst[0] == src;
+		if (src != 0 && dst[0] == src)
+			return 1;
+		hs = bpf_map_lookup_elem(&handshake_settings, &zero);
+		return hs && hs->src4_spread_mask &&
+		       (dst[0] & ~bpf_htonl(hs->src4_spread_mask)) ==
+			       *(const __u32 *)hs->src4_spread_base;
 	}
 	const __u32 *src6 = (const __u32 *)s->src6;
 

@@ -9,9 +9,10 @@
  *
  * The frame is rebuilt as Ethernet (no VLAN tag) + outer IP + the original
  * IP packet, untouched. Outer source is the router's address of the outer
- * family; an IPv6 outer header carries a hash of the 5-tuple in its flow
- * label (ballast_flow_label()) so backends can spread flows over receive
- * queues.
+ * family, or for IPv4, when a source prefix is configured, an address of
+ * that prefix chosen by the 5-tuple's hash (ballast_flow_label()); an IPv6
+ * outer header carries that hash in its flow label. Either way a backend's
+ * RSS can spread one router's flows over its receive queues.
  */
 #ifndef BALLAST_ENCAP_H
 #define BALLAST_ENCAP_H
@@ -19,6 +20,7 @@
 #include "common.h"
 #include "ballast_flow_hash.h"
 #include "csum.h"
+#include "maps.h"
 #include "parse.h"
 
 #define ENCAP_TTL 64
@@ -37,6 +39,19 @@ static __always_inline void mac_copy(__u8 *dst, const __u8 *src)
 static __always_inline __u32 encap_overhead(const struct ballast_backend *be)
 {
 	return be->family == BALLAST_FAMILY_V4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
+}
+
+/* The IPv4 outer source of `p`'s flow: the same for every packet of it. */
+static __always_inline __u32 encap_source4(const struct pkt *p, const struct ballast_settings *s)
+{
+	const struct ballast_handshake_settings *hs;
+	__u32 zero = 0;
+
+	hs = bpf_map_lookup_elem(&handshake_settings, &zero);
+	if (hs && hs->src4_spread_mask)
+		return *(const __u32 *)hs->src4_spread_base |
+		       bpf_htonl(ballast_flow_label(&p->key) & hs->src4_spread_mask);
+	return *(const __u32 *)s->src4;
 }
 
 /* Prepends the outer header. MACs are written by the caller (they depend
@@ -73,7 +88,7 @@ static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
 		/* id 0 (or the last-hop mark); RFC 2003: DF copied */
 		w1 = bpf_htonl((__u32)p->outer_id << 16 | (p->df ? IP_DF : 0));
 		ttl_proto = bpf_htons((ENCAP_TTL << 8) | IPPROTO_IPIP);
-		saddr = *(const __u32 *)s->src4;
+		saddr = encap_source4(p, s);
 		daddr = *(const __u32 *)be->addr;
 		w[0] = w0;
 		w[1] = w1;

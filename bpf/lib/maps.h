@@ -197,7 +197,8 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } clock_cache SEC(".maps");
 
-/* Handshake-slot settings added later (struct ballast_handshake_settings). */
+/* Settings added later: handshake slots, the per-flow IPv4 outer source
+ * (struct ballast_handshake_settings). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

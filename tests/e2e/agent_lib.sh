@@ -87,6 +87,7 @@ initial {
   global {
     interface: "to-client"
     source_v4: "198.18.0.1"
+    source_v4_prefix: "$ROUTER_PREFIX4"
     source_v6: "2001:db8::1"
     timeouts { linger_s: 2 }
     drain_timeout_s: $1

@@ -21,6 +21,10 @@
 #      established connections after the change, and receives none of the
 #      fresh connections made afterwards;
 #  (c) non-VIP traffic (ping to the router, IPv4 and IPv6) still works.
+#  (d) per-flow IPv4 outer sources (global.source_v4_prefix): during (a) the
+#      backends' decap programs take IPv4-in-IPv4 only from the router's
+#      prefix, and every packet of the 300 connections arrives from it (their
+#      spread over the prefix and stability per flow: bpf_tests [source]).
 # (a) runs with the router's neighbour entries towards the backends flushed
 # first (health checking is off, so nothing else resolves them): the first
 # packets to each backend go out through tc_neigh and resolve them.
@@ -157,7 +161,26 @@ done
 check $? "router's neighbour entries for the backends' addresses flushed ($left left)"
 no_neigh_before=$(verdict_count pass_fib_no_neigh)
 
+# (d): the backends' decap programs take IPv4-in-IPv4 only from the router's
+# per-flow source prefix from here on (not from its source_v4): anything
+# else would be dropped and counted as bad_source.
+for ((i = 1; i <= NBACKENDS; i++)); do
+  v4="BE${i}_ADDR4" v6="BE${i}_ADDR6"
+  "${LAB[@]}" exec "be$i" "$LBDP" decap detach --dev to-router >/dev/null &&
+    "${LAB[@]}" exec "be$i" "$LBDP" decap attach --dev to-router --addr "${!v4}" --addr "${!v6}" \
+      --from "$ROUTER_PREFIX4" --from 2001:db8::1 --vip "$VIP4" --vip "$VIP6" >/dev/null ||
+    fatal "re-attaching backend $i's decap program failed"
+done
 proportions 4 "$VIP4_KEY" "http://$VIP4:$VIP_PORT/" 300
+
+# ---- (d) per-flow IPv4 outer sources ----------------------------------------------
+for ((i = 1; i <= NBACKENDS; i++)); do
+  "${LAB[@]}" exec "be$i" "$LBDP" decap stats --dev to-router >"$work/decap.$i"
+  decapped=$(awk '$1 == "decapped" { print $2 }' "$work/decap.$i")
+  bad=$(awk '$1 == "bad_source" { print $2 }' "$work/decap.$i")
+  ((${decapped:-0} >= 300 / NBACKENDS && ${bad:-1} == 0))
+  check $? "backend $i: ${decapped:-?} packets decapsulated, all from the router's prefix $ROUTER_PREFIX4 (bad_source ${bad:-?})"
+done
 proportions 6 "$VIP6_KEY" "http://[$VIP6]:$VIP_PORT/" 300
 
 no_neigh=$(($(verdict_count pass_fib_no_neigh) - no_neigh_before))

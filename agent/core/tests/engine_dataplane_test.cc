@@ -86,6 +86,16 @@ TEST_CASE("Start programs the state: VIPs, markers, backends, tables, settings")
   REQUIRE(st->verdicts().count("pass_not_vip") == 1);
 }
 
+TEST_CASE("global.source_v4_prefix reaches the data plane's maps") {
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  v1::Config c = SmallConfig();
+  c.mutable_global()->set_source_v4_prefix("198.18.0.32/27");
+  auto e = StartRealEngine(dir, &clock, c);
+  CHECK_THAT(DataplaneText(*e),
+             Catch::Contains("settings src4=198.18.0.1 src4_prefix=198.18.0.32/27 src6="));
+}
+
 TEST_CASE("Restart adopts the pinned maps: same ids, no table rewritten; strays removed") {
   testing::RequireRoot();
   TempDir dir;

@@ -23,6 +23,9 @@ struct Case {
 TEST_CASE("ValidateConfig accepts the small config and the defaults") {
   REQUIRE(ValidateConfig(SmallConfig(), FieldPath::Index()).ok());
   REQUIRE(ValidateConfig(v1::Config(), FieldPath::Index()).ok());
+  v1::Config c = SmallConfig();
+  c.mutable_global()->set_source_v4_prefix("198.18.0.32/27");
+  REQUIRE(ValidateConfig(c, FieldPath::Index()).ok());
 }
 
 TEST_CASE("ValidateConfig names the field and the allowed range of every bad input") {
@@ -166,6 +169,37 @@ TEST_CASE("ValidateConfig names the field and the allowed range of every bad inp
       {"source_v4 of the wrong family",
        [](v1::Config& c) { c.mutable_global()->set_source_v4("2001:db8::1"); },
        "global.source_v4: 2001:db8::1 is not an IPv4 address"},
+      {"source_v4_prefix not a prefix",
+       [](v1::Config& c) { c.mutable_global()->set_source_v4_prefix("198.18.0.32/x"); },
+       "global.source_v4_prefix: prefix \"198.18.0.32/x\": 'x' is not a prefix length"},
+      {"source_v4_prefix with host bits",
+       [](v1::Config& c) { c.mutable_global()->set_source_v4_prefix("198.18.0.33/27"); },
+       "global.source_v4_prefix: prefix \"198.18.0.33/27\" has host bits set (the network is "
+       "198.18.0.32/27)"},
+      {"source_v4_prefix too long or too short",
+       [](v1::Config& c) { c.mutable_global()->set_source_v4_prefix("198.18.0.32/32"); },
+       "global.source_v4_prefix: 198.18.0.32/32 is not an IPv4 prefix of length 16..31"},
+      {"source_v4_prefix of IPv6",
+       [](v1::Config& c) { c.mutable_global()->set_source_v4_prefix("2001:db8::/64"); },
+       "global.source_v4_prefix: 2001:db8::/64 is not an IPv4 prefix of length 16..31"},
+      {"source_v4_prefix multicast",
+       [](v1::Config& c) { c.mutable_global()->set_source_v4_prefix("224.0.0.0/24"); },
+       "global.source_v4_prefix: 224.0.0.0/24 cannot hold outer source addresses (this network, "
+       "loopback, multicast or reserved)"},
+      {"source_v4_prefix without source_v4",
+       [](v1::Config& c) {
+         c.mutable_global()->set_source_v4_prefix("198.18.0.32/27");
+         c.mutable_global()->clear_source_v4();
+       },
+       "global.source_v4_prefix: set, but source_v4 is not (probes use it)"},
+      {"source_v4_prefix holding a VIP",
+       [](v1::Config& c) { c.mutable_global()->set_source_v4_prefix("198.18.0.0/27"); },
+       "global.source_v4_prefix: holds the address of vip 198.18.0.10:80/tcp: the router's "
+       "outer sources and its VIPs must not overlap"},
+      {"source_v4_prefix holding a backend",
+       [](v1::Config& c) { c.mutable_global()->set_source_v4_prefix("198.18.1.0/24"); },
+       "global.source_v4_prefix: holds backend 198.18.1.1 of vip 198.18.0.10:80/tcp: a backend "
+       "cannot be one of the router's outer sources"},
       {"source_v6 not an address",
        [](v1::Config& c) { c.mutable_global()->set_source_v6("router"); },
        "global.source_v6: \"router\" is not an IPv6 address"},
@@ -444,7 +478,9 @@ TEST_CASE("CanonicalConfig writes every address the same way") {
   v1::Config c = SmallConfig();
   c.mutable_vips(1)->mutable_key()->set_address("2001:DB8:10:0:0::10");
   c.mutable_global()->set_source_v6("2001:0db8::0001");
+  c.mutable_global()->set_source_v4_prefix("198.18.0.32/027");
   const v1::Config k = CanonicalConfig(c);
+  REQUIRE(k.global().source_v4_prefix() == "198.18.0.32/27");
   REQUIRE(k.vips(1).key().address() == "2001:db8:10::10");
   REQUIRE(k.global().source_v6() == "2001:db8::1");
 }
