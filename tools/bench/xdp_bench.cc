@@ -267,12 +267,15 @@ Flags ParseFlags(int argc, char** argv) {
       f.only = next();
     } else if (a == "--second-chance") {
       f.second_chance = std::stoi(next());
+    } else if (a == "--src4-prefix") {
+      f.src4_prefix = next();
     } else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: bench_xdp [--repeat N (default 1000000)] [--rounds R (default 5)]\n"
           "                 [--cpu C (default: last allowed CPU)] [--json]\n"
           "                 [--only SUBSTRING (cases whose name contains it)]\n"
           "                 [--second-chance N (only the second-chance costs, N runs each)]\n"
+          "                 [--src4-prefix P (per-flow IPv4 outer sources, e.g. 198.18.0.32/27)]\n"
           "Needs root. Exit 1 if a case fails its output/verdict checks.\n");
       std::exit(0);
     } else {
@@ -408,6 +411,7 @@ int PinCpu(int want) {
 
 int Main(int argc, char** argv) {
   const Flags f = ParseFlags(argc, argv);
+  SetSourcePrefix(f.src4_prefix);
   if (geteuid() != 0) Die("must run as root (loads BPF programs, BPF_PROG_TEST_RUN)");
   const int cpu = PinCpu(f.cpu);
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -43,6 +44,20 @@ uint32_t BackendIdAt(const Addr& a) {
   return BALLAST_INVALID_ID;
 }
 
+namespace {
+std::optional<IpPrefix> source_prefix;
+}  // namespace
+
+void SetSourcePrefix(const std::string& prefix) {
+  if (prefix.empty()) {
+    source_prefix.reset();
+    return;
+  }
+  auto p = IpPrefix::Parse(prefix, /*strict=*/true);
+  if (!p.ok()) Die("--src4-prefix: " + std::string(p.status().message()));
+  source_prefix = *p;
+}
+
 std::unique_ptr<Dataplane> OpenLb(uint32_t flow_capacity) {
   dataplane::Options o;
   o.pin_dir = "";
@@ -52,6 +67,7 @@ std::unique_ptr<Dataplane> OpenLb(uint32_t flow_capacity) {
   dataplane::Settings s;
   s.src4 = ToIp(Addr::Parse("198.18.0.1"));
   s.src6 = ToIp(Addr::Parse("2001:db8::1"));
+  s.src4_prefix = source_prefix;
   Check((*dp)->SetSettings(s), "settings");
   const int ncpu = libbpf_num_possible_cpus();
   std::vector<maglev::Backend> b4, b6;

@@ -39,8 +39,9 @@ struct Flags {
   int rounds = 5;
   int cpu = -1;  // -1: the last CPU we may run on
   bool json = false;
-  std::string only;       // run only cases whose name contains this
-  int second_chance = 0;  // --second-chance N: only the second-chance costs, N runs each
+  std::string only;         // run only cases whose name contains this
+  int second_chance = 0;    // --second-chance N: only the second-chance costs, N runs each
+  std::string src4_prefix;  // --src4-prefix P: per-flow IPv4 outer sources from P
 };
 
 [[noreturn]] void Die(const std::string& what);
@@ -59,6 +60,9 @@ uint32_t BackendIdAt(const Addr& a);
 // pre-filled on ifindex 1 (the test run's ingress device: XDP_TX), so the
 // figures do not depend on this host's routes.
 std::unique_ptr<Dataplane> OpenLb(uint32_t flow_capacity);
+// Every later OpenLb() sets this per-flow IPv4 outer source prefix
+// (Settings::src4_prefix; "" = none, the default).
+void SetSourcePrefix(const std::string& prefix);
 
 // The restore wrapper and the reference program, loaded once.
 struct Harness {
