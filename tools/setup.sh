@@ -32,6 +32,8 @@ PACKAGES=(
   # systemd-analyze verify, systemd-sysusers and -tmpfiles for a scratch root,
   # man for the man pages)
   dpkg-dev file lintian man-db systemd
+  # the status page's test: a headless browser loads it (no sandbox, as root)
+  chromium
 )
 
 say() { printf 'setup: %s\n' "$*"; }

@@ -1,6 +1,7 @@
 #include "agent/core/health_controller.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -315,6 +316,7 @@ absl::Status HealthController::Evaluate() {
       }
     }
     engine_->SetHealthView({});
+    if (options_.timeline != nullptr) options_.timeline->Retain({});
     std::vector<HealthRecord> none;
     if (options_.decision_gate) options_.decision_gate(&clear, &none);
     return engine_->ApplyHealth(clear, none);
@@ -350,6 +352,7 @@ absl::Status HealthController::Evaluate() {
   std::map<std::string, health::PoolState> next_pools;
   std::map<std::string, uint64_t> action_counts;
   absl::Status first_error = absl::OkStatus();
+  std::vector<std::pair<TimelineKey, TimelinePoint>> points;
 
   for (const HealthPool& pool : in->pools) {
     health::PoolState prev = PrepareState(pool, params, now, &records);
@@ -419,6 +422,9 @@ absl::Status HealthController::Evaluate() {
         ++action_counts["health_weight"];
       }
 
+      points.push_back({{pool.key_text, b.address},
+                        {now_unix_ms, static_cast<uint32_t>(out.score), out.effective_weight}});
+
       BackendHealthView& bv = view.backends[BackendIdKey(pool.key, b.address)];
       bv.score = static_cast<uint32_t>(out.score);
       bv.state = std::string(out.state_name);
@@ -444,6 +450,14 @@ absl::Status HealthController::Evaluate() {
     // Only a stored outcome becomes the machine's memory; after a failure the
     // next evaluation decides again from the same state.
     pools_ = std::move(next_pools);
+    if (options_.timeline != nullptr) {
+      std::set<TimelineKey> keys;
+      for (const auto& [key, point] : points) {
+        options_.timeline->Record(key, point);
+        keys.insert(key);
+      }
+      options_.timeline->Retain(keys);
+    }
   }
   engine_->SetHealthView(std::move(view));
   {

@@ -46,6 +46,7 @@
 #include "agent/core/clock.h"
 #include "agent/core/probe_verdicts.h"
 #include "agent/core/router_engine.h"
+#include "agent/core/timeline.h"
 #include "agent/health/machine.h"
 #include "agent/probes/scheduler.h"
 
@@ -70,6 +71,10 @@ struct HealthControllerOptions {
   // that is not the leader, or is frozen, writes none; the leader applies a
   // demotion only with an observer quorum). Unset: all are applied.
   std::function<void(std::vector<HealthDecision>*, std::vector<HealthRecord>*)> decision_gate;
+  // Gets every backend's score and effective weight after each evaluation
+  // that was applied (the status page's timelines); may be null. Must
+  // outlive the controller.
+  Timeline* timeline = nullptr;
 };
 
 // What the last evaluation did (for metrics and tests).

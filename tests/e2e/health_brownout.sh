@@ -19,7 +19,7 @@ health_lab_up "$SETTINGS"
 # The normal: BASE ms on every backend, nominal weight 100 each; then the
 # health logic starts over so that its baselines are learned at BASE ms.
 for i in 1 2 3; do knob "$i" set delay_ms="$BASE"; done
-load_start brown 38 --workers 8 --timeout 2
+load_start brown 45 --workers 8 --timeout 2
 # Baselines are learned in the first 5 evaluations (1 s) after the relearn:
 # learned while the load generator was still starting (an idle machine, a
 # few milliseconds faster), the steady load that follows is a fleet-wide
@@ -108,6 +108,56 @@ for a in "$BE2_ADDR4" "$BE3_ADDR4"; do
   w=$(field "$VIP4_KEY" "$a" effectiveWeight)
   check "brownout: peer $a keeps its weight ($w)" test "$w" = 100
 done
+
+# ---- the status page, in a browser, during the brownout ------------------------------------
+# Headless Chromium in the router's namespace loads lbagent's /status: the DOM
+# must mark backend-1 (degraded, weight cut) and only it, and its weight
+# timeline must fall; the screenshot is kept as the test's artefact.
+shots=${BALLAST_ARTIFACT_DIR:-$repo/build/Testing/artifacts}
+mkdir -p "$shots"
+browse() {
+  lab exec router env HOME="$WORK" chromium --headless=new --no-sandbox --disable-gpu \
+    --user-data-dir="$WORK/chromium" --window-size=1400,900 "$@" \
+    http://127.0.0.1:9580/status 2>>"$WORK/chromium.err"
+}
+browse --dump-dom >"$WORK/status.html" || fail "status page: chromium failed: $(tail -n 3 "$WORK/chromium.err")"
+browse --screenshot="$shots/status-brownout.png" >/dev/null ||
+  fail "status page: the screenshot failed: $(tail -n 3 "$WORK/chromium.err")"
+page=$(python3 - "$WORK/status.html" "$VIP4_KEY" "$BE1_ADDR4" "$BE2_ADDR4" "$BE3_ADDR4" <<'PY'
+import sys
+from html.parser import HTMLParser
+path, vip, slow, *peers = sys.argv[1:]
+rows, cur_vip, cur_row = {}, None, None
+class P(HTMLParser):
+    def handle_starttag(self, tag, attrs):
+        global cur_vip, cur_row
+        a = dict(attrs)
+        if tag == "section" and "data-vip" in a:
+            cur_vip = a["data-vip"]
+        elif tag == "tr" and "data-backend" in a and cur_vip == vip:
+            cur_row = a["data-backend"]
+            rows[cur_row] = {"class": a.get("class", "").split(), "weight": []}
+        elif tag == "polyline" and cur_row and "weight" in a.get("class", "").split():
+            rows[cur_row]["weight"] = [int(v) for v in a.get("data-values", "").split(",") if v]
+    def handle_endtag(self, tag):
+        global cur_row
+        if tag == "tr":
+            cur_row = None
+P().feed(open(path).read())
+s = rows.get(slow, {"class": [], "weight": []})
+w = s["weight"]
+print("slow_classes=%s" % ",".join(s["class"]))
+print("slow_weights=%s" % (",".join(map(str, w[:3] + ["..."] + w[-3:])) if len(w) > 6 else ",".join(map(str, w))))
+print("slow_marked=%d" % ("impaired" in s["class"] and "health-degraded" in s["class"]))
+print("slow_falls=%d" % (len(w) >= 2 and max(w) >= 100 and w[-1] <= 70))
+print("peers_marked=%d" % sum("impaired" in rows.get(p, {"class": ["missing"]})["class"] or p not in rows for p in peers))
+PY
+)
+eval "$page"
+log "status page: backend-1 row class '$slow_classes', weight timeline $slow_weights; screenshot $shots/status-brownout.png"
+check "status page: backend-1 is marked degraded and impaired in the DOM" test "$slow_marked" = 1
+check "status page: backend-1's weight timeline falls from 100 to <= 70" test "$slow_falls" = 1
+check "status page: its peers are not marked ($peers_marked marked or missing)" test "$peers_marked" = 0
 
 # ---- restore -------------------------------------------------------------------------------
 t_fix=$(now)

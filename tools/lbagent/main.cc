@@ -434,9 +434,12 @@ int Run(const std::string& config_path) {
         {{"error", std::string(pruned.status().message())}});
   }
 
+  // The status page's score and weight timelines (health checking feeds
+  // them, the metrics listener's /status shows them).
+  core::Timeline timeline;
   std::unique_ptr<lbagent::MetricsServer> metrics;
   if (!config.metrics_listen().empty()) {
-    auto m = lbagent::MetricsServer::Start(config.metrics_listen(), engine->get());
+    auto m = lbagent::MetricsServer::Start(config.metrics_listen(), engine->get(), &timeline);
     if (!m.ok()) {
       Log(LogLevel::kError, "refusing to start", {{"error", std::string(m.status().message())}});
       return kExitRuntime;
@@ -467,6 +470,7 @@ int Run(const std::string& config_path) {
   // (global.health; off when absent).
   if (cluster != nullptr) cluster->Start(engine->get(), &clock);
   core::HealthControllerOptions hco;
+  hco.timeline = &timeline;
   if (cluster != nullptr) {
     coord::ClusterNode* node = cluster.get();
     hco.decision_gate = [node](std::vector<core::HealthDecision>* d,

@@ -5,11 +5,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "agent/core/log.h"
 #include "agent/core/metrics.h"
+#include "agent/core/status_page.h"
 
 namespace ballast::lbagent {
 
@@ -34,8 +38,8 @@ void LowerThisThreadOnce() {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& listen,
-                                                                    core::RouterEngine* engine) {
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
+    const std::string& listen, core::RouterEngine* engine, const core::Timeline* timeline) {
   const size_t colon = listen.rfind(':');
   std::string host = listen.substr(0, colon);
   const int port = std::stoi(listen.substr(colon + 1));
@@ -61,8 +65,28 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
           return true;
         });
   });
+  m->server_.Get("/status", [engine, timeline](const httplib::Request&, httplib::Response& res) {
+    LowerThisThreadOnce();
+    core::StatusPageInput in;
+    in.now_unix_ms = absl::ToUnixMillis(absl::Now());
+    auto status = engine->GetStatus();
+    if (status.ok()) {
+      in.status = &*status;
+    } else {
+      in.status_error = std::string(status.status().message());
+    }
+    // The last actions: those of the last 10 minutes, at most 30.
+    constexpr size_t kActions = 30;
+    if (auto recent = engine->QueryAudit(in.now_unix_ms - 600'000, 0); recent.ok()) {
+      const size_t skip = recent->size() > kActions ? recent->size() - kActions : 0;
+      in.recent.assign(recent->begin() + static_cast<std::ptrdiff_t>(skip), recent->end());
+    }
+    if (timeline != nullptr) in.timelines = timeline->Snapshot(in.now_unix_ms);
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(core::RenderStatusPage(in), "text/html; charset=utf-8");
+  });
   m->server_.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ballast lbagent: metrics at /metrics\n", "text/plain");
+    res.set_content("ballast lbagent: metrics at /metrics, status page at /status\n", "text/plain");
   });
   if (!m->server_.bind_to_port(host, port)) {
     return absl::FailedPreconditionError(absl::StrCat("metrics_listen ", listen,

@@ -1,5 +1,6 @@
 // lbagent's metrics endpoint: GET /metrics (Prometheus text, streamed
-// family by family) on the configured address, normally loopback.
+// family by family) and GET /status (the read-only HTML status page,
+// agent/core/status_page.h) on the configured address, normally loopback.
 //
 // A scrape reads the status (the flow scan included) on the server's own
 // threads, which run at a lower CPU priority than the rest of the agent
@@ -20,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/core/router_engine.h"
+#include "agent/core/timeline.h"
 
 namespace ballast::lbagent {
 
@@ -30,8 +32,11 @@ class MetricsServer {
  public:
   // `listen`: "HOST:PORT" or "[V6]:PORT". FailedPrecondition when the
   // address cannot be bound.
+  // `timeline` (the status page's timelines) may be null; it and the
+  // engine must outlive the server.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& listen,
-                                                              core::RouterEngine* engine);
+                                                              core::RouterEngine* engine,
+                                                              const core::Timeline* timeline);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
