@@ -6,10 +6,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "agent/base/html.h"
 #include "agent/core/names.h"
 
 namespace ballast::core {
 namespace {
+
+using base::HtmlEscape;
 
 constexpr int kSvgWidth = 360;
 constexpr int kSvgHeight = 60;
@@ -152,33 +155,6 @@ void AppendActions(std::string* out, const std::vector<v1::AuditRecord>& recent)
 }
 
 }  // namespace
-
-std::string HtmlEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string RenderStatusPage(const StatusPageInput& in) {
   std::string out =

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "agent/core/timeline.h"
@@ -30,9 +29,6 @@ struct StatusPageInput {
 };
 
 std::string RenderStatusPage(const StatusPageInput& in);
-
-// `text` with &, <, >, " and ' escaped for HTML text and attribute values.
-std::string HtmlEscape(std::string_view text);
 
 }  // namespace ballast::core
 

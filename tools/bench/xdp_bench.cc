@@ -267,6 +267,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.only = next();
     } else if (a == "--second-chance") {
       f.second_chance = std::stoi(next());
+    } else if (a == "--parallel") {
+      f.parallel = true;
     } else if (a == "--src4-prefix") {
       f.src4_prefix = next();
     } else if (a == "-h" || a == "--help") {
@@ -276,6 +278,7 @@ Flags ParseFlags(int argc, char** argv) {
           "                 [--only SUBSTRING (cases whose name contains it)]\n"
           "                 [--second-chance N (only the second-chance costs, N runs each)]\n"
           "                 [--src4-prefix P (per-flow IPv4 outer sources, e.g. 198.18.0.32/27)]\n"
+          "                 [--parallel (new connections and a full table on every CPU at once)]\n"
           "Needs root. Exit 1 if a case fails its output/verdict checks.\n");
       std::exit(0);
     } else {
@@ -391,6 +394,18 @@ int SecondChance(const Harness& h, const Flags& f, int cpu) {
   return 0;
 }
 
+// The CPUs this process may run on, in order.
+std::vector<int> AllowedCpus() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+    Die(absl::StrCat("sched_getaffinity: ", strerror(errno)));
+  std::vector<int> cpus;
+  for (int i = 0; i < CPU_SETSIZE; ++i)
+    if (CPU_ISSET(i, &allowed)) cpus.push_back(i);
+  return cpus;
+}
+
 int PinCpu(int want) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
@@ -413,6 +428,7 @@ int Main(int argc, char** argv) {
   const Flags f = ParseFlags(argc, argv);
   SetSourcePrefix(f.src4_prefix);
   if (geteuid() != 0) Die("must run as root (loads BPF programs, BPF_PROG_TEST_RUN)");
+  const std::vector<int> cpus = AllowedCpus();
   const int cpu = PinCpu(f.cpu);
 
   Harness h;
@@ -443,6 +459,8 @@ int Main(int argc, char** argv) {
                           .Ip4(kClient4, Addr::Parse("198.18.0.99"))
                           .Tcp(40000, 80, tcp::kAck, 1001, 5001)
                           .Build();
+
+  if (f.parallel) return Parallel(h, f, cpus, syn4, est4);
 
   // Establishes the flow of `ack` (SYN, then the ACK) before timing it.
   auto establish = [](const Bytes& ack) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "agent/dataplane/dataplane.h"
@@ -42,6 +43,7 @@ struct Flags {
   std::string only;         // run only cases whose name contains this
   int second_chance = 0;    // --second-chance N: only the second-chance costs, N runs each
   std::string src4_prefix;  // --src4-prefix P: per-flow IPv4 outer sources from P
+  bool parallel = false;    // --parallel: only the every-CPU-at-once cases (xdp_parallel.cc)
 };
 
 [[noreturn]] void Die(const std::string& what);
@@ -110,6 +112,11 @@ struct Result {
 // SYN + ACK.
 std::pair<Result, Result> RunNewConnection(const Harness& h, const Flags& f, const Bytes& syn,
                                            const Bytes& ack);
+
+// --parallel (xdp_parallel.cc): the new-connection and table-full cases on
+// every CPU of `cpus` at once, beside cpus[0] alone; prints the table.
+int Parallel(const Harness& h, const Flags& f, const std::vector<int>& cpus, const Bytes& syn,
+             const Bytes& ack);
 
 }  // namespace ballast::bench
 

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/base/html.h"
 
 namespace ballast::lbsim {
 
@@ -13,28 +14,7 @@ namespace {
 
 constexpr const char* kFont = "font-family=\"sans-serif\"";
 
-std::string Escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '&':
-        o += "&amp;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
-}
+std::string Escape(const std::string& s) { return base::HtmlEscape(s); }
 
 // A number for a tick label: no trailing zeros.
 std::string Tick(double v) {

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "agent/base/html.h"
 #include "agent/core/status_page.h"
 #include "agent/core/timeline.h"
 
@@ -126,7 +127,7 @@ TEST_CASE("The status page says why it has nothing to show") {
   in.status = &st;
   html = RenderStatusPage(in);
   CHECK_THAT(html, Catch::Contains("health checking off"));
-  CHECK(HtmlEscape("a'b") == "a&#39;b");
+  CHECK(base::HtmlEscape("a'b") == "a&#39;b");
 }
 
 }  // namespace
