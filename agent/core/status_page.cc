@@ -38,6 +38,7 @@ polyline { fill: none; stroke-width: 1.5; }
 polyline.score { stroke: #2f6fde; }
 polyline.weight { stroke: #e07b00; }
 .legend-score { color: #2f6fde; } .legend-weight { color: #e07b00; }
+.muted { color: #8a949e; }
 )css";
 
 std::string TimeText(int64_t unix_ms) {
