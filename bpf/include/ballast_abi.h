@@ -227,7 +227,13 @@ struct ballast_handshake {
 	 * reads as no bounce. */
 	__u8 bounces;
 	__u8 reserved;
-	__u32 ports;      /* the key's sport | dport << 16 (as stored): a second check */
+	/* The client SYN's sequence number (its ISN). The packet that completes
+	 * the handshake carries isn + 1 (plus any data of the SYN: TCP Fast
+	 * Open), so a packet of another connection on the tuple, e.g. of a flow
+	 * adopted mid-stream, does not complete a SYN a blind spoofer sent
+	 * (handshake_completes). Earlier builds kept the ports here: their
+	 * slots' ACKs are adopted instead, on the same table pick. */
+	__u32 isn;
 	__u32 syn_time;   /* precise clock >> BALLAST_HANDSHAKE_TIME_SHIFT at the latest
 	                     SYN; wraps after 18 minutes */
 };

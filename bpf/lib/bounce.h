@@ -143,7 +143,8 @@ static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *o
 
 	set = handshake_set_of(in);
 	h = set ? handshake_find(set, in, s, *now) : 0;
-	if (!h)
+	/* The bounce carries the client's SYN as it was sent: its ISN too. */
+	if (!h || h->isn != in->seq)
 		return BALLAST_V_DROP_BOUNCE_STRANGER;
 	last = h->backend_id;
 	be = bpf_map_lookup_elem(&backends, &last);

@@ -51,9 +51,11 @@
  * the LRU. A slot costs one cache line, and a flood only overwrites other
  * slots (a full set gives up its oldest). What a lost slot costs: that connection's handshake
  * sample and retransmission count, and, if the table changed between its SYN and its ACK, its
- * handshake (the ACK follows the new table; the client retries). Two tuples with the same slot,
- * hash and ports are taken for one connection; they have the same table pick, so only counts can be
- * wrong.
+ * handshake (the ACK follows the new table; the client retries). Two tuples with the same set and
+ * 32-bit hash are taken for one connection; they have the same table pick, so only counts can be
+ * wrong. A slot completes only with a packet whose sequence number follows
+ * its SYN's (handshake_completes): a SYN spoofed on the tuple of a flow
+ * adopted mid-stream cannot take that flow's next packet to another backend.
  *
  * Passive signals recorded here (per backend, per CPU): new flows, SYN
  * retransmissions, client RSTs, handshake time (the latest SYN → the
@@ -184,15 +186,15 @@ static __always_inline struct ballast_handshake_set *handshake_set_of(struct pkt
 	return bpf_map_lookup_elem(&handshakes, &idx);
 }
 
-/* The slot of `set` that holds this packet's handshake, begun at most
- * syn_idle_ns before `now` (a precise reading), or NULL. */
+/* The slot of `set` that holds this packet's tuple's handshake (by its
+ * 32-bit hash, in the set its hash chose), begun at most syn_idle_ns before
+ * `now` (a precise reading), or NULL. */
 static __always_inline struct ballast_handshake *handshake_find(struct ballast_handshake_set *set,
 								const struct pkt *p,
 								const struct ballast_settings *s,
 								__u64 now)
 {
 	__u32 t = handshake_time(now), idle = s->syn_idle_ns >> BALLAST_HANDSHAKE_TIME_SHIFT;
-	__u32 ports = *(const __u32 *)&p->key.sport;
 	struct ballast_handshake *h;
 	int i;
 
@@ -200,10 +202,23 @@ static __always_inline struct ballast_handshake *handshake_find(struct ballast_h
 	for (i = 0; i < BALLAST_HANDSHAKE_WAYS; i++) {
 		h = &set->way[i];
 		if (h->backend_id != BALLAST_INVALID_ID && h->hash == p->hash &&
-		    h->ports == ports && t - h->syn_time <= idle) /* modulo 2^32 */
+		    t - h->syn_time <= idle) /* modulo 2^32 */
 			return h;
 	}
 	return 0;
+}
+
+/* Whether `p`, a client packet after the SYN of slot `h`, can be the one
+ * that completes that handshake: its sequence number is at most
+ * BALLAST_HANDSHAKE_SEQ_SLACK past the SYN's (the ACK carries ISN + 1, plus
+ * the SYN's data with TCP Fast Open). A packet of another connection on the
+ * tuple has a sequence number of its own, which a blind spoofer's SYN
+ * matches with odds of about 1 in 65,536. */
+#define BALLAST_HANDSHAKE_SEQ_SLACK 65536u
+static __always_inline int handshake_completes(const struct ballast_handshake *h,
+					       const struct pkt *p)
+{
+	return p->seq - h->isn <= BALLAST_HANDSHAKE_SEQ_SLACK; /* modulo 2^32 */
 }
 
 /* The slot of `set` a new handshake takes: a free or expired one, else the
@@ -249,7 +264,7 @@ static __always_inline int syn_retry_due(const struct ballast_handshake *h, __u6
 static __always_inline void handshake_write(struct ballast_handshake *h, const struct pkt *p,
 					    __u32 id, __u64 now)
 {
-	*(__u64 *)&h->ports = *(const __u32 *)&p->key.sport | (__u64)handshake_time(now) << 32;
+	*(__u64 *)&h->isn = p->seq | (__u64)handshake_time(now) << 32;
 	*(__u64 *)&h->hash = p->hash | (__u64)id << 32;
 }
 
@@ -431,7 +446,9 @@ static __always_inline int handshake_complete(const struct ballast_vip_meta *vip
 	struct ballast_backend *be;
 	__u32 id, age;
 
-	if (!h)
+	/* A packet that does not follow the slot's SYN leaves the slot to the
+	 * packet that does. */
+	if (!h || !handshake_completes(h, p))
 		return 0;
 	id = h->backend_id;
 	age = handshake_time(now) - h->syn_time;

@@ -284,22 +284,21 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
   fx.SetUniformTable(kVipTcp4, 1);
   const uint64_t now = dataplane::Dataplane::MonotonicNowNs();
   const uint32_t hash = ballast_flow_hash(&kKey);
-  uint32_t ports;
-  std::memcpy(&ports, &kKey.sport, sizeof ports);
+  const uint32_t isn = 100;  // the client SYN's sequence number: its ACK carries 101
   const uint64_t idle_ns = dataplane::Settings{}.syn_idle_ns;
   const auto at = [](uint64_t ns) {
     return static_cast<uint32_t>(ns >> BALLAST_HANDSHAKE_TIME_SHIFT);
   };
 
   SECTION("a SYN older than syn_idle is forgotten: its repeat is a new connection") {
-    fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, ports, at(now - idle_ns - 1000000000ull)}}});
+    fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, isn, at(now - idle_ns - 1000000000ull)}}});
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
     CHECK(fx.BackendStats(2).syn_retransmits == 0);
     CHECK(fx.BackendStats(1).new_flows == 1);
     CHECK(fx.Handshake(kKey)->backend_id == 1);
   }
   SECTION("an ACK whose handshake slot expired is adopted from the table") {
-    fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, ports, at(now - idle_ns - 1000000000ull)}}});
+    fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, isn, at(now - idle_ns - 1000000000ull)}}});
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001))) == 1);
     CHECK(fx.BackendStats(2).handshake_count == 0);
     CHECK(fx.BackendStats(1).handshake_count == 0);
@@ -307,7 +306,7 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
     CHECK(fx.FlowMap(kKey) == "flows_adopted");
   }
   SECTION("a client RST during the handshake is counted on the SYN's backend") {
-    fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, ports, at(now)}}});
+    fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, isn, at(now)}}});
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kRst, 101, 0))) == 2);
     CHECK(fx.BackendStats(2).client_rsts == 1);
     CHECK(fx.BackendStats(2).handshake_count == 0);
@@ -316,14 +315,14 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
     CHECK_FALSE(fx.Handshake(kKey));
   }
   SECTION("the completing ACK leaves a SYN's backend that was evicted meanwhile") {
-    fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, ports, at(now)}}});
+    fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, isn, at(now)}}});
     fx.SetBackendState(2, BALLAST_BACKEND_EVICTED);
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001))) == 1);
     CHECK(fx.Flow(kKey)->backend_id == 1);
     CHECK_FALSE(fx.Handshake(kKey));
   }
   SECTION("the first payload in the completing ACK starts the first-response sample") {
-    fx.SetHandshakeSet(kKey, {{{hash, 1, 0, 0, ports, at(now)}}});
+    fx.SetHandshakeSet(kKey, {{{hash, 1, 0, 0, isn, at(now)}}});
     fx.Run(Segment(tcp::kAck | tcp::kPsh, 101, 5001, 100));
     auto f = fx.Flow(kKey);
     REQUIRE(f);
@@ -335,7 +334,7 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
   }
   SECTION("the handshake and first-response samples land in their latency buckets") {
     // 40 ms old: bucket 10, [2^25, 2^26) ns = [33.6 ms, 67.1 ms), with 27 ms to spare.
-    fx.SetHandshakeSet(kKey, {{{hash, 1, 0, 0, ports, at(now - 40000000ull)}}});
+    fx.SetHandshakeSet(kKey, {{{hash, 1, 0, 0, isn, at(now - 40000000ull)}}});
     fx.Run(Segment(tcp::kAck | tcp::kPsh, 101, 5001, 100));
     REQUIRE(fx.BackendStats(1).handshake_count == 1);
     auto lat = fx.dp().BackendLatency(1);
@@ -359,10 +358,10 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
   }
   SECTION("a full set gives its oldest slot to a new handshake; the others stay") {
     // Three other fresh handshakes and one older one in the set kKey uses.
-    const ballast_handshake_set others = {{{hash ^ 1u, 3, 0, 0, ports, at(now - 3000)},
-                                           {hash ^ 2u, 3, 0, 0, ports, at(now - 2000000000ull)},
-                                           {hash ^ 3u, 3, 0, 0, ports, at(now - 5000)},
-                                           {hash ^ 4u, 3, 0, 0, ports, at(now - 7000)}}};
+    const ballast_handshake_set others = {{{hash ^ 1u, 3, 0, 0, isn, at(now - 3000)},
+                                           {hash ^ 2u, 3, 0, 0, isn, at(now - 2000000000ull)},
+                                           {hash ^ 3u, 3, 0, 0, isn, at(now - 5000)},
+                                           {hash ^ 4u, 3, 0, 0, isn, at(now - 7000)}}};
     fx.SetHandshakeSet(kKey, others);
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
     const ballast_handshake_set set = fx.HandshakeSet(kKey);
@@ -377,9 +376,9 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
     CHECK(hs->full_sets == 1);
   }
   SECTION("an expired slot is taken before the oldest live one") {
-    const ballast_handshake_set others = {{{hash ^ 1u, 3, 0, 0, ports, at(now - 3000)},
-                                           {hash ^ 2u, 3, 0, 0, ports, at(now - 2000000000ull)},
-                                           {hash ^ 3u, 3, 0, 0, ports, at(now - idle_ns - 1000)},
+    const ballast_handshake_set others = {{{hash ^ 1u, 3, 0, 0, isn, at(now - 3000)},
+                                           {hash ^ 2u, 3, 0, 0, isn, at(now - 2000000000ull)},
+                                           {hash ^ 3u, 3, 0, 0, isn, at(now - idle_ns - 1000)},
                                            {hash ^ 4u, 0, 0, 0}}};
     fx.SetHandshakeSet(kKey, others);
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
@@ -403,12 +402,11 @@ TEST_CASE("Expired handshake slots are freed before their time can wrap",
     return static_cast<uint32_t>(ns >> BALLAST_HANDSHAKE_TIME_SHIFT);
   };
   const uint32_t hash = ballast_flow_hash(&kKey);
-  uint32_t ports;
-  std::memcpy(&ports, &kKey.sport, sizeof ports);
+  const uint32_t isn = 100;  // the client SYN's sequence number: its ACK carries 101
   // fresh, expired, long expired (10 minutes), empty
-  fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, ports, at(now - 1000000000ull)},
-                             {hash ^ 1u, 3, 1, 0, ports, at(now - idle_ns - 1000000000ull)},
-                             {hash ^ 2u, 1, 0, 0, ports, at(now - 600000000000ull)},
+  fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, isn, at(now - 1000000000ull)},
+                             {hash ^ 1u, 3, 1, 0, isn, at(now - idle_ns - 1000000000ull)},
+                             {hash ^ 2u, 1, 0, 0, isn, at(now - 600000000000ull)},
                              {0, 0, 0, 0, 0, 0}}});
   auto n = fx.dp().ExpireHandshakes();
   REQUIRE(n.ok());

@@ -230,10 +230,8 @@ ballast_handshake_set LbFixture::HandshakeSet(const ballast_flow_key& key) const
 
 std::optional<ballast_handshake> LbFixture::Handshake(const ballast_flow_key& key) const {
   const uint32_t hash = ballast_flow_hash(&key);
-  uint32_t ports;
-  std::memcpy(&ports, &key.sport, sizeof ports);
   for (const ballast_handshake& h : HandshakeSet(key).way)
-    if (h.backend_id != BALLAST_INVALID_ID && h.hash == hash && h.ports == ports) return h;
+    if (h.backend_id != BALLAST_INVALID_ID && h.hash == hash) return h;
   return std::nullopt;
 }
 

@@ -125,7 +125,7 @@ class LbFixture {
   // tests of ageing).
   void SetFlow(const ballast_flow_key& key, const ballast_flow& f);
   // The `handshakes` set `key` hashes to, and the slot of it that holds
-  // `key` (hash and ports match, whatever its age), if any.
+  // `key` (its 32-bit hash matches, whatever its age), if any.
   ballast_handshake_set HandshakeSet(const ballast_flow_key& key) const;
   std::optional<ballast_handshake> Handshake(const ballast_flow_key& key) const;
   // Overwrites the set `key` hashes to (tests of ageing and of full sets).

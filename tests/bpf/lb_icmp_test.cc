@@ -104,7 +104,8 @@ TEST_CASE("ICMP frag-needed about a handshake under way goes to its SYN's backen
   LbFixture fx;
   SetUpLab(fx);
   fx.SetUniformTable(kVipTcp4, 2);
-  REQUIRE(fx.Run(FromClient4().Tcp(42000, 80, tcp::kSyn).Build()).verdict == BALLAST_V_TX);
+  // ISN 100: its ACK carries 101
+  REQUIRE(fx.Run(FromClient4().Tcp(42000, 80, tcp::kSyn, 100).Build()).verdict == BALLAST_V_TX);
   fx.SetUniformTable(kVipTcp4, 3);  // the SYN's slot still names 2
 
   const Bytes in = FragNeeded4(Reply4(42000, 1400), 28);

@@ -216,5 +216,55 @@ TEST_CASE("A flow written without seq_next takes it from its next packet", "[lb]
   CHECK(FlowOf(fx).state == BALLAST_FLOW_ESTABLISHED);
 }
 
+TEST_CASE("A SYN spoofed on an adopted flow's tuple does not take its next packet elsewhere",
+          "[lb][spoof]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  // A flow adopted mid-stream on backend 1 (ECMP moved it here), then the
+  // table moves the tuple to backend 2.
+  fx.SetUniformTable(kVipTcp4, 1);
+  REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, 900000, 5001, 10))) == 1);
+  REQUIRE(fx.FlowMap(kKey) == "flows_adopted");
+  fx.SetUniformTable(kVipTcp4, 2);
+  // A blind spoofer's SYN on the tuple (its own ISN) goes by the table and
+  // takes a slot...
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 4242, 0))) == 2);
+  REQUIRE(fx.Handshake(kKey));
+  CHECK(fx.Handshake(kKey)->isn == 4242);
+  // ...but the client's next packets do not follow its ISN: they stay on
+  // the adopted flow's backend, and the slot waits for its own ACK.
+  for (uint32_t seq : {900010u, 900020u, 900030u}) {
+    INFO("client seq " << seq);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, seq, 5001, 10))) == 1);
+  }
+  CHECK(fx.BackendStats(2).handshake_count == 0);
+  CHECK(fx.Handshake(kKey).has_value());
+  CHECK(fx.FlowMap(kKey) == "flows_adopted");
+  // The ACK that does follow the SYN (a real new connection on the tuple)
+  // completes it on the SYN's backend, as does one after data in the SYN
+  // (TCP Fast Open, next case).
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 4243, 1))) == 2);
+  CHECK(fx.BackendStats(2).handshake_count == 1);
+  CHECK(fx.FlowMap(kKey) == "flows");
+  CHECK(fx.Flow(kKey)->backend_id == 2);
+}
+
+TEST_CASE("The completing ACK may follow data in the SYN (TCP Fast Open), not more",
+          "[lb][spoof]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  fx.SetUniformTable(kVipTcp4, 1);
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0, 1000))) == 1);
+  fx.SetUniformTable(kVipTcp4, 2);
+  // More than 65,536 past the SYN's sequence number is not its ACK:
+  // adopted, by the table.
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 7000 + 65537, 1))) == 2);
+  CHECK(fx.FlowMap(kKey) == "flows_adopted");
+  // The real ACK, after the SYN's 1,000 bytes, completes on the SYN's.
+  CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 8001, 1))) == 1);
+  CHECK(fx.FlowMap(kKey) == "flows");
+  CHECK(fx.BackendStats(1).handshake_count == 1);
+}
+
 }  // namespace
 }  // namespace ballast::bpftest

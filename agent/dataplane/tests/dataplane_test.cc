@@ -605,7 +605,7 @@ TEST_CASE("more handshake slots, also when reopened from the pins; bad sizes ref
   ballast_handshake_set set = {};
   set.way[0] = ballast_handshake{.hash = 32767,
                                  .backend_id = 3,
-                                 .ports = 80u << 16 | 40000,
+                                 .isn = 1000,
                                  .syn_time = static_cast<uint32_t>(Dataplane::MonotonicNowNs() >>
                                                                    BALLAST_HANDSHAKE_TIME_SHIFT)};
   const uint32_t last = 32767;
