@@ -163,7 +163,6 @@ int Parallel(const Harness& h, const Flags& f, const std::vector<int>& cpus, con
   std::printf("%-32s %12s", "case", "one CPU");
   for (int c : cpus) std::printf(" %10s", absl::StrCat("CPU ", c).c_str());
   std::printf(" %8s %8s\n", "worst", "target");
-  bool missed = false;
   for (const Row* r : {&nc, &tf}) {
     std::printf("%-32s %9.1f ns", r->name.c_str(), r->one);
     double worst = 0;
@@ -172,7 +171,6 @@ int Parallel(const Harness& h, const Flags& f, const std::vector<int>& cpus, con
       worst = std::max(worst, v);
     }
     const double ratio = worst / r->one;
-    missed |= ratio > 1.25;
     std::printf(" %7.2fx %8s %s\n", ratio, "<= 1.25", ratio <= 1.25 ? "ok" : "MISSED");
   }
   std::printf(
@@ -183,7 +181,6 @@ int Parallel(const Harness& h, const Flags& f, const std::vector<int>& cpus, con
       static_cast<unsigned long>(lost_one), 4096ul * static_cast<unsigned long>(f.rounds),
       static_cast<unsigned long>(lost_all),
       4096ul * cpus.size() * static_cast<unsigned long>(f.rounds));
-  (void)missed;  // a missed target is reported, not a failed run
   return 0;
 }
 
