@@ -165,6 +165,14 @@ TEST_CASE("A bounce to any address of the prefix is the router's; the next SYN k
   REQUIRE(o1.verdict == BALLAST_V_TX);
   const uint32_t first = BackendOf(fx, o1);
 
+  // A bounce whose SYN does not carry the handshake's ISN is a stranger's
+  // (the lb program does not check the inner TCP checksum).
+  Bytes forged = Bounce(o1.out);
+  forged[14 + 20 + 20 + 7] ^= 0x01;  // the inner SYN's sequence number, last byte
+  CHECK(fx.Run(forged).verdict == BALLAST_V_DROP_BOUNCE_STRANGER);
+  REQUIRE(fx.Handshake(key).has_value());
+  CHECK(fx.Handshake(key)->backend_id == first);
+
   const Outcome o2 = fx.Run(Bounce(o1.out));
   REQUIRE(o2.verdict == BALLAST_V_BOUNCE_TX);
   const uint32_t second = BackendOf(fx, o2);
