@@ -295,6 +295,49 @@ void DisagreementActions(Work& w, absl::Time now, const std::string& pool, const
   }
 }
 
+// Takes an in-service backend out (its weight to 0 at this evaluation),
+// with the flap accounting of a promotion followed too soon by a demotion:
+// a cooldown, and a pin after pin_flaps within pin_window.
+void Demote(Work& w, absl::Time now, const std::string& pool, const Params& p, std::string msg) {
+  BackendState& st = w.st;
+  st.in_service = false;
+  st.good_streak = st.bad_streak = st.hold = 0;
+  const bool flap = st.last_promotion && now - *st.last_promotion <= p.flap_window;
+  if (flap) {
+    st.flaps.push_back(now);
+    const size_t n = st.flaps.size();
+    const absl::Duration cd = CooldownFor(n, p);
+    st.cooldown_until = now + cd;
+    absl::StrAppend(&msg, "; flap ", n, " within ", absl::FormatDuration(p.flap_window),
+                    " of a promotion, cooldown ", absl::FormatDuration(cd));
+    const auto in_pin = std::count_if(st.flaps.begin(), st.flaps.end(),
+                                      [&](absl::Time t) { return now - t <= p.pin_window; });
+    AddAction(w, ActionKind::kDemote, now, pool, std::move(msg));
+    if (in_pin >= p.pin_flaps) {
+      st.pinned = true;
+      AddAction(w, ActionKind::kPin, now, pool,
+                absl::StrFormat("pinned out after %d flaps within %s; it stays at weight 0 "
+                                "until `lbctl backend release`",
+                                static_cast<int>(in_pin), absl::FormatDuration(p.pin_window)));
+    }
+  } else {
+    AddAction(w, ActionKind::kDemote, now, pool, std::move(msg));
+  }
+}
+
+// Dead, not slow: every probe that finished in this evaluation failed, or
+// the data plane saw SYNs refused (refused_demote).
+bool LooksDead(const Work& w) {
+  const std::optional<ProbeSummary>& probe = w.in->probe;
+  return w.refused_now || (probe && probe->successes == 0 && probe->failures > 0);
+}
+
+std::string RefusedMessage(const Work& w, const Params& p) {
+  return absl::StrFormat("%d SYNs refused in one evaluation (no listener; refused_demote %d)",
+                         static_cast<int>(std::min<uint64_t>(w.refused, 1u << 30)),
+                         p.refused_demote);
+}
+
 void Transition(Work& w, absl::Time now, const std::string& pool, const Params& p) {
   BackendState& st = w.st;
   if (w.score.evaluated) {
@@ -316,37 +359,11 @@ void Transition(Work& w, absl::Time now, const std::string& pool, const Params& 
   if (st.in_service) {
     if (st.bad_streak >= p.demote_after || w.refused_now) {
       const int streak = st.bad_streak;
-      st.in_service = false;
-      st.good_streak = st.bad_streak = st.hold = 0;
-      std::string msg =
-          streak >= p.demote_after
-              ? absl::StrFormat("demoted after %d consecutive bad evaluations (score %d)", streak,
-                                st.score)
-              : absl::StrFormat(
-                    "demoted at once: %d SYNs refused in one evaluation (no listener; "
-                    "refused_demote %d)",
-                    static_cast<int>(std::min<uint64_t>(w.refused, 1u << 30)), p.refused_demote);
-      const bool flap = st.last_promotion && now - *st.last_promotion <= p.flap_window;
-      if (flap) {
-        st.flaps.push_back(now);
-        const size_t n = st.flaps.size();
-        const absl::Duration cd = CooldownFor(n, p);
-        st.cooldown_until = now + cd;
-        absl::StrAppend(&msg, "; flap ", n, " within ", absl::FormatDuration(p.flap_window),
-                        " of a promotion, cooldown ", absl::FormatDuration(cd));
-        const auto in_pin = std::count_if(st.flaps.begin(), st.flaps.end(),
-                                          [&](absl::Time t) { return now - t <= p.pin_window; });
-        AddAction(w, ActionKind::kDemote, now, pool, std::move(msg));
-        if (in_pin >= p.pin_flaps) {
-          st.pinned = true;
-          AddAction(w, ActionKind::kPin, now, pool,
-                    absl::StrFormat("pinned out after %d flaps within %s; it stays at weight 0 "
-                                    "until `lbctl backend release`",
-                                    static_cast<int>(in_pin), absl::FormatDuration(p.pin_window)));
-        }
-      } else {
-        AddAction(w, ActionKind::kDemote, now, pool, std::move(msg));
-      }
+      Demote(w, now, pool, p,
+             streak >= p.demote_after
+                 ? absl::StrFormat("demoted after %d consecutive bad evaluations (score %d)",
+                                   streak, st.score)
+                 : absl::StrCat("demoted at once: ", RefusedMessage(w, p)));
       return;
     }
     if (st.ramp_step < last && w.score.evaluated) {
@@ -507,6 +524,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
   }
 
   Observe(work, now, p);
+  for (Work& w : work) w.st.down_streak = LooksDead(w) ? w.st.down_streak + 1 : 0;
 
   Result r;
   r.state.pool = input.pool;
@@ -610,9 +628,38 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
   }
   r.frozen = r.state.frozen;
 
+  // A freeze holds weights because a pool-wide change makes the backends'
+  // scores against their baselines and peers meaningless. A backend that
+  // answers no probe (or refuses SYNs) while its peers answer is dead, not
+  // slower than they are, and moving its traffic helps: it is demoted even
+  // in a frozen pool, unless more than fleet_guard_percent of the pool looks
+  // dead (the prober's own path is the likelier fault; moving cannot help).
+  auto dead = [&](const Work& w) { return w.st.down_streak >= p.demote_after || w.refused_now; };
+  // Counted like `unwell` above: any refused SYN or failed probe now, so
+  // that servers killed at once, whose refusals do not all reach the
+  // threshold in the same evaluation, are all counted.
+  int eligible_dead = 0;
+  for (const Work& w : work) {
+    if (w.in->operator_state == OperatorState::kActive && w.in->nominal_weight > 0 &&
+        (dead(w) || LooksDead(w) || w.refused > 0)) {
+      ++eligible_dead;
+    }
+  }
+  const bool demote_dead = r.state.frozen && !above(eligible_dead);
+
   for (Work& w : work) {
     if (r.state.frozen) {
       w.st.good_streak = w.st.bad_streak = w.st.hold = 0;
+      if (demote_dead && w.st.in_service && !w.st.pinned && dead(w)) {
+        Demote(w, now, input.pool, p,
+               absl::StrFormat(
+                   "demoted although the pool is frozen: %s; %d of %d eligible backends look dead",
+                   w.refused_now ? RefusedMessage(w, p)
+                                 : absl::StrFormat("every probe failed for %d evaluations in a row",
+                                                   w.st.down_streak),
+                   eligible_dead, r.eligible));
+        w.st.applied_in_service = false;
+      }
     } else {
       Transition(w, now, input.pool, p);
       w.st.applied_in_service = w.st.in_service;

@@ -96,6 +96,10 @@ struct BackendState {
   int hold = 0;          // evaluations held at the current ramp step
   int good_streak = 0;
   int bad_streak = 0;
+  // Evaluations in a row in which the backend looked dead, not slow: every
+  // probe failed, or SYNs were refused (refused_demote). A frozen pool still
+  // demotes on it (docs/health.md, "Fleet guard").
+  int down_streak = 0;
   std::optional<absl::Time> last_promotion;
   std::vector<absl::Time> flaps;
   absl::Time cooldown_until = absl::InfinitePast();

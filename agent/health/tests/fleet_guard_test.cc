@@ -82,18 +82,26 @@ TEST_CASE("after an unfreeze the machine resumes with fresh streaks") {
   s.Step(Failing(0));
   for (int i = 0; i < 10; ++i) s.Step(Failing(3));
   REQUIRE(s.state.frozen);
-  // Two still fail: exactly half, the guard clears after unfreeze_after.
-  for (int i = 0; i < s.p.unfreeze_after; ++i) s.Step(Failing(2));
+  // Two still fail: exactly half. Dead while their peers answer, they are
+  // demoted although the pool is still frozen; the guard clears after
+  // unfreeze_after.
+  const Result& r = s.Step(Failing(2));
+  CHECK(r.frozen);
+  CHECK(s.CountIn(r, ActionKind::kDemote) == 2);
+  for (int i = 1; i < s.p.unfreeze_after; ++i) s.Step(Failing(2));
   REQUIRE_FALSE(s.state.frozen);
-  CHECK(s.Out("a").state == HealthState::kDegraded);
-  // The bad streak restarted at the unfreeze (the unfreezing evaluation is
-  // the first to count): demote_after - 1 more evaluations demote.
-  CHECK(s.State("a").bad_streak == 1);
-  s.Step(Failing(2));
-  CHECK(s.Out("a").state == HealthState::kDegraded);
-  s.Step(Failing(2));
   CHECK(s.Out("a").state == HealthState::kDown);
   CHECK(s.Out("b").state == HealthState::kDown);
+  // The good streak restarted at the unfreeze (the unfreezing evaluation is
+  // the first to count): promote_after good evaluations promote, not fewer.
+  CHECK(s.State("a").good_streak == 0);
+  for (int i = 1; i < s.p.promote_after; ++i) {
+    s.Step(Failing(0));
+    CHECK(s.Out("a").state == HealthState::kDown);
+  }
+  s.Step(Failing(0));
+  CHECK(s.Out("a").state == HealthState::kRamping);
+  CHECK(s.Out("b").state == HealthState::kRamping);
 }
 
 TEST_CASE("a short dip below the threshold does not unfreeze") {
@@ -264,6 +272,108 @@ TEST_CASE("noise that makes a few backends drift for one evaluation at a time do
     s.Step(in);
   }
   CHECK(s.Count(ActionKind::kFreeze) == 0);
+}
+
+// A pool of four with traffic: every backend slower by `slow_ms` than its
+// learned 10 ms; the backends in `dead` answer no probe, those in `refusing`
+// also refuse SYNs (no listener).
+struct FrozenPool {
+  std::map<std::string, testing::Counters> counters;
+  PoolInput operator()(double first_response_ms, const std::set<std::string>& dead = {},
+                       const std::set<std::string>& refusing = {}) {
+    PoolInput in;
+    in.pool = "198.18.0.10:443/tcp";
+    for (const char* k : {"a", "b", "c", "d"}) {
+      testing::Traffic t;
+      t.first_response_ms = first_response_ms;
+      if (refusing.contains(k)) t.refused = 100;
+      BackendInput b;
+      b.key = k;
+      b.nominal_weight = 100;
+      b.probe = dead.contains(k) || refusing.contains(k) ? ProbeFail() : ProbeOk();
+      b.counters = counters[k].Add(t);
+      in.backends.push_back(b);
+    }
+    return in;
+  }
+};
+
+TEST_CASE("a backend that dies while its pool is frozen is demoted; its peers keep their weights") {
+  Sim s;
+  FrozenPool pool;
+  for (int i = 0; i < 20; ++i) s.Step(pool(10));
+  const auto before = Weights(s.last);
+  s.Step(pool(30));  // the whole pool slows down: frozen
+  REQUIRE(s.state.frozen);
+  for (int i = 0; i < 10; ++i) s.Step(pool(30));
+  REQUIRE(Weights(s.last) == before);
+
+  // a dies: its probes fail. Like a demotion in a pool that is not frozen,
+  // after demote_after evaluations in a row.
+  for (int i = 1; i < s.p.demote_after; ++i) {
+    s.Step(pool(30, {"a"}));
+    CHECK(Weights(s.last) == before);
+  }
+  const Result& r = s.Step(pool(30, {"a"}));
+  REQUIRE(s.CountIn(r, ActionKind::kDemote) == 1);
+  const Action& demote = r.actions.back();
+  CHECK(demote.backend == "a");
+  CHECK_THAT(demote.message,
+             Catch::Contains("demoted although the pool is frozen: every probe failed for 3 "
+                             "evaluations in a row; 1 of 4 eligible backends look dead"));
+  CHECK(r.frozen);
+  auto want = before;
+  want["a"] = 0;
+  CHECK(Weights(r) == want);
+  CHECK(s.Out("a").state == HealthState::kDown);
+
+  // Another dies: still at most half of the pool dead, demoted too. A third
+  // is more than half: the prober's own path is the likelier fault, nothing
+  // more moves.
+  for (int i = 0; i < s.p.demote_after; ++i) s.Step(pool(30, {"a", "b"}));
+  want["b"] = 0;
+  CHECK(Weights(s.last) == want);
+  for (int i = 0; i < 20; ++i) s.Step(pool(30, {"a", "b", "c"}));
+  CHECK(Weights(s.last) == want);
+  CHECK(s.Count(ActionKind::kDemote) == 2);
+  CHECK(s.state.frozen);
+
+  // The pool recovers: the freeze ends, and the dead ones come back the way
+  // any demoted backend does (promote_after good evaluations, then the ramp).
+  for (int i = 0; i < 40 && s.Count(ActionKind::kPromote) < 2; ++i) s.Step(pool(10));
+  CHECK_FALSE(s.state.frozen);
+  CHECK(s.Count(ActionKind::kPromote) == 2);
+  CHECK(s.Out("a").state == HealthState::kRamping);
+  CHECK(s.Out("c").state == HealthState::kHealthy);
+}
+
+TEST_CASE("a backend that refuses SYNs while its pool is frozen is demoted at once") {
+  Sim s;
+  FrozenPool pool;
+  for (int i = 0; i < 20; ++i) s.Step(pool(10));
+  const auto before = Weights(s.last);
+  for (int i = 0; i < 5; ++i) s.Step(pool(30));
+  REQUIRE(s.state.frozen);
+  const Result& r = s.Step(pool(30, {}, {"d"}));
+  REQUIRE(s.CountIn(r, ActionKind::kDemote) == 1);
+  CHECK_THAT(r.actions.back().message,
+             Catch::Contains("demoted although the pool is frozen: 100 SYNs refused in one "
+                             "evaluation"));
+  auto want = before;
+  want["d"] = 0;
+  CHECK(Weights(r) == want);
+  CHECK(r.frozen);
+}
+
+TEST_CASE("a frozen pool whose backends are merely slow demotes none, however long") {
+  Sim s;
+  FrozenPool pool;
+  for (int i = 0; i < 20; ++i) s.Step(pool(10));
+  const auto before = Weights(s.last);
+  for (int i = 0; i < 200; ++i) s.Step(pool(i % 2 ? 60 : 30));
+  CHECK(s.state.frozen);
+  CHECK(Weights(s.last) == before);
+  CHECK(s.Count(ActionKind::kDemote) == 0);
 }
 
 }  // namespace
