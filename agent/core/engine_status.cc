@@ -97,10 +97,10 @@ absl::StatusOr<v1::StatusResponse> RouterEngine::GetStatus() const {
 }
 
 // Entries per system call of the status read's flow scan. Each call keeps a
-// CPU in the kernel for its whole batch, and a table swap (SetTable) waits
-// for every CPU to leave such a section (an RCU grace period): smaller
-// batches let a weight change through sooner while scrapers scan
-// (docs/benchmarks.md, "Writers under scrapers").
+// CPU in the kernel for its whole batch, and a table swap (SetTable of a new
+// VIP or size) or a backend's removal waits for every CPU to leave such a
+// section (an RCU grace period): smaller batches let those through sooner
+// while scrapers scan (docs/benchmarks.md, "Writers under scrapers").
 constexpr size_t kFlowScanBatch = 512;
 
 absl::StatusOr<size_t> RouterEngine::CountLiveFlows(const dataplane::Settings& set,

@@ -15,8 +15,8 @@
 // update never writes back a deadline that a concurrent renewal or
 // revocation replaced. The maps are shared with the kernel (and with other
 // processes via the pins); the kernel side sees each single map update
-// atomically, and a Maglev table is always replaced whole (SetTable), never
-// edited in place. Two processes writing VIPs of the same pins (lbdp beside
+// atomically; a Maglev table is swapped whole or has its slots rewritten
+// one aligned word at a time (SetTable). Two processes writing VIPs of the same pins (lbdp beside
 // a running lbagent) are not serialised: do not mix them.
 //
 // Pinning and restarts (Options::pin_dir non-empty, default
@@ -202,19 +202,28 @@ class Dataplane final : public DataplanePort {
   absl::Status SetBackend(uint32_t id, const IpAddress& addr, ballast_backend_state state,
                           uint64_t drain_deadline_ns = 0) override;
   // Marks the slot UNUSED (its flows are re-steered), clears its next hop
-  // and zeroes its counters so a reused id starts from zero.
+  // and zeroes its counters so a reused id starts from zero. Waits for an
+  // RCU grace period first if a table slot was rewritten in place since the
+  // last one (SetTable), so no packet that read the id from a table still
+  // uses it.
   absl::Status ClearBackend(uint32_t id) override;
   // Every slot whose state is not UNUSED.
   absl::StatusOr<std::vector<BackendEntry>> Backends() const override;
 
-  // Publishes a new Maglev table for vip_id: a fresh inner map (M+1 entries,
-  // entry 0 = M, flags of the program's inner-map template), filled (one
-  // memcpy if the template is BPF_F_MMAPABLE, else a batch update), frozen,
-  // then swapped in with one update of maglev_tables. The kernel waits for
-  // an RCU grace period in that update, so when SetTable returns no packet
-  // is still using the old table (this costs ~10-15 ms per call). M = table.size() must be prime
-  // and <= BALLAST_MAX_TABLE_SIZE; every slot < BALLAST_MAX_BACKENDS (0 = no backend for that
-  // slot).
+  // Publishes vip_id's Maglev table. M = table.size() must be prime and
+  // <= BALLAST_MAX_TABLE_SIZE; every slot < BALLAST_MAX_BACKENDS (0 = no
+  // backend for that slot).
+  //  - Same M as the current table (a weight change, a backend added or
+  //    taken out): the slots that differ are rewritten in place through
+  //    mmap, one aligned 32-bit store each, so a packet reads its slot's old
+  //    backend or its new one. No grace period: ~1 ms for M = 65537.
+  //  - Otherwise (a new VIP, a new M, a table an older agent froze): a fresh
+  //    inner map (M+1 entries, entry 0 = M, the template's flags) is filled
+  //    and swapped in with one update of maglev_tables; the kernel waits for
+  //    an RCU grace period in that update (~10-15 ms, longer on a busy host).
+  // Either way the slots are live when SetTable returns. A packet may still
+  // be using a slot value an in-place write replaced, so ClearBackend()
+  // first waits for a grace period when such a write came since the last.
   absl::Status SetTable(uint32_t vip_id, std::span<const uint32_t> table) override;
   // The M slots of vip_id's table (without the size entry). NotFound if none.
   absl::StatusOr<std::vector<uint32_t>> GetTable(uint32_t vip_id) const override;
@@ -281,6 +290,13 @@ class Dataplane final : public DataplanePort {
   absl::Status SetVipFilterWord(const IpAddress& addr, bool include_addr);
   absl::Status ZeroPerCpu(int map_fd, uint32_t key, size_t value_size, std::string_view what);
   absl::Status SetIcmpBudget(uint32_t per_s, uint32_t burst);
+  // Rewrites the slots of vip_id's current table that differ from `table`;
+  // false when that is not possible (no table, another size, not mmapable,
+  // frozen): the caller swaps a new table in instead.
+  bool WriteTableInPlace(uint32_t vip_id, std::span<const uint32_t> table);
+  // Returns after an RCU grace period if a slot was rewritten in place
+  // since the last one.
+  absl::Status WaitForSlotReaders();
   template <typename T>
   absl::StatusOr<std::vector<T>> ReadPerCpu(int map_fd, uint32_t key, std::string_view what) const;
 
@@ -288,6 +304,8 @@ class Dataplane final : public DataplanePort {
   std::map<std::string, int, std::less<>> maps_;      // ABI map name -> fd
   uint32_t inner_flags_ = BPF_F_INNER_MAP;            // map_flags of the Maglev inner template
   uint32_t handshake_sets_ = BALLAST_HANDSHAKE_SETS;  // entries of `handshakes`
+  bool slots_replaced_in_place_ = false;  // by WriteTableInPlace, since the last grace period
+  uint32_t last_in_place_vip_ = 0;        // the VIP of the last such write
   std::string pin_dir_;
   int prog_fd_ = -1;
   int adopted_fd_ = -1;  // owned: pinned program of the same build, adopted

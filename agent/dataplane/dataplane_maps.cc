@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -435,6 +436,9 @@ absl::Status Dataplane::SetBackend(uint32_t id, const IpAddress& addr, ballast_b
 
 absl::Status Dataplane::ClearBackend(uint32_t id) {
   if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
+  // A packet that read a table slot before an in-place write may still be
+  // about to look `id` up: it must not find the id cleared, or reused.
+  if (absl::Status s = WaitForSlotReaders(); !s.ok()) return s;
   const ballast_backend v = {};
   if (bpf_map_update_elem(map_fd("backends"), &id, &v, BPF_ANY) != 0) {
     return ErrnoStatus(errno, Cat("clearing backend ", id));
@@ -481,6 +485,7 @@ constexpr size_t kArraySlotStride = 8;
 
 absl::Status Dataplane::SetTable(uint32_t vip_id, std::span<const uint32_t> table) {
   if (absl::Status s = CheckTable(vip_id, table); !s.ok()) return s;
+  if (WriteTableInPlace(vip_id, table)) return absl::OkStatus();
   const size_t m = table.size();
   const uint32_t entries = static_cast<uint32_t>(m) + 1;
   // The inner map must match the program's template (type, key/value size,
@@ -509,7 +514,7 @@ absl::Status Dataplane::SetTable(uint32_t vip_id, std::span<const uint32_t> tabl
     for (uint32_t i = 0; i < entries; ++i) {
       std::memcpy(bytes + static_cast<size_t>(i) * kArraySlotStride, &values[i], sizeof(uint32_t));
     }
-    munmap(mem, len);  // before freezing: a frozen map has no writable mappings
+    munmap(mem, len);
   } else {
     std::vector<uint32_t> keys(entries);
     for (uint32_t i = 0; i < entries; ++i) keys[i] = i;
@@ -525,15 +530,79 @@ absl::Status Dataplane::SetTable(uint32_t vip_id, std::span<const uint32_t> tabl
       }
     }
   }
-  // Published tables are immutable: only a swap changes what a VIP uses.
-  if (bpf_map_freeze(inner.get()) != 0) {
-    return ErrnoStatus(errno, Cat("freezing the new table of vip id ", vip_id));
-  }
   const int inner_fd = inner.get();
   if (bpf_map_update_elem(map_fd("maglev_tables"), &vip_id, &inner_fd, BPF_ANY) != 0) {
     return ErrnoStatus(errno, Cat("swapping in the new table of vip id ", vip_id));
   }
+  // The update waited for a grace period: no packet holds any slot value
+  // written before it, in place or not.
+  slots_replaced_in_place_ = false;
   return absl::OkStatus();  // `inner` closes our fd; the outer map holds the table
+}
+
+bool Dataplane::WriteTableInPlace(uint32_t vip_id, std::span<const uint32_t> table) {
+  if ((inner_flags_ & BPF_F_MMAPABLE) == 0) return false;
+  uint32_t inner_id = 0;
+  if (bpf_map_lookup_elem(map_fd("maglev_tables"), &vip_id, &inner_id) != 0) return false;
+  UniqueFd inner(bpf_map_get_fd_by_id(inner_id));
+  if (!inner) return false;
+  auto info = GetMapInfo(inner.get());
+  if (!info.ok() || info->max_entries != table.size() + 1 ||
+      (info->map_flags & BPF_F_MMAPABLE) == 0) {
+    return false;
+  }
+  // EPERM for a frozen table (published by an agent that froze its tables):
+  // that one is replaced by a swap, and its successor takes writes.
+  const size_t len = static_cast<size_t>(info->max_entries) * kArraySlotStride;
+  void* mem = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, inner.get(), 0);
+  if (mem == MAP_FAILED) return false;
+  auto slot = [mem](size_t i) {
+    return std::atomic_ref<uint32_t>(
+        *reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(mem) + i * kArraySlotStride));
+  };
+  if (slot(0).load(std::memory_order_relaxed) != table.size()) {
+    munmap(mem, len);
+    return false;
+  }
+  // Each slot is one aligned 32-bit store: a packet reads its slot's old
+  // backend or its new one, as it would just before or after a swap.
+  size_t changed = 0;
+  for (size_t i = 0; i < table.size(); ++i) {
+    auto s = slot(i + 1);
+    if (s.load(std::memory_order_relaxed) == table[i]) continue;
+    s.store(table[i], std::memory_order_relaxed);
+    ++changed;
+  }
+  munmap(mem, len);
+  if (changed != 0) {
+    slots_replaced_in_place_ = true;
+    last_in_place_vip_ = vip_id;
+  }
+  return true;
+}
+
+absl::Status Dataplane::WaitForSlotReaders() {
+  if (!slots_replaced_in_place_) return absl::OkStatus();
+  // Storing a VIP's own table again changes nothing for packets, and the
+  // kernel waits for an RCU grace period in any update of a map of maps
+  // (the wait the swap relies on). If that VIP has no table any more, its
+  // removal came after the in-place writes and waited the same way.
+  const int outer = map_fd("maglev_tables");
+  const uint32_t vip_id = last_in_place_vip_;
+  uint32_t inner_id = 0;
+  if (bpf_map_lookup_elem(outer, &vip_id, &inner_id) == 0) {
+    UniqueFd inner(bpf_map_get_fd_by_id(inner_id));
+    if (!inner) return ErrnoStatus(errno, Cat("opening table map id ", inner_id));
+    const int inner_fd = inner.get();
+    if (bpf_map_update_elem(outer, &vip_id, &inner_fd, BPF_ANY) != 0) {
+      return ErrnoStatus(errno, Cat("storing the table of vip id ", vip_id,
+                                    " again (to wait for packets reading replaced slots)"));
+    }
+  } else if (errno != ENOENT) {
+    return ErrnoStatus(errno, Cat("reading the table of vip id ", vip_id));
+  }
+  slots_replaced_in_place_ = false;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<uint32_t>> Dataplane::GetTable(uint32_t vip_id) const {

@@ -456,7 +456,8 @@ TEST_CASE("ForEachFlow and Flows read every entry of the connection table once, 
   CHECK(seen_tuples.size() == kFlows);
 }
 
-TEST_CASE("SetTable swaps a whole table and GetTable reads it back", "[dataplane][bpf]") {
+TEST_CASE("SetTable swaps in a table of a new size, rewrites one of the same size in place",
+          "[dataplane][bpf]") {
   RequireRoot();
   auto dp = OpenUnpinned();
   const int outer = dp->map_fd("maglev_tables");
@@ -470,6 +471,24 @@ TEST_CASE("SetTable swaps a whole table and GetTable reads it back", "[dataplane
   uint32_t id7 = 0;
   REQUIRE(bpf_map_lookup_elem(outer, (const uint32_t[]){3}, &id7) == 0);
 
+  // Same size: the same inner map, its slots rewritten.
+  const std::vector<uint32_t> t7b = {5, 7, 5, 7, 6, 6, 5};
+  REQUIRE(dp->SetTable(3, t7b).ok());
+  got = dp->GetTable(3);
+  REQUIRE(got.ok());
+  CHECK(*got == t7b);
+  uint32_t id7b = 0;
+  REQUIRE(bpf_map_lookup_elem(outer, (const uint32_t[]){3}, &id7b) == 0);
+  CHECK(id7b == id7);
+  // A backend cleared after an in-place write (the call waits for a grace
+  // period first), and after the rewritten table went away.
+  CHECK(dp->ClearBackend(7).ok());
+  REQUIRE(dp->SetTable(3, t7).ok());
+  REQUIRE(bpf_map_delete_elem(outer, (const uint32_t[]){3}) == 0);
+  CHECK(dp->ClearBackend(7).ok());
+  REQUIRE(dp->SetTable(3, t7).ok());
+  REQUIRE(bpf_map_lookup_elem(outer, (const uint32_t[]){3}, &id7) == 0);
+
   std::vector<uint32_t> big(65537);
   for (size_t i = 0; i < big.size(); ++i) big[i] = 1 + static_cast<uint32_t>(i % 97);
   REQUIRE(dp->SetTable(3, big).ok());
@@ -480,7 +499,7 @@ TEST_CASE("SetTable swaps a whole table and GetTable reads it back", "[dataplane
   uint32_t id_big = 0;
   REQUIRE(bpf_map_lookup_elem(outer, (const uint32_t[]){3}, &id_big) == 0);
   CHECK(id_big != id7);  // a new inner map, swapped in
-  // The inner map: M+1 entries, entry 0 = M, frozen against user writes.
+  // The inner map: M+1 entries, entry 0 = M.
   UniqueFd inner(bpf_map_get_fd_by_id(id_big));
   REQUIRE(inner);
   auto info = GetMapInfo(inner.get());
@@ -490,10 +509,23 @@ TEST_CASE("SetTable swaps a whole table and GetTable reads it back", "[dataplane
   uint32_t m = 0;
   REQUIRE(bpf_map_lookup_elem(inner.get(), (const uint32_t[]){0}, &m) == 0);
   CHECK(m == 65537);
-  const uint32_t one = 1;
-  CHECK(bpf_map_update_elem(inner.get(), &one, &one, BPF_ANY) != 0);
   // The old inner map is gone once nothing references it.
   CHECK(bpf_map_get_fd_by_id(id7) < 0);
+
+  // A table frozen against writes (as agents before in-place writes left
+  // them) is replaced by a swap.
+  REQUIRE(bpf_map_freeze(inner.get()) == 0);
+  std::vector<uint32_t> big2 = big;
+  big2[100] = 3;
+  REQUIRE(dp->SetTable(3, big2).ok());
+  got = dp->GetTable(3);
+  REQUIRE(got.ok());
+  CHECK(*got == big2);
+  uint32_t id_big2 = 0;
+  REQUIRE(bpf_map_lookup_elem(outer, (const uint32_t[]){3}, &id_big2) == 0);
+  CHECK(id_big2 != id_big);
+  inner = UniqueFd();
+  CHECK(bpf_map_get_fd_by_id(id_big) < 0);
 
   // Back to a small table.
   REQUIRE(dp->SetTable(3, t7).ok());
