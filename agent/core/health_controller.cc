@@ -422,8 +422,11 @@ absl::Status HealthController::Evaluate() {
         ++action_counts["health_weight"];
       }
 
+      // The weight is the one the table uses as this evaluation begins, not
+      // the machine's: the gate may hold the machine's change back or
+      // overrule it (cluster mode), and a follower forwards the leader's.
       points.push_back({{pool.key_text, b.address},
-                        {now_unix_ms, static_cast<uint32_t>(out.score), out.effective_weight}});
+                        {now_unix_ms, static_cast<uint32_t>(out.score), b.effective_weight}});
 
       BackendHealthView& bv = view.backends[BackendIdKey(pool.key, b.address)];
       bv.score = static_cast<uint32_t>(out.score);

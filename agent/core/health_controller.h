@@ -71,9 +71,10 @@ struct HealthControllerOptions {
   // that is not the leader, or is frozen, writes none; the leader applies a
   // demotion only with an observer quorum). Unset: all are applied.
   std::function<void(std::vector<HealthDecision>*, std::vector<HealthRecord>*)> decision_gate;
-  // Gets every backend's score and effective weight after each evaluation
-  // that was applied (the status page's timelines); may be null. Must
-  // outlive the controller.
+  // Gets every backend's score and the effective weight its table used as
+  // the evaluation began (so what the gate let through, one evaluation
+  // later) after each evaluation that was applied (the status page's
+  // timelines); may be null. Must outlive the controller.
   Timeline* timeline = nullptr;
 };
 

@@ -10,6 +10,7 @@
 #include "agent/core/health_settings.h"
 #include "agent/core/names.h"
 #include "agent/core/tests/test_util.h"
+#include "agent/core/timeline.h"
 #include "agent/core/validate.h"
 #include "agent/maglev/maglev.h"
 
@@ -206,6 +207,51 @@ TEST_CASE("A release between the controller's read and its apply is not undone")
   REQUIRE(ov != nullptr);
   CHECK_FALSE(ov->pinned());
   CHECK(ov->health().state() == "down");
+}
+
+// The status page's timeline shows the weight the table uses, which in
+// cluster mode is what the gate let through (the leader's quorum, or none of
+// this node's decisions on a follower), not what this node's machine chose.
+TEST_CASE("The timeline records the weight the table uses, after the decision gate") {
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  v1::Config cfg = SmallConfig();
+  cfg.mutable_global()->mutable_health();
+  for (v1::Vip& v : *cfg.mutable_vips()) v.mutable_key()->set_port(0);  // nothing probed
+  auto e = StartEngine(dir, &clock, cfg);
+  const v1::VipKey any4 = Key("198.18.0.10", 0);
+
+  Timeline timeline;
+  HealthControllerOptions o;
+  o.timeline = &timeline;
+  // A gate that overrules this node's machine: B3 out (as an observer
+  // quorum would), whatever the machine says.
+  o.decision_gate = [&](std::vector<HealthDecision>* decisions, std::vector<HealthRecord>*) {
+    for (HealthDecision& d : *decisions) {
+      if (d.address != kB3) continue;
+      d.mark.set_in_service(false);
+      d.mark.set_state("down");
+    }
+  };
+  HealthController hc(e.get(), &clock, std::move(o), nullptr);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(hc.Evaluate().ok());
+    clock.AdvanceMs(1'000);
+  }
+  auto st = e->GetStatus();
+  REQUIRE(st.ok());
+  REQUIRE(B3(*st).effective_weight() == 0);
+  const auto points = timeline.Snapshot(clock.NowUnixMs());
+  auto it = points.find({VipKeyText(any4), kB3});
+  REQUIRE(it != points.end());
+  REQUIRE(!it->second.empty());
+  CHECK(it->second.back().weight == 0);
+  // A backend the gate left alone shows its weight in the table.
+  auto b1 = points.find({VipKeyText(any4), std::string(st->vips(0).backends(0).address())});
+  REQUIRE(b1 != points.end());
+  REQUIRE(!b1->second.empty());
+  CHECK(b1->second.back().weight == st->vips(0).backends(0).effective_weight());
+  CHECK(b1->second.back().weight > 0);
 }
 
 // Which backends are probed, and at which port. Those that are not show
