@@ -12,9 +12,12 @@
  *      test only grow or shrink the frame at its head);
  *   2. copies the saved original frame over it (bpf_xdp_store_bytes);
  *   3. optionally gives the frame a new 5-tuple (client port and the last
- *      16 bits of the client address from a per-CPU counter) with the IPv4
- *      header and L4 checksums fixed incrementally (RFC 1624), so "a new
- *      flow on every packet" is a well-formed packet every time;
+ *      16 bits of the client address from a per-CPU counter) and a TCP
+ *      sequence number of its own (the counter's low 16 bits as its high
+ *      half: clients' ISNs differ, and an ACK stays its SYN's ISN + 1),
+ *      with the IPv4 header and L4 checksums fixed incrementally (RFC
+ *      1624), so "a new flow on every packet" is a well-formed packet
+ *      every time;
  *   4. tail-calls bench_target[0].
  *
  * The benchmark runs the reference program through this same wrapper, so
@@ -34,6 +37,7 @@ struct bench_frame {
 	__u32 addr_off;	   /* frame offset of the client address's last 16 bits */
 	__u32 ip_csum_off; /* frame offset of the IPv4 header checksum, 0 = none */
 	__u32 l4_csum_off; /* frame offset of the TCP/UDP checksum */
+	__u32 seq_off;	   /* frame offset of the TCP sequence number's high half, 0 = none */
 	__u8 data[BENCH_MAX_FRAME];
 };
 
@@ -126,6 +130,9 @@ int bench_restore(struct xdp_md *ctx)
 			      0) ||
 		    rewrite16(ctx, f->addr_off, __builtin_bswap16((__u16)(*counter >> 16)),
 			      f->l4_csum_off, f->ip_csum_off))
+			return XDP_ABORTED;
+		if (f->seq_off && rewrite16(ctx, f->seq_off, __builtin_bswap16((__u16)*counter),
+					    f->l4_csum_off, 0))
 			return XDP_ABORTED;
 	}
 

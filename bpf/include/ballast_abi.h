@@ -230,9 +230,10 @@ struct ballast_handshake {
 	/* The client SYN's sequence number (its ISN). The packet that completes
 	 * the handshake carries isn + 1 (plus any data of the SYN: TCP Fast
 	 * Open), so a packet of another connection on the tuple, e.g. of a flow
-	 * adopted mid-stream, does not complete a SYN a blind spoofer sent
-	 * (handshake_completes). Earlier builds kept the ports here: their
-	 * slots' ACKs are adopted instead, on the same table pick. */
+	 * adopted mid-stream, does not complete a SYN a blind spoofer sent,
+	 * and only a SYN with this ISN is taken for its retransmission
+	 * (handshake_find). Earlier builds kept the ports here: their slots'
+	 * ACKs are adopted instead, on the same table pick. */
 	__u32 isn;
 	__u32 syn_time;   /* precise clock >> BALLAST_HANDSHAKE_TIME_SHIFT at the latest
 	                     SYN; wraps after 18 minutes */

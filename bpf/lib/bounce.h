@@ -142,9 +142,9 @@ static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *o
 		*now = clock_precise();
 
 	set = handshake_set_of(in);
-	h = set ? handshake_find(set, in, s, *now) : 0;
 	/* The bounce carries the client's SYN as it was sent: its ISN too. */
-	if (!h || h->isn != in->seq)
+	h = set ? handshake_find(set, in, s, *now, HS_SEQ_SYN) : 0;
+	if (!h)
 		return BALLAST_V_DROP_BOUNCE_STRANGER;
 	last = h->backend_id;
 	be = bpf_map_lookup_elem(&backends, &last);

@@ -51,11 +51,16 @@
  * the LRU. A slot costs one cache line, and a flood only overwrites other
  * slots (a full set gives up its oldest). What a lost slot costs: that connection's handshake
  * sample and retransmission count, and, if the table changed between its SYN and its ACK, its
- * handshake (the ACK follows the new table; the client retries). Two tuples with the same set and
- * 32-bit hash are taken for one connection; they have the same table pick, so only counts can be
- * wrong. A slot completes only with a packet whose sequence number follows
- * its SYN's (handshake_completes): a SYN spoofed on the tuple of a flow
- * adopted mid-stream cannot take that flow's next packet to another backend.
+ * handshake (the ACK follows the new table; the client retries). A slot is
+ * found by its tuple's 32-bit hash and its SYN's sequence number (the ISN;
+ * handshake_find): a SYN matches only with that ISN (a retransmission), and
+ * the slot completes only with a packet whose sequence number follows it.
+ * So a SYN spoofed on the tuple of a handshake under way takes a slot of its
+ * own instead of moving that handshake to the next choice, one spoofed on
+ * the tuple of a flow adopted mid-stream cannot take that flow's next packet
+ * to another backend, and two tuples whose hashes collide are two
+ * connections unless their ISNs are equal too (then only counts are wrong:
+ * they have the same table pick).
  *
  * Passive signals recorded here (per backend, per CPU): new flows, SYN
  * retransmissions, client RSTs, handshake time (the latest SYN → the
@@ -186,13 +191,29 @@ static __always_inline struct ballast_handshake_set *handshake_set_of(struct pkt
 	return bpf_map_lookup_elem(&handshakes, &idx);
 }
 
+/* What a slot's SYN sequence number (its ISN) must be to match a packet
+ * beside the tuple's 32-bit hash (handshake_find). */
+enum handshake_seq {
+	HS_SEQ_ANY,     /* not compared (a packet without a client sequence) */
+	HS_SEQ_SYN,     /* equal: the client's SYN again (a retransmission carries
+			 * its ISN), or that SYN bounced by a backend */
+	HS_SEQ_FOLLOWS, /* at most BALLAST_HANDSHAKE_SEQ_SLACK past it: the packet
+			 * that completes the handshake (the ACK carries ISN + 1,
+			 * plus the SYN's data with TCP Fast Open) */
+};
+#define BALLAST_HANDSHAKE_SEQ_SLACK 65536u
+
 /* The slot of `set` that holds this packet's tuple's handshake (by its
- * 32-bit hash, in the set its hash chose), begun at most syn_idle_ns before
- * `now` (a precise reading), or NULL. */
+ * 32-bit hash, in the set its hash chose, and its sequence number as `seq`
+ * says), begun at most syn_idle_ns before `now` (a precise reading), or
+ * NULL. The sequence check keeps apart two tuples whose hashes collide and
+ * two connections on one tuple, and a blind spoofer's SYN on a tuple whose
+ * handshake is under way (its ISN is its own) takes a slot of its own
+ * instead of passing for the client's retransmission. */
 static __always_inline struct ballast_handshake *handshake_find(struct ballast_handshake_set *set,
 								const struct pkt *p,
 								const struct ballast_settings *s,
-								__u64 now)
+								__u64 now, enum handshake_seq seq)
 {
 	__u32 t = handshake_time(now), idle = s->syn_idle_ns >> BALLAST_HANDSHAKE_TIME_SHIFT;
 	struct ballast_handshake *h;
@@ -201,24 +222,17 @@ static __always_inline struct ballast_handshake *handshake_find(struct ballast_h
 #pragma unroll
 	for (i = 0; i < BALLAST_HANDSHAKE_WAYS; i++) {
 		h = &set->way[i];
-		if (h->backend_id != BALLAST_INVALID_ID && h->hash == p->hash &&
-		    t - h->syn_time <= idle) /* modulo 2^32 */
-			return h;
+		if (h->backend_id == BALLAST_INVALID_ID || h->hash != p->hash ||
+		    t - h->syn_time > idle) /* modulo 2^32 */
+			continue;
+		if (seq == HS_SEQ_SYN && h->isn != p->seq)
+			continue;
+		if (seq == HS_SEQ_FOLLOWS &&
+		    p->seq - h->isn > BALLAST_HANDSHAKE_SEQ_SLACK) /* modulo 2^32 */
+			continue;
+		return h;
 	}
 	return 0;
-}
-
-/* Whether `p`, a client packet after the SYN of slot `h`, can be the one
- * that completes that handshake: its sequence number is at most
- * BALLAST_HANDSHAKE_SEQ_SLACK past the SYN's (the ACK carries ISN + 1, plus
- * the SYN's data with TCP Fast Open). A packet of another connection on the
- * tuple has a sequence number of its own, which a blind spoofer's SYN
- * matches with odds of about 1 in 65,536. */
-#define BALLAST_HANDSHAKE_SEQ_SLACK 65536u
-static __always_inline int handshake_completes(const struct ballast_handshake *h,
-					       const struct pkt *p)
-{
-	return p->seq - h->isn <= BALLAST_HANDSHAKE_SEQ_SLACK; /* modulo 2^32 */
 }
 
 /* The slot of `set` a new handshake takes: a free or expired one, else the
@@ -323,7 +337,7 @@ static __always_inline __u32 handshake_syn(const struct ballast_vip_meta *vip, s
 	struct ballast_handshake *h = 0;
 
 	if (set)
-		h = handshake_find(set, p, s, now);
+		h = handshake_find(set, p, s, now, HS_SEQ_SYN);
 	if (h) {
 		/* The backend did not answer (yet). */
 		old = h->backend_id;
@@ -390,7 +404,7 @@ static __always_inline void handshake_syn_guarded(struct pkt *p, const struct ba
 
 	if (!set)
 		return;
-	h = handshake_find(set, p, s, now);
+	h = handshake_find(set, p, s, now, HS_SEQ_SYN);
 	if (h && h->backend_id == id) {
 		bs = backend_stats_of(id);
 		if (bs)
@@ -414,7 +428,7 @@ static __always_inline void handshake_reopened(struct ballast_flow *f, struct pk
 {
 	struct ballast_handshake_set *set = handshake_set_of(p);
 	__u64 t = clock_precise();
-	struct ballast_handshake *h = set ? handshake_find(set, p, s, t) : 0;
+	struct ballast_handshake *h = set ? handshake_find(set, p, s, t, HS_SEQ_FOLLOWS) : 0;
 	struct ballast_backend_stats *bs;
 	__u32 age;
 
@@ -441,14 +455,14 @@ static __always_inline int handshake_complete(const struct ballast_vip_meta *vip
 					      __u32 *idp)
 {
 	struct ballast_handshake_set *set = handshake_set_of(p);
-	struct ballast_handshake *h = set ? handshake_find(set, p, s, now) : 0;
+	/* A packet that does not follow the slot's SYN leaves the slot to the
+	 * packet that does. */
+	struct ballast_handshake *h = set ? handshake_find(set, p, s, now, HS_SEQ_FOLLOWS) : 0;
 	struct ballast_backend_stats *bs;
 	struct ballast_backend *be;
 	__u32 id, age;
 
-	/* A packet that does not follow the slot's SYN leaves the slot to the
-	 * packet that does. */
-	if (!h || !handshake_completes(h, p))
+	if (!h)
 		return 0;
 	id = h->backend_id;
 	age = handshake_time(now) - h->syn_time;
@@ -670,7 +684,7 @@ static __always_inline __u32 conntrack_peek(const struct ballast_vip_meta *vip, 
 		f = bpf_map_lookup_elem(&flows, &p->key);
 		if (!f) {
 			set = handshake_set_of(p);
-			h = set ? handshake_find(set, p, s, clock_precise()) : 0;
+			h = set ? handshake_find(set, p, s, clock_precise(), HS_SEQ_ANY) : 0;
 			if (h) {
 				id = h->backend_id;
 				be = bpf_map_lookup_elem(&backends, &id);

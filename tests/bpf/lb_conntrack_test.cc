@@ -244,6 +244,26 @@ TEST_CASE("A retransmitted SYN goes to the flow's next choice", "[lb][conntrack]
     CHECK(f->backend_id == third);
     CHECK(fx.BackendStats(third).handshake_count == 1);
   }
+  SECTION("a SYN with another ISN is not the retransmission: it moves nothing") {
+    // The client's retransmission went to the second choice; then a SYN on
+    // the tuple with an ISN of its own (a blind spoofer, or a tuple whose
+    // hash collides) a retry age later. Taken for a retransmission it would
+    // move the slot to the third choice and the client's ACK, no longer
+    // matching the slot, would be adopted on the first: not where its
+    // connection is.
+    AgeHandshake(fx, key, retry_ns);
+    REQUIRE(BackendOf(fx, fx.Run(seg(tcp::kSyn, 100, 0))) == second);
+    AgeHandshake(fx, key, retry_ns);
+    CHECK(BackendOf(fx, fx.Run(seg(tcp::kSyn, 777777, 0))) == first);  // the table's pick
+    CHECK(fx.BackendStats(second).syn_retransmits == 0);
+    CHECK(fx.BackendStats(first).new_flows == 2);
+    CHECK(fx.BackendStats(third).new_flows == 0);
+    CHECK(BackendOf(fx, fx.Run(seg(tcp::kAck, 101, 5001))) == second);
+    const auto f = fx.Flow(key);
+    REQUIRE(f);
+    CHECK(f->backend_id == second);
+    CHECK(fx.BackendStats(second).handshake_count == 1);
+  }
   SECTION("an unusable next choice is skipped") {
     fx.SetBackendState(second, BALLAST_BACKEND_EVICTED);
     AgeHandshake(fx, key, retry_ns);

@@ -114,6 +114,7 @@ void ArmWrapper(const Harness& h, const Bytes& frame, bool vary, int target_fd) 
   bf.addr_off = v4 ? 14 + 14 : 14 + 22;  // last 16 bits of the source address
   bf.ip_csum_off = v4 ? 14 + 10 : 0;     // IPv4 header checksum
   bf.l4_csum_off = l4 + 16;              // TCP checksum
+  bf.seq_off = l4 + 4;                   // the high half of the TCP sequence number
   std::memcpy(bf.data, frame.data(), frame.size());
   const uint32_t zero = 0;
   if (bpf_map_update_elem(bpf_map__fd(h.wrapper->maps.bench_frame), &zero, &bf, BPF_ANY) != 0)

@@ -80,7 +80,7 @@ struct Harness {
 
 // Mirrors struct bench_frame of bpf/bench_restore.bpf.c.
 struct BenchFrame {
-  uint32_t len, vary, port_off, addr_off, ip_csum_off, l4_csum_off;
+  uint32_t len, vary, port_off, addr_off, ip_csum_off, l4_csum_off, seq_off;
   uint8_t data[256];
 };
 
