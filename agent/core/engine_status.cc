@@ -84,10 +84,8 @@ absl::StatusOr<v1::StatusResponse> RouterEngine::GetStatus() const {
   std::vector<uint64_t> flows(BALLAST_MAX_BACKENDS, 0);  // by backend id
   auto seen = CountLiveFlows(timeouts, &flows, &out);
   if (!seen.ok()) return seen.status();
-  const size_t scan_limit =
-      options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
   out.set_flows_read(*seen);
-  out.set_flows_partial(*seen >= scan_limit);
+  out.set_flows_partial(*seen >= FlowScanLimit());
   for (v1::VipStatus& vs : *out.mutable_vips()) {
     for (v1::BackendStatus& bs : *vs.mutable_backends()) {
       if (bs.backend_id() < flows.size()) bs.set_flows(flows[bs.backend_id()]);
@@ -103,30 +101,45 @@ absl::StatusOr<v1::StatusResponse> RouterEngine::GetStatus() const {
 // while scrapers scan (docs/benchmarks.md, "Writers under scrapers").
 constexpr size_t kFlowScanBatch = 512;
 
+size_t RouterEngine::FlowScanLimit() const {
+  return options_.flow_scan_limit != 0 ? options_.flow_scan_limit
+                                       : std::numeric_limits<size_t>::max();
+}
+
+absl::StatusOr<size_t> RouterEngine::ScanFlowMaps(const FlowVisit& visit,
+                                                  const FlowMapDone& done) const {
+  const size_t scan_limit = FlowScanLimit();
+  size_t seen = 0;
+  for (const char* map : dataplane::kFlowMaps) {
+    auto n = dp_->ForEachFlowIn(
+        map, scan_limit - seen,
+        [&](const ballast_flow_key& k, const ballast_flow& f) { visit(map, k, f); },
+        kFlowScanBatch);
+    if (!n.ok()) return n.status();
+    seen += *n;
+    if (done) done(map, *n);
+    if (seen >= scan_limit) break;
+  }
+  return seen;
+}
+
 absl::StatusOr<size_t> RouterEngine::CountLiveFlows(const dataplane::Settings& set,
                                                     std::vector<uint64_t>* flows,
                                                     v1::StatusResponse* out) const {
   // Live flows per backend id: entries not yet expired by their state's
   // timeout.
   const uint64_t now_ns = clock_->NowMonotonicNs();
-  auto count_flow = [&](const ballast_flow_key&, const ballast_flow& f) {
-    if (!FlowLive(set, f, now_ns) || f.backend_id >= flows->size()) return;
-    ++(*flows)[f.backend_id];
-  };
-  const size_t scan_limit =
-      options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
-  size_t seen = 0;
-  for (const char* map : dataplane::kFlowMaps) {
-    auto n = dp_->ForEachFlowIn(map, scan_limit - seen, count_flow, kFlowScanBatch);
-    if (!n.ok()) return n.status();
-    seen += *n;
-    v1::FlowTable& t = *out->add_flow_tables();
-    t.set_map(map);
-    t.set_entries(*n);
-    if (auto cap = dp_->MapCapacity(map); cap.ok()) t.set_capacity(*cap);
-    if (seen >= scan_limit) break;
-  }
-  return seen;
+  return ScanFlowMaps(
+      [&](const char*, const ballast_flow_key&, const ballast_flow& f) {
+        if (!FlowLive(set, f, now_ns) || f.backend_id >= flows->size()) return;
+        ++(*flows)[f.backend_id];
+      },
+      [&](const char* map, size_t n) {
+        v1::FlowTable& t = *out->add_flow_tables();
+        t.set_map(map);
+        t.set_entries(n);
+        if (auto cap = dp_->MapCapacity(map); cap.ok()) t.set_capacity(*cap);
+      });
 }
 
 absl::StatusOr<v1::ListFlowsResponse> RouterEngine::ListFlows(
@@ -169,8 +182,7 @@ absl::StatusOr<v1::ListFlowsResponse> RouterEngine::ListFlows(
   const uint8_t family = key->addr.family();
   v1::ListFlowsResponse out;
   std::vector<std::pair<std::pair<std::string, uint16_t>, v1::Flow>> rows;
-  const char* table = "";
-  auto take = [&](const ballast_flow_key& k, const ballast_flow& f) {
+  auto take = [&](const char* table, const ballast_flow_key& k, const ballast_flow& f) {
     if (k.family != family || k.proto != key->proto) return;
     if (key->port != 0 && ntohs(k.dport) != key->port) return;
     auto dst = IpAddress::FromAbi(k.dst, k.family);
@@ -194,18 +206,10 @@ absl::StatusOr<v1::ListFlowsResponse> RouterEngine::ListFlows(
     fl.set_expires_in_ms(idle < ttl ? (ttl - idle) / 1000000 : 0);
     rows.push_back({{fl.client(), fl.client_port()}, std::move(fl)});
   };
-  const size_t scan_limit =
-      options_.flow_scan_limit != 0 ? options_.flow_scan_limit : std::numeric_limits<size_t>::max();
-  size_t seen = 0;
-  for (const char* map : dataplane::kFlowMaps) {
-    table = map;
-    auto n = dp_->ForEachFlowIn(map, scan_limit - seen, take, kFlowScanBatch);
-    if (!n.ok()) return n.status();
-    seen += *n;
-    if (seen >= scan_limit) break;
-  }
-  out.set_scanned(seen);
-  out.set_partial(seen >= scan_limit);
+  auto seen = ScanFlowMaps(take, nullptr);
+  if (!seen.ok()) return seen.status();
+  out.set_scanned(*seen);
+  out.set_partial(*seen >= FlowScanLimit());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& r : rows) *out.add_flows() = std::move(r.second);

@@ -318,6 +318,15 @@ class RouterEngine final : public Engine {
   absl::StatusOr<size_t> CountLiveFlows(const dataplane::Settings& timeouts,
                                         std::vector<uint64_t>* flows,
                                         v1::StatusResponse* out) const;
+  // Reads the flow maps (dataplane::kFlowMaps, in order) until
+  // FlowScanLimit() entries were read: `visit` for each entry with its
+  // map's name, then `done` (may be null) with each map's count. Returns
+  // the entries read. Map reads only: no engine lock needed.
+  using FlowVisit =
+      std::function<void(const char* map, const ballast_flow_key&, const ballast_flow&)>;
+  using FlowMapDone = std::function<void(const char* map, size_t entries)>;
+  absl::StatusOr<size_t> ScanFlowMaps(const FlowVisit& visit, const FlowMapDone& done) const;
+  size_t FlowScanLimit() const;  // options_.flow_scan_limit, 0 = none
   void Finish(const Actor& actor, const Mutation& m, const absl::Status& result,
               uint64_t generation);
   // Finds a backend of a VIP in the state; NOT_FOUND naming what is missing.
