@@ -74,6 +74,22 @@ bool IpAddress::is_unspecified() const {
   return std::all_of(bytes_.begin(), bytes_.end(), [](uint8_t b) { return b == 0; });
 }
 
+bool IpAddress::is_multicast() const {
+  return is_v4() ? (bytes_[0] & 0xF0) == 0xE0 : bytes_[0] == 0xFF;
+}
+
+bool IpAddress::is_loopback() const {
+  if (is_v4()) return bytes_[0] == 127;
+  return std::all_of(bytes_.begin(), bytes_.begin() + 15, [](uint8_t b) { return b == 0; }) &&
+         bytes_[15] == 1;
+}
+
+bool IpAddress::is_v4_mapped() const {
+  return !is_v4() &&
+         std::all_of(bytes_.begin(), bytes_.begin() + 10, [](uint8_t b) { return b == 0; }) &&
+         bytes_[10] == 0xff && bytes_[11] == 0xff;
+}
+
 std::string IpAddress::ToString() const {
   char buf[INET6_ADDRSTRLEN] = {};
   const int af = is_v4() ? AF_INET : AF_INET6;

@@ -40,6 +40,13 @@ class IpAddress {
   const std::array<uint8_t, 16>& bytes() const { return bytes_; }
   // True for 0.0.0.0 and ::.
   bool is_unspecified() const;
+  // 224.0.0.0/4 and ff00::/8.
+  bool is_multicast() const;
+  // 127.0.0.0/8 and ::1.
+  bool is_loopback() const;
+  // ::ffff:a.b.c.d: an IPv4 address written as IPv6 (a second spelling of
+  // a.b.c.d, which callers refuse rather than take for an IPv6 address).
+  bool is_v4_mapped() const;
 
   // Canonical text: dotted quad, or RFC 5952 IPv6 (inet_ntop).
   std::string ToString() const;

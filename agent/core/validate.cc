@@ -45,33 +45,6 @@ absl::Status CheckOptionalRange(uint64_t v, uint64_t lo, uint64_t hi, uint64_t d
 
 namespace {
 
-bool IsMulticast(const IpAddress& a) {
-  const auto& b = a.bytes();
-  return a.is_v4() ? (b[0] & 0xF0) == 0xE0 : b[0] == 0xFF;
-}
-
-bool IsLoopback(const IpAddress& a) {
-  const auto& b = a.bytes();
-  if (a.is_v4()) return b[0] == 127;
-  for (int i = 0; i < 15; ++i) {
-    if (b[i] != 0) return false;
-  }
-  return b[15] == 1;
-}
-
-// ::ffff:a.b.c.d: an IPv4 address written as IPv6. Accepted, it would be a
-// second spelling of a.b.c.d (a duplicate backend the duplicate check
-// cannot see) and an "IPv6" backend of an IPv4 path, and ::ffff:127.0.0.1
-// would slip past the loopback check.
-bool IsV4Mapped(const IpAddress& a) {
-  if (a.is_v4()) return false;
-  const auto& b = a.bytes();
-  for (int i = 0; i < 10; ++i) {
-    if (b[i] != 0) return false;
-  }
-  return b[10] == 0xff && b[11] == 0xff;
-}
-
 bool Printable(absl::string_view s) {
   for (char c : s) {
     const auto u = static_cast<unsigned char>(c);
@@ -90,7 +63,7 @@ absl::Status CheckSource(absl::string_view text, bool want_v4, const FieldPath& 
   if (a->is_v4() != want_v4) {
     return at.Invalid(absl::StrCat(text, " is not an ", want_v4 ? "IPv4" : "IPv6", " address"));
   }
-  if (a->is_unspecified() || IsMulticast(*a)) {
+  if (a->is_unspecified() || a->is_multicast()) {
     return at.Invalid(absl::StrCat(text,
                                    " cannot be an outer source address (unspecified or "
                                    "multicast)"));
@@ -111,7 +84,7 @@ absl::Status CheckSourcePrefix(const v1::Global& g, const FieldPath& at) {
                                    dataplane::kMinSrc4PrefixLength, "..",
                                    dataplane::kMaxSrc4PrefixLength));
   }
-  if (a.bytes()[0] == 0 || IsLoopback(a) || a.bytes()[0] >= 0xE0) {
+  if (a.bytes()[0] == 0 || a.is_loopback() || a.bytes()[0] >= 0xE0) {
     return at.Invalid(absl::StrCat(g.source_v4_prefix(),
                                    " cannot hold outer source addresses (this network, loopback, "
                                    "multicast or reserved)"));
@@ -198,7 +171,7 @@ absl::Status ValidateAddress(absl::string_view address, const FieldPath& at) {
                                    "2001:db8::10)"));
   }
   if (a->is_unspecified()) return at.Invalid(absl::StrCat(address, " is the unspecified address"));
-  if (IsV4Mapped(*a)) {
+  if (a->is_v4_mapped()) {
     const auto& b = a->bytes();
     return at.Invalid(absl::StrCat(address, " is an IPv4-mapped IPv6 address: write it as ",
                                    IpAddress::V4(&b[12]).ToString()));
@@ -207,8 +180,8 @@ absl::Status ValidateAddress(absl::string_view address, const FieldPath& at) {
       a->bytes()[3] == 255) {
     return at.Invalid(absl::StrCat(address, " is the broadcast address"));
   }
-  if (IsMulticast(*a)) return at.Invalid(absl::StrCat(address, " is a multicast address"));
-  if (IsLoopback(*a)) return at.Invalid(absl::StrCat(address, " is a loopback address"));
+  if (a->is_multicast()) return at.Invalid(absl::StrCat(address, " is a multicast address"));
+  if (a->is_loopback()) return at.Invalid(absl::StrCat(address, " is a loopback address"));
   return absl::OkStatus();
 }
 
@@ -633,7 +606,7 @@ absl::Status ValidateLoopbackListen(absl::string_view listen, const FieldPath& a
   }
   auto a = IpAddress::Parse(std::string(host));
   if (!a.ok()) return at.Invalid(absl::StrCat("\"", host, "\" is not an IP address"));
-  if (!IsLoopback(*a)) {
+  if (!a->is_loopback()) {
     return at.Invalid(absl::StrCat(listen,
                                    " is not a loopback address (127.0.0.0/8 or [::1]); "
                                    "metrics are served on loopback only"));

@@ -193,20 +193,22 @@ grep -q '^VIPS=198.18.0.10 2001:db8::10$' <<<"$st" || fail "status does not show
 grep -q '^pass ' <<<"$st" || fail "status does not show the decap counters: $st"
 say "up: xdp_decap on nic0, $(lo_vips) on lo"
 
-# A bad file: refused with the field named, nothing changes.
+# Bad files: refused (exit 2) with the field named, nothing changes.
+# refused WHAT FILE COMMAND WANT: the script's COMMAND on FILE exits 2 with
+# WANT in its message.
+refused() {
+  local rc=0
+  msg=$(nsrun "$backend_sh" --config "$2" "$3" 2>&1) || rc=$?
+  [[ $rc -eq 2 && $msg == *"$4"* ]] || fail "$1: exit $rc, '$msg' (want exit 2 and '$4')"
+}
 sed 's/^VIPS=.*/VIPS=198.18.0.10 224.0.0.5/' "$conf" >"$work/bad.conf"
-set +e
-msg=$(nsrun "$backend_sh" --config "$work/bad.conf" up 2>&1)
-rc=$?
-set -e
-[[ $rc -eq 2 && $msg == *"VIPS: '224.0.0.5' is not a unicast"* ]] ||
-  fail "a multicast VIP: exit $rc, '$msg' (want exit 2 naming VIPS)"
+refused "a multicast VIP" "$work/bad.conf" up "VIPS: '224.0.0.5' is not a unicast"
+# Addresses are parsed by lbdp (the agent's parser), not by the script.
+sed 's/^VIPS=.*/VIPS=::ffff:198.18.0.10/' "$conf" >"$work/bad3.conf"
+refused "an IPv4-mapped VIP" "$work/bad3.conf" check \
+  "VIPS: '::ffff:198.18.0.10' is an IPv4 address written as IPv6"
 printf 'DEVICE=nic0\nSHELL=$(reboot)\n' >"$work/bad2.conf"
-set +e
-msg=$(nsrun "$backend_sh" --config "$work/bad2.conf" check 2>&1)
-rc=$?
-set -e
-[[ $rc -eq 2 && $msg == *"unknown key SHELL"* ]] || fail "an unknown key: exit $rc, '$msg'"
+refused "an unknown key" "$work/bad2.conf" check "unknown key SHELL"
 [[ $(lo_vips) == "198.18.0.10/32 2001:db8::10/128" ]] && xdp_on ||
   fail "a refused file changed something: lo has '$(lo_vips)'"
 say "bad files refused with the field named ($msg), nothing changed"

@@ -4,7 +4,8 @@
 // running one), every other command works on the maps pinned under
 // --pin-dir (default /sys/fs/bpf/ballast) without loading anything.
 //
-// Exit codes: 0 ok, 2 invalid input, 3 not found, 4 system/BPF error.
+// Exit codes: 0 ok, 2 invalid input, 3 not found, 4 system/BPF error
+// (cli.h). The decap commands are in decap_commands.cc.
 #include <bpf/bpf.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -26,6 +27,8 @@
 #include "agent/dataplane/bpf_util.h"
 #include "agent/dataplane/dataplane.h"
 #include "agent/dataplane/decap.h"
+#include "tools/lbdp/cli.h"
+#include "tools/lbdp/decap_commands.h"
 #include "tools/lbdp/man_info.h"
 #include "agent/base/strcat.h"
 #include "agent/dataplane/verdict.h"
@@ -37,50 +40,7 @@ using ballast::IpAddress;
 using namespace ballast::dataplane;
 using ballast::base::Cat;
 
-constexpr int kOk = 0;
-constexpr int kInvalid = 2;
-constexpr int kNotFound = 3;
-constexpr int kSystem = 4;
-
-int ExitCode(const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kOk:
-      return kOk;
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange:
-    case absl::StatusCode::kAlreadyExists:
-      return kInvalid;
-    case absl::StatusCode::kNotFound:
-      return kNotFound;
-    default:
-      return kSystem;
-  }
-}
-
-int Fail(const absl::Status& s) {
-  fprintf(stderr, "lbdp: %s\n", std::string(s.message()).c_str());
-  return ExitCode(s);
-}
-
-int Invalid(const std::string& msg) { return Fail(absl::InvalidArgumentError(msg)); }
-
-struct Global {
-  std::string pin_dir = BALLAST_PIN_DIR;
-  std::string netns;
-};
-
-// Moves this process into network namespace `name` (/run/netns/<name>),
-// keeping its mount namespace (so --pin-dir still means the caller's bpffs).
-absl::Status EnterNetns(const std::string& name) {
-  if (name.empty()) return absl::OkStatus();
-  const std::string path = name.find('/') == std::string::npos ? "/run/netns/" + name : name;
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return ErrnoStatus(errno, Cat("opening network namespace ", path));
-  if (setns(fd.get(), CLONE_NEWNET) != 0) {
-    return ErrnoStatus(errno, Cat("entering network namespace ", path));
-  }
-  return absl::OkStatus();
-}
+using namespace ballast::lbdp;  // NOLINT: exit codes, Fail, Global
 
 absl::StatusOr<std::unique_ptr<Dataplane>> OpenPinned(const Global& g) {
   return Dataplane::OpenPinned(g.pin_dir);
@@ -541,107 +501,6 @@ int CmdFlows(const Global& g, size_t max) {
   return kOk;
 }
 
-// ---- decap ----------------------------------------------------------------
-
-struct DecapAttachArgs {
-  std::vector<std::string> addrs;    // local addresses packets are encapsulated to
-  std::vector<std::string> sources;  // --from: router sources, or "any"
-  std::vector<std::string> vips;     // --vip: inner destinations, or "any"
-  std::string mode = "auto";
-  bool no_bounce = false;  // --no-bounce: second chance off
-};
-
-// "any" alone, or addresses without it: true = any (no check).
-absl::StatusOr<bool> AnyOf(const std::vector<std::string>& v, std::string_view flag) {
-  const bool any = std::find(v.begin(), v.end(), "any") != v.end();
-  if (any && v.size() > 1) {
-    return absl::InvalidArgumentError(
-        Cat(flag, " any cannot be combined with addresses (any allows every one)"));
-  }
-  return any;
-}
-
-int CmdDecapAttach(const Global& g, const std::string& dev, const DecapAttachArgs& a) {
-  auto mode = ParseAttachMode(a.mode);
-  if (!mode.ok()) return Fail(mode.status());
-  std::vector<IpAddress> ips, vips;
-  for (const std::string& s : a.addrs) {
-    auto ip = IpAddress::Parse(s);
-    if (!ip.ok()) return Fail(ip.status());
-    ips.push_back(*ip);
-  }
-  auto any_source = AnyOf(a.sources, "--from");
-  if (!any_source.ok()) return Fail(any_source.status());
-  auto any_vip = AnyOf(a.vips, "--vip");
-  if (!any_vip.ok()) return Fail(any_vip.status());
-  if (!*any_vip) {
-    for (const std::string& s : a.vips) {
-      auto ip = IpAddress::Parse(s);
-      if (!ip.ok()) return Fail(ip.status());
-      vips.push_back(*ip);
-    }
-  }
-  if (absl::Status s = EnterNetns(g.netns); !s.ok()) return Fail(s);
-  auto d = Decap::Load();
-  if (!d.ok()) return Fail(d.status());
-  for (const IpAddress& ip : ips) {
-    if (absl::Status s = (*d)->AddAddress(ip); !s.ok()) return Fail(s);
-  }
-  if (!*any_source) {
-    for (const std::string& s : a.sources) {
-      if (absl::Status st = (*d)->AddSource(s); !st.ok()) return Fail(st);
-    }
-  }
-  for (const IpAddress& ip : vips) {
-    if (absl::Status s = (*d)->AddVip(ip); !s.ok()) return Fail(s);
-  }
-  if (a.no_bounce) {
-    if (absl::Status s = (*d)->SetBounce(false); !s.ok()) return Fail(s);
-  }
-  if (*any_source || *any_vip) {
-    fprintf(stderr,
-            "lbdp: warning: decap on %s accepts %s: an open tunnel for whoever can reach this "
-            "host's addresses\n",
-            dev.c_str(),
-            *any_source && *any_vip ? "any source and any inner destination"
-            : *any_source           ? "any source"
-                                    : "any inner destination");
-  }
-  auto used = (*d)->Attach(dev, *mode);
-  if (!used.ok()) return Fail(used.status());
-  printf("xdp_decap attached to dev %s in %s mode for", dev.c_str(),
-         std::string(AttachModeName(*used)).c_str());
-  for (const IpAddress& ip : ips) printf(" %s", ip.ToString().c_str());
-  printf("%s\n", a.no_bounce ? " (second chance off)" : "");
-  return kOk;
-}
-
-int CmdDecapDetach(const Global& g, const std::string& dev) {
-  if (absl::Status s = EnterNetns(g.netns); !s.ok()) return Fail(s);
-  if (absl::Status s = Decap::DetachFrom(dev); !s.ok()) return Fail(s);
-  printf("xdp_decap detached from dev %s\n", dev.c_str());
-  return kOk;
-}
-
-int CmdDecapStats(const Global& g, const std::string& dev) {
-  if (absl::Status s = EnterNetns(g.netns); !s.ok()) return Fail(s);
-  auto d = Decap::FromDevice(dev);
-  if (!d.ok()) return Fail(d.status());
-  auto st = (*d)->Stats();
-  if (!st.ok()) return Fail(st.status());
-  auto addrs = (*d)->Addresses();
-  if (!addrs.ok()) return Fail(addrs.status());
-  printf("addresses:");
-  for (const IpAddress& ip : *addrs) printf(" %s", ip.ToString().c_str());
-  printf("\n");
-  for (int v = 0; v < BALLAST_DECAP_V_MAX; ++v) {
-    printf("%s %" PRIu64 "\n",
-           std::string(DecapVerdictName(static_cast<ballast_decap_verdict>(v))).c_str(),
-           static_cast<uint64_t>((*st)[v]));
-  }
-  return kOk;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -739,6 +598,11 @@ int main(int argc, char** argv) {
   auto* c_decap = app.add_subcommand("decap", "backend-side decap program");
   c_decap->require_subcommand(1);
   DecapAttachArgs decap;
+  auto* c_decap_check = c_decap->add_subcommand(
+      "check", "check decap lists as attach would take them, without loading anything");
+  c_decap_check->add_option("--addr", decap.addrs, "local address to decapsulate for")->required();
+  c_decap_check->add_option("--from", decap.sources, "router outer source, or 'any'")->required();
+  c_decap_check->add_option("--vip", decap.vips, "VIP served here, or 'any'")->required();
   auto* c_decap_attach = c_decap->add_subcommand("attach", "load xdp_decap and attach it");
   c_decap_attach->add_option("--dev", dev, "network device")->required();
   c_decap_attach->add_option("--addr", decap.addrs, "local address to decapsulate for")->required();
@@ -788,6 +652,7 @@ int main(int argc, char** argv) {
   if (*c_stats) return CmdStats(g, json);
   if (*c_flows) return CmdFlows(g, max_flows);
   if (*c_handshakes) return CmdHandshakes(g);
+  if (*c_decap_check) return CmdDecapCheck(decap);
   if (*c_decap_attach) return CmdDecapAttach(g, dev, decap);
   if (*c_decap_detach) return CmdDecapDetach(g, dev);
   if (*c_decap_stats) return CmdDecapStats(g, dev);

@@ -142,6 +142,14 @@ expect 0 "deleted" vip del 198.18.0.10:80/tcp
 expect 3 "does not exist" vip del 198.18.0.10:80/tcp
 expect 0 "cleared" backend clear --id 1
 expect 2 "required" decap attach --dev lt1 --addr 198.18.1.10
+# decap check: the lists as attach takes them, nothing loaded (ballast-backend's check).
+expect 0 "decap lists are valid: 2 addresses, 2 sources, 1 VIPs" decap check --addr 198.18.1.10 --addr 2001:db8:1::10 --from 198.18.0.0/24 --from 2001:db8::1 --vip 198.18.0.10
+expect 2 "--vip: '224.0.0.5' is not a unicast address \\(multicast\\)" decap check --addr 198.18.1.10 --from 198.18.0.1 --vip 224.0.0.5
+expect 2 "--addr: '255.255.255.255' is not a unicast address \\(broadcast\\)" decap check --addr 255.255.255.255 --from 198.18.0.1 --vip 198.18.0.10
+expect 2 "written as IPv6: write 198.18.0.10" decap check --addr 198.18.1.10 --from 198.18.0.1 --vip ::ffff:198.18.0.10
+expect 2 "--vip: '2001:DB8:1:0::10' is also given as --addr" decap check --addr 2001:db8:1::10 --from 2001:db8::1 --vip 2001:DB8:1:0::10
+expect 2 "not an address or prefix" decap check --addr 198.18.1.10 --from 198.18.0.1/33 --vip 198.18.0.10
+expect 2 "is not a unicast address \\(loopback\\)" decap attach --dev lt1 --addr 127.0.0.1 --from 198.18.0.1 --vip 198.18.0.10
 expect 2 "cannot be combined" decap attach --dev lt1 --addr 198.18.1.10 --from any --from 198.18.0.1 --vip any
 expect 2 "not an address or prefix" decap attach --dev lt1 --addr 198.18.1.10 --from 198.18.0.300 --vip any
 expect 0 "xdp_decap attached to dev lt1 in native mode" decap attach --dev lt1 --addr 198.18.1.10 --addr 2001:db8:1::10 --from 198.18.0.0/24 --from 2001:db8::1 --vip 198.18.0.10 --vip 2001:db8:10::10
