@@ -57,7 +57,8 @@ check "the owner acquired the lease after the switch ($T_SWITCH <= $T_ACQ)" test
 served() { (($(answered "$OWNER" 3) == 3)); }
 check "the owner answers" wait_for 10 served
 check "the standby answers nothing" test "$(answered "$STANDBY" 3)" = 0
-check "no config differences after the switch" wait_for 10 test "$(coord a differences)" = 0
+no_differences() { [[ $(coord "$1" differences) == 0 ]]; }
+check "no config differences after the switch" wait_for 10 no_differences a
 
 # ---- no traffic: the drill refuses and changes nothing ----
 OUT=$WORK/drill-notraffic.out

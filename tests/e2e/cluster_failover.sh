@@ -11,7 +11,7 @@ TTL=3
 
 cluster_up 3 3
 check "all nodes run the same state" wait_for 15 hashes_equal
-check "a leader is elected" wait_for 10 test -n "$(leader_of a)"
+check "a leader is elected" wait_for 10 has_leader a
 weight_is() { [[ $(field "$1" 198.18.12.2 nominalWeight) == "$2" ]]; }
 
 # ---- (1) one etcd member killed ------------------------------------------------------------------

@@ -301,6 +301,10 @@ hashes_equal() {
 }
 # leader_of NODE: the leader as NODE sees it.
 leader_of() { coord "$1" leader; }
+# has_leader NODE: NODE sees a leader (a condition for wait_for, which runs
+# it again each time: `wait_for 10 test -n "$(leader_of a)"` would expand
+# the $(...) once and never wait).
+has_leader() { [[ -n $(leader_of "$1") ]]; }
 # answered NODE N: requests answered out of N through NODE's VIP (fresh connections).
 answered() {
   local i args=()

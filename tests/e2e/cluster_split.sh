@@ -12,7 +12,7 @@ source "$(dirname "$0")/cluster_lib.sh"
 
 cluster_up 3 3
 check "all nodes run the same state" wait_for 15 hashes_equal
-check "a leader is elected" wait_for 10 test -n "$(leader_of a)"
+check "a leader is elected" wait_for 10 has_leader a
 healthy() { [[ $(field "$1" 198.18.12.2 health) == healthy ]]; }
 for n in a b c; do check "backend-2 healthy on $n" wait_for 10 healthy "$n"; done
 w0=$(field a 198.18.12.2 effectiveWeight)
