@@ -120,10 +120,12 @@ browse() {
     --user-data-dir="$WORK/chromium" --window-size=1400,900 "$@" \
     http://127.0.0.1:9580/status 2>>"$WORK/chromium.err"
 }
-browse --dump-dom >"$WORK/status.html" || fail "status page: chromium failed: $(tail -n 3 "$WORK/chromium.err")"
-browse --screenshot="$shots/status-brownout.png" >/dev/null ||
-  fail "status page: the screenshot failed: $(tail -n 3 "$WORK/chromium.err")"
-page=$(python3 - "$WORK/status.html" "$VIP4_KEY" "$BE1_ADDR4" "$BE2_ADDR4" "$BE3_ADDR4" <<'PY'
+# read_page: loads /status in Chromium and reads its DOM into slow_* and
+# peers_marked.
+read_page() {
+  browse --dump-dom >"$WORK/status.html" || fail "status page: chromium failed: $(tail -n 3 "$WORK/chromium.err")"
+  local page
+  page=$(python3 - "$WORK/status.html" "$VIP4_KEY" "$BE1_ADDR4" "$BE2_ADDR4" "$BE3_ADDR4" <<'PY'
 import sys
 from html.parser import HTMLParser
 path, vip, slow, *peers = sys.argv[1:]
@@ -153,7 +155,19 @@ print("slow_falls=%d" % (len(w) >= 2 and max(w) >= 100 and w[-1] <= 70))
 print("peers_marked=%d" % sum("impaired" in rows.get(p, {"class": ["missing"]})["class"] or p not in rows for p in peers))
 PY
 )
-eval "$page"
+  eval "$page"
+}
+# A peer can dip for one evaluation while Chromium starts on these two CPUs
+# (its probes wait): the page is loaded again, at most three times, for the
+# steady brownout in which only backend-1 is marked.
+for attempt in 1 2 3; do
+  read_page
+  [[ $peers_marked == 0 ]] && break
+  log "status page: load $attempt marked $peers_marked peer(s) (a transient dip); loading again"
+  sleep 1
+done
+browse --screenshot="$shots/status-brownout.png" >/dev/null ||
+  fail "status page: the screenshot failed: $(tail -n 3 "$WORK/chromium.err")"
 log "status page: backend-1 row class '$slow_classes', weight timeline $slow_weights; screenshot $shots/status-brownout.png"
 check "status page: backend-1 is marked degraded and impaired in the DOM" test "$slow_marked" = 1
 check "status page: backend-1's weight timeline falls from 100 to <= 70" test "$slow_falls" = 1
