@@ -540,6 +540,11 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
   // Fleet guard.
   std::vector<std::string> unwell_keys;
   int drifting = 0;
+  // Eligible backends that look dead now (for demotions while frozen,
+  // below). Counted like `unwell`: any refused SYN, so that servers killed
+  // at once, whose refusals do not all reach the threshold in the same
+  // evaluation, are all counted.
+  int looking_dead = 0;
   for (Work& w : work) {
     const bool eligible =
         w.in->operator_state == OperatorState::kActive && w.in->nominal_weight > 0;
@@ -556,6 +561,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
       ++r.unwell;
       unwell_keys.push_back(w.st.key);
     }
+    if (LooksDead(w) || w.refused > 0) ++looking_dead;
     // Started drifting from its own baseline in this evaluation or the one
     // before. Noise does this to a few backends at a time, a fleet-wide
     // slowdown to most of them at once (milliseconds apart, so possibly
@@ -635,17 +641,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
   // in a frozen pool, unless more than fleet_guard_percent of the pool looks
   // dead (the prober's own path is the likelier fault; moving cannot help).
   auto dead = [&](const Work& w) { return w.st.down_streak >= p.demote_after || w.refused_now; };
-  // Counted like `unwell` above: any refused SYN or failed probe now, so
-  // that servers killed at once, whose refusals do not all reach the
-  // threshold in the same evaluation, are all counted.
-  int eligible_dead = 0;
-  for (const Work& w : work) {
-    if (w.in->operator_state == OperatorState::kActive && w.in->nominal_weight > 0 &&
-        (dead(w) || LooksDead(w) || w.refused > 0)) {
-      ++eligible_dead;
-    }
-  }
-  const bool demote_dead = r.state.frozen && !above(eligible_dead);
+  const bool demote_dead = r.state.frozen && !above(looking_dead);
 
   for (Work& w : work) {
     if (r.state.frozen) {
@@ -657,7 +653,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
                    w.refused_now ? RefusedMessage(w, p)
                                  : absl::StrFormat("every probe failed for %d evaluations in a row",
                                                    w.st.down_streak),
-                   eligible_dead, r.eligible));
+                   looking_dead, r.eligible));
         w.st.applied_in_service = false;
       }
     } else {
