@@ -1,10 +1,9 @@
 #include "agent/etcd/endpoint.h"
 
-#include <arpa/inet.h>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "agent/base/ip_address.h"
 
 namespace ballast::etcd {
 namespace {
@@ -22,12 +21,8 @@ bool IsLoopbackHost(absl::string_view host) {
   absl::ConsumePrefix(&host, "[");
   absl::ConsumeSuffix(&host, "]");
   if (absl::EqualsIgnoreCase(host, "localhost")) return true;
-  const std::string h(host);
-  in_addr a4{};
-  if (inet_pton(AF_INET, h.c_str(), &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
-  in6_addr a6{};
-  if (inet_pton(AF_INET6, h.c_str(), &a6) == 1) return IN6_IS_ADDR_LOOPBACK(&a6);
-  return false;
+  auto a = IpAddress::Parse(std::string_view(host.data(), host.size()));
+  return a.ok() && a->is_loopback();
 }
 
 absl::StatusOr<EndpointTarget> ParseEndpoint(absl::string_view url, const TlsOptions& tls) {

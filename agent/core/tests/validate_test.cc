@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <functional>
 
+#include "absl/strings/match.h"
 #include "agent/core/tests/test_util.h"
 
 namespace ballast::core {
@@ -435,6 +436,17 @@ TEST_CASE("ValidateAgentConfig checks lbagent's own fields") {
             "that is not loopback; anyone on the path could rewrite the cluster's state. Use "
             "https:// with a CA (etcd_ca_file), or allow it explicitly "
             "(etcd_allow_plaintext_remote) on a trusted network");
+    // Plaintext is fine to loopback, however it is spelled; an IPv4-mapped
+    // 127.0.0.1 is not taken for loopback.
+    for (const char* host : {"http://127.0.0.1:2379", "http://127.9.0.1:2379", "http://[::1]:2379",
+                             "http://localhost:2379", "[0:0::1]:2379"}) {
+      cl.set_endpoints(0, host);
+      INFO(host);
+      REQUIRE(ValidateAgentConfig(a).ok());
+    }
+    cl.set_endpoints(0, "http://[::ffff:127.0.0.1]:2379");
+    REQUIRE(absl::StrContains(ValidateAgentConfig(a).message(), "plaintext to a host"));
+    cl.set_endpoints(0, "http://198.18.200.1:2379");
     cl.set_etcd_allow_plaintext_remote(true);
     REQUIRE(ValidateAgentConfig(a).ok());
     cl.set_etcd_allow_plaintext_remote(false);
