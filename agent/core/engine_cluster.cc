@@ -161,12 +161,11 @@ absl::Status RouterEngine::SetVipOwnership(const v1::VipKey& vkey, v1::VipOwners
               absl::StrCat("ownership: ", static_cast<int>(ownership),
                            " is not a VipOwnership (OWNERSHIP_NONE or ACTIVE_STANDBY)"));
         }
-        for (v1::Vip& v : *st.mutable_config()->mutable_vips()) {
-          if (VipKeyText(v.key()) != key) continue;
-          if (v.ownership() == ownership) {
+        if (v1::Vip* v = FindVip(st, vkey); v != nullptr) {
+          if (v->ownership() == ownership) {
             mut.changed = false;
           } else {
-            v.set_ownership(ownership);
+            v->set_ownership(ownership);
           }
           return absl::OkStatus();
         }
@@ -178,7 +177,9 @@ absl::Status RouterEngine::SetVipOwnership(const v1::VipKey& vkey, v1::VipOwners
 
 absl::Status RouterEngine::RecordDrill(const v1::DrillResult& result, const Actor& actor) {
   if (auto s = ValidateVipKey(result.vip(), FieldPath::Named("", "result.vip")); !s.ok()) return s;
-  const std::string key = VipKeyText(result.vip());
+  auto typed = ToDataplaneKey(result.vip());
+  if (!typed.ok()) return typed.status();
+  const std::string key = dataplane::VipKeyString(*typed);
   if (result.mode() != "fence" && result.mode() != "stop") {
     return absl::InvalidArgumentError(
         absl::StrCat("result.mode: \"", absl::CEscape(result.mode()), "\" is not fence or stop"));
@@ -221,9 +222,8 @@ absl::Status RouterEngine::RecordDrill(const v1::DrillResult& result, const Acto
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    bool found = false;
-    for (const v1::Vip& v : state_->config().vips()) found = found || VipKeyText(v.key()) == key;
-    if (!found) return absl::NotFoundError(absl::StrCat("vip ", key, " does not exist"));
+    if (VipIndex(*state_, *typed) < 0)
+      return absl::NotFoundError(absl::StrCat("vip ", key, " does not exist"));
   }
   const bool pass = result.stable_ms() >= 0 && result.stable_ms() <= 5000 &&
                     result.failover_ms() >= 0 && result.flaps() == 0 && result.differences() == 0;

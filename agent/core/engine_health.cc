@@ -83,8 +83,11 @@ absl::StatusOr<HealthInputs> RouterEngine::ReadHealthInputs() const {
   }
   for (const v1::Vip& vip : state_->config().vips()) {
     HealthPool pool;
+    auto key = ToDataplaneKey(vip.key());
+    if (!key.ok()) continue;  // validated config: cannot happen
     pool.key = vip.key();
-    pool.key_text = VipKeyText(vip.key());
+    pool.vip = *key;
+    pool.key_text = dataplane::VipKeyString(*key);
     for (const v1::Backend& b : vip.backends()) {
       HealthBackend hb;
       hb.address = b.address();

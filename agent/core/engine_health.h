@@ -33,7 +33,8 @@ struct HealthBackend {
 };
 struct HealthPool {
   v1::VipKey key;  // canonical
-  std::string key_text;
+  dataplane::VipKey vip;
+  std::string key_text;  // the pool's name in records and probe ids
   std::vector<HealthBackend> backends;
 };
 struct HealthInputs {
@@ -75,7 +76,7 @@ struct VipHealthView {
 };
 struct HealthView {
   std::map<std::string, BackendHealthView> backends;  // by BackendIdKey(vip, address)
-  std::map<std::string, VipHealthView> vips;          // by VipKeyText
+  std::map<dataplane::VipKey, VipHealthView> vips;
 };
 
 }  // namespace ballast::core

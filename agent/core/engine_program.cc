@@ -34,10 +34,10 @@ bool BackendClose(const BackendImage& a, const BackendImage& b) {
 using namespace engine_util;  // NOLINT: the engine's own helpers
 
 absl::Status RouterEngine::Program(const Image& from, const BuiltImage& built,
-                                   const std::set<std::string>* scope, ProgramStats* stats) {
+                                   const std::set<dataplane::VipKey>* scope, ProgramStats* stats) {
   const Image& to = built.image;
-  const auto in_scope = [scope](const std::string& text) {
-    return scope == nullptr || scope->count(text) != 0;
+  const auto in_scope = [scope](const dataplane::VipKey& k) {
+    return scope == nullptr || scope->count(k) != 0;
   };
   dataplane::DataplanePort& dp = *dp_;
   const int64_t now_ms = clock_->NowUnixMs();
@@ -79,7 +79,8 @@ absl::Status RouterEngine::Program(const Image& from, const BuiltImage& built,
       auto table = BuildTableOf(v);  // one table at a time (start-up)
       if (!table.ok()) return table.status();
       if (TableHash(*table) != v.table_hash) {
-        return absl::InternalError(absl::StrCat("the table of vip ", k, " is not deterministic"));
+        return absl::InternalError(
+            absl::StrCat("the table of vip ", dataplane::VipKeyString(k), " is not deterministic"));
       }
       if (auto s = dp.SetTable(v.vip_id, *table); !s.ok()) return s;
     }
@@ -112,8 +113,8 @@ absl::Status RouterEngine::Program(const Image& from, const BuiltImage& built,
   if (scope == nullptr) {
     for (const auto& [id, b] : from.backends) candidates.push_back(id);
   } else {
-    for (const std::string& text : *scope) {
-      auto it = from.vips.find(text);
+    for (const dataplane::VipKey& k : *scope) {
+      auto it = from.vips.find(k);
       if (it == from.vips.end()) continue;
       for (const maglev::Backend& b : it->second.inputs) candidates.push_back(b.id);
     }

@@ -77,12 +77,11 @@ absl::Status RouterEngine::DeleteVip(const v1::VipKey& vkey, const Actor& actor)
       actor, std::move(m),
       [&](v1::State& st, Mutation&) -> absl::Status {
         if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "key")); !s.ok()) return s;
-        auto* vips = st.mutable_config()->mutable_vips();
-        for (int i = 0; i < vips->size(); ++i) {
-          if (VipKeyText(vips->Get(i).key()) == key) {
-            vips->DeleteSubrange(i, 1);
-            return absl::OkStatus();
-          }
+        auto typed = ToDataplaneKey(vkey);
+        if (!typed.ok()) return typed.status();
+        if (const int i = VipIndex(st, *typed); i >= 0) {
+          st.mutable_config()->mutable_vips()->DeleteSubrange(i, 1);
+          return absl::OkStatus();
         }
         return absl::NotFoundError(absl::StrCat("vip ", key, " does not exist"));
       },

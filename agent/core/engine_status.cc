@@ -151,8 +151,7 @@ absl::StatusOr<v1::ListFlowsResponse> RouterEngine::ListFlows(
     return absl::InvalidArgumentError(
         absl::StrCat("limit ", req.limit(), " is above ", kMaxFlowList));
   }
-  const v1::VipKey canonical = CanonicalVipKey(req.vip());
-  const std::string vip_text = VipKeyText(canonical);
+  const std::string vip_text = dataplane::VipKeyString(*key);
   dataplane::Settings timeouts;
   std::map<uint32_t, std::string> backend_of;  // data-plane id -> address
   uint32_t only_id = 0;
@@ -160,9 +159,7 @@ absl::StatusOr<v1::ListFlowsResponse> RouterEngine::ListFlows(
     std::lock_guard<std::mutex> lock(mu_);
     if (health_.torn_down) return absl::FailedPreconditionError("the data plane is torn down");
     const v1::Vip* vip = nullptr;
-    for (const v1::Vip& v : state_->config().vips()) {
-      if (VipKeyText(CanonicalVipKey(v.key())) == vip_text) vip = &v;
-    }
+    if (const int i = VipIndex(*state_, *key); i >= 0) vip = &state_->config().vips(i);
     if (vip == nullptr)
       return absl::NotFoundError(absl::StrCat("vip ", vip_text, " does not exist"));
     for (const v1::Backend& b : vip->backends()) {
@@ -238,13 +235,13 @@ absl::Status RouterEngine::StatusLocked(v1::StatusResponse* status) const {
     const uint32_t vip_id = VipIdOf(*state_, vip.key());
     vs->set_vip_id(vip_id);
     vs->set_table_size(EffectiveTableSize(vip));
-    if (auto h = health_view_.vips.find(VipKeyText(vip.key())); h != health_view_.vips.end()) {
-      vs->set_frozen(h->second.frozen);
-      vs->set_frozen_since_unix_ms(h->second.frozen_since_unix_ms);
-    }
     const VipImage* vi = nullptr;
-    if (auto it = image_.vips.find(VipKeyText(vip.key())); it != image_.vips.end()) {
-      vi = &it->second;
+    if (auto key = ToDataplaneKey(vip.key()); key.ok()) {
+      if (auto h = health_view_.vips.find(*key); h != health_view_.vips.end()) {
+        vs->set_frozen(h->second.frozen);
+        vs->set_frozen_since_unix_ms(h->second.frozen_since_unix_ms);
+      }
+      if (auto it = image_.vips.find(*key); it != image_.vips.end()) vi = &it->second;
     }
     for (const v1::Backend& b : vip.backends()) {
       v1::BackendStatus* bs = vs->add_backends();

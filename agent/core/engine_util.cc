@@ -49,12 +49,22 @@ void EraseOverride(v1::State& state, const v1::VipKey& vip, const std::string& a
   }
 }
 
-v1::Vip* FindVip(v1::State& state, const v1::VipKey& key) {
-  const std::string want = VipKeyText(key);
-  for (v1::Vip& v : *state.mutable_config()->mutable_vips()) {
-    if (VipKeyText(v.key()) == want) return &v;
+int VipIndex(const v1::State& state, const dataplane::VipKey& key) {
+  const auto& vips = state.config().vips();
+  for (int i = 0; i < vips.size(); ++i) {
+    if (SameVip(vips.Get(i).key(), key)) return i;
   }
-  return nullptr;
+  return -1;
+}
+
+v1::Vip* FindVip(v1::State& state, const dataplane::VipKey& key) {
+  const int i = VipIndex(state, key);
+  return i < 0 ? nullptr : state.mutable_config()->mutable_vips(i);
+}
+
+v1::Vip* FindVip(v1::State& state, const v1::VipKey& key) {
+  auto k = ToDataplaneKey(key);
+  return k.ok() ? FindVip(state, *k) : nullptr;
 }
 
 // Drops overrides of backends the config no longer has, and overrides that

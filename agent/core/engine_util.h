@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "agent/dataplane/vip_key.h"
 #include "ballast/v1/agent.pb.h"
 #include "ballast/v1/api.pb.h"
 #include "ballast/v1/config.pb.h"
@@ -25,7 +26,12 @@ absl::Status Annotate(const absl::Status& s, absl::string_view what);
 
 v1::Event MakeEvent(std::string kind, std::string vip, std::string backend, std::string message);
 
-// The VIP of `state` with key `key`, or null.
+// The index in `state`'s config of the VIP with key `key`, or -1.
+int VipIndex(const v1::State& state, const dataplane::VipKey& key);
+
+// The VIP of `state` with key `key`, or null (also when `key` does not
+// parse: it names no VIP).
+v1::Vip* FindVip(v1::State& state, const dataplane::VipKey& key);
 v1::Vip* FindVip(v1::State& state, const v1::VipKey& key);
 
 // The override of a backend of `vip` in `state`, or null.

@@ -388,7 +388,7 @@ absl::Status HealthController::Evaluate() {
       ++action_counts[std::string(health::ActionKindName(a.kind))];
       if (!a.backend.empty()) acted[a.backend] = true;
     }
-    VipHealthView& vv = view.vips[pool.key_text];
+    VipHealthView& vv = view.vips[pool.vip];
     vv.frozen = r->frozen;
     if (r->frozen) vv.frozen_since_unix_ms = absl::ToUnixMillis(r->state.frozen_since);
     for (size_t i = 0; i < r->backends.size() && i < pool.backends.size(); ++i) {

@@ -183,8 +183,8 @@ absl::Status AddVip(const v1::State& state, const v1::Vip& vip, const OverrideIn
     }
     if (keep_tables) out->tables[vi.vip_id] = std::move(*table);
   }
-  const std::string text = dataplane::VipKeyString(vi.key);
-  img.vips[text] = std::move(vi);
+  const dataplane::VipKey k = vi.key;
+  img.vips[k] = std::move(vi);
   return absl::OkStatus();
 }
 
@@ -201,7 +201,8 @@ absl::StatusOr<std::vector<uint32_t>> BuildTableOf(const VipImage& vip) {
 }
 
 absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previous,
-                                      const std::set<std::string>* only_vips, bool keep_tables) {
+                                      const std::set<dataplane::VipKey>* only_vips,
+                                      bool keep_tables) {
   BuiltImage out;
   Image& img = out.image;
   OverrideIndex overrides;
@@ -220,7 +221,9 @@ absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previ
   if (only_vips != nullptr) {
     // A delta: only the named VIPs and their backends.
     for (const v1::Vip& vip : state.config().vips()) {
-      if (only_vips->count(VipKeyText(vip.key())) == 0) continue;
+      auto key = ToDataplaneKey(vip.key());
+      if (!key.ok()) return key.status();
+      if (only_vips->count(*key) == 0) continue;
       if (auto s = AddVip(state, vip, overrides, prev_of(vip), keep_tables, &out); !s.ok()) {
         return s;
       }
@@ -240,14 +243,14 @@ absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previ
   return out;
 }
 
-void ApplyDelta(const Image& delta, const std::set<std::string>& scope, Image* image) {
-  for (const std::string& text : scope) {
-    auto it = image->vips.find(text);
+void ApplyDelta(const Image& delta, const std::set<dataplane::VipKey>& scope, Image* image) {
+  for (const dataplane::VipKey& k : scope) {
+    auto it = image->vips.find(k);
     if (it == image->vips.end()) continue;
     for (const maglev::Backend& b : it->second.inputs) image->backends.erase(b.id);
     image->vips.erase(it);
   }
-  for (const auto& [text, v] : delta.vips) image->vips[text] = v;
+  for (const auto& [k, v] : delta.vips) image->vips[k] = v;
   for (const auto& [id, b] : delta.backends) image->backends[id] = b;
   image->settings = delta.settings;
   image->interface = delta.interface;
@@ -268,7 +271,8 @@ std::string DescribeImage(const Image& img) {
                   " icmp_too_big_per_s=", s.icmp_too_big_per_s,
                   " icmp_too_big_burst=", s.icmp_too_big_burst, "\n");
   for (const auto& [k, v] : img.vips) {
-    absl::StrAppend(&out, "vip ", k, " id=", v.vip_id, " table_size=", v.table_size, " slots=");
+    absl::StrAppend(&out, "vip ", dataplane::VipKeyString(k), " id=", v.vip_id,
+                    " table_size=", v.table_size, " slots=");
     for (const auto& [id, n] : v.slots) absl::StrAppend(&out, id, ":", n, ",");
     absl::StrAppend(&out, "\n");
   }
@@ -303,8 +307,7 @@ absl::StatusOr<Image> ReadImage(const dataplane::DataplanePort& dp, int64_t now_
     } else if (table.status().code() != absl::StatusCode::kNotFound) {
       return table.status();
     }
-    const std::string text = dataplane::VipKeyString(e.key);
-    img.vips[text] = std::move(vi);
+    img.vips[e.key] = std::move(vi);
   }
   // Address markers (Vips() leaves them out).
   auto markers = dp.VipAddressMarkers();

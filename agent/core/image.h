@@ -77,7 +77,7 @@ struct Image {
   dataplane::Settings settings;
   std::string interface;                   // where the program must be attached ("" = nowhere)
   std::set<std::string> extra_interfaces;  // where else (Global.extra_interfaces)
-  std::map<std::string, VipImage> vips;    // by VipKeyText
+  std::map<dataplane::VipKey, VipImage> vips;
   std::map<uint32_t, BackendImage> backends;
   std::set<IpAddress> vip_addresses;  // one BALLAST_VIP_ADDR_MARKER entry each
 };
@@ -96,7 +96,7 @@ size_t TableHash(std::span<const uint32_t> table);
 dataplane::Settings SettingsOf(const v1::Global& global);
 
 // The image of a validated state whose ids are assigned (AssignIds).
-// `only_vips` (VipKeyText of canonical keys): a DELTA for a change confined
+// `only_vips`: a DELTA for a change confined
 // to these VIPs (added, changed or deleted): the image of just these VIPs
 // (those still configured) and their backends, plus settings and interface.
 // ApplyDelta() of it onto the image before the change equals a full build.
@@ -105,12 +105,12 @@ dataplane::Settings SettingsOf(const v1::Global& global);
 // built (for their hash and slot counts) but not kept, so that building the
 // image of many VIPs holds one table at a time (start-up).
 absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previous,
-                                      const std::set<std::string>* only_vips = nullptr,
+                                      const std::set<dataplane::VipKey>* only_vips = nullptr,
                                       bool keep_tables = true);
 
 // Replaces the VIPs in `scope` (and their backends) of `image` with those of
 // `delta` (a BuildImage() delta for the same scope), and takes its settings.
-void ApplyDelta(const Image& delta, const std::set<std::string>& scope, Image* image);
+void ApplyDelta(const Image& delta, const std::set<dataplane::VipKey>& scope, Image* image);
 
 // The Maglev table of a VIP image (deterministic: the same as BuildImage built).
 absl::StatusOr<std::vector<uint32_t>> BuildTableOf(const VipImage& vip);

@@ -70,6 +70,15 @@ absl::StatusOr<dataplane::VipKey> ToDataplaneKey(const v1::VipKey& key) {
   return out;
 }
 
+bool SameVip(const v1::VipKey& stored, const dataplane::VipKey& key) {
+  const int proto = stored.protocol() == v1::TCP   ? IPPROTO_TCP
+                    : stored.protocol() == v1::UDP ? IPPROTO_UDP
+                                                   : -1;
+  if (stored.port() != key.port || proto != key.proto) return false;
+  auto addr = IpAddress::Parse(stored.address());
+  return addr.ok() && *addr == key.addr;
+}
+
 v1::VipKey CanonicalVipKey(const v1::VipKey& key) {
   v1::VipKey out = key;
   out.set_address(CanonicalAddress(key.address()));

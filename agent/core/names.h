@@ -30,6 +30,11 @@ absl::StatusOr<v1::VipKey> ParseVipKeyText(absl::string_view text);
 // protocol (callers validate first; this is the boundary check).
 absl::StatusOr<dataplane::VipKey> ToDataplaneKey(const v1::VipKey& key);
 
+// Whether `stored` (a VIP key of a state's config) names `key`: port and
+// protocol are compared first, and the address is parsed only when they
+// match. A stored key that does not parse names nothing.
+bool SameVip(const v1::VipKey& stored, const dataplane::VipKey& key);
+
 // Canonical text of an address ("2001:DB8::1" -> "2001:db8::1"); the input
 // unchanged if it does not parse.
 std::string CanonicalAddress(absl::string_view text);

@@ -148,14 +148,15 @@ absl::StatusOr<RouterEngine::CommitResult> RouterEngine::CommitLocked(
   result.generation = state_->generation();
   if (!m.changed) return result;  // no-op: nothing to persist or program
   PruneOverrides(next);
-  std::set<std::string> scope_texts;
+  std::set<dataplane::VipKey> scope_keys;
   if (m.scoped) {
     for (const v1::VipKey& k : m.scope) {
-      scope_texts.insert(VipKeyText(k));
-      int index = -1;
-      for (int i = 0; i < next.config().vips_size(); ++i) {
-        if (VipKeyText(next.config().vips(i).key()) == VipKeyText(k)) index = i;
-      }
+      // The change validated its key (a key that does not parse names no
+      // VIP, and is in no image).
+      auto key = ToDataplaneKey(k);
+      if (!key.ok()) return absl::Status(whole_state_code, key.status().message());
+      scope_keys.insert(*key);
+      const int index = VipIndex(next, *key);
       if (auto s = ValidateVipChange(next.config(), index, FieldPath::Named()); !s.ok()) {
         return absl::Status(whole_state_code, s.message());
       }
@@ -173,7 +174,7 @@ absl::StatusOr<RouterEngine::CommitResult> RouterEngine::CommitLocked(
   if (dry_run) return result;
   const int64_t check_us = us_since(t0);
 
-  auto built = BuildImage(next, &image_, m.scoped ? &scope_texts : nullptr);
+  auto built = BuildImage(next, &image_, m.scoped ? &scope_keys : nullptr);
   if (!built.ok()) return absl::Status(whole_state_code, built.status().message());
   const int64_t build_us = us_since(t0);
   next.set_generation(state_->generation() + 1);
@@ -190,7 +191,7 @@ absl::StatusOr<RouterEngine::CommitResult> RouterEngine::CommitLocked(
   const int64_t base_revision = revision_;
   const int64_t save_us = us_since(t0);
   ProgramStats stats;
-  absl::Status programmed = Program(image_, *built, m.scoped ? &scope_texts : nullptr, &stats);
+  absl::Status programmed = Program(image_, *built, m.scoped ? &scope_keys : nullptr, &stats);
   const int64_t program_us = us_since(t0);
   Log(LogLevel::kDebug, "commit phases (cumulative us)",
       {{"copy", copy_us},
@@ -228,7 +229,7 @@ absl::StatusOr<RouterEngine::CommitResult> RouterEngine::CommitLocked(
   revision_ = *saved;
   health_.store_revision = revision_;
   if (m.scoped) {
-    ApplyDelta(built->image, scope_texts, &image_);
+    ApplyDelta(built->image, scope_keys, &image_);
   } else {
     image_ = std::move(built->image);
   }

@@ -297,8 +297,8 @@ class RouterEngine final : public Engine {
   // Writes the difference between `from` (what the maps hold) and `to`.
   // `scope` non-null: `to` is a delta for these VIPs (BuildImage only_vips)
   // and only they (and their backends) are compared and written.
-  absl::Status Program(const Image& from, const BuiltImage& to, const std::set<std::string>* scope,
-                       ProgramStats* stats);
+  absl::Status Program(const Image& from, const BuiltImage& to,
+                       const std::set<dataplane::VipKey>* scope, ProgramStats* stats);
   // Attaches to the devices of `want` this engine has not attached, and
   // detaches from those it attached that are no longer wanted.
   absl::Status ProgramExtraInterfaces(dataplane::DataplanePort& dp,

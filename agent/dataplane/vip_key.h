@@ -1,5 +1,7 @@
 // A VIP's key as the data plane knows it (address, port, protocol), and
-// its text form. Values; thread-safe.
+// its text form: the one typed VIP key. Parsed once at the edge (API
+// request, config, CLI) and passed inward as a value; the engine's images
+// and views are keyed by it. Values; thread-safe.
 #ifndef BALLAST_AGENT_DATAPLANE_VIP_KEY_H_
 #define BALLAST_AGENT_DATAPLANE_VIP_KEY_H_
 
@@ -17,6 +19,8 @@ struct VipKey {
   uint16_t port = 0;  // host order; 0 = every port
   uint8_t proto = 0;  // IPPROTO_TCP or IPPROTO_UDP
   bool operator==(const VipKey&) const = default;
+  // By address (IPv4 first), then port, then protocol.
+  auto operator<=>(const VipKey&) const = default;
 };
 // "198.18.0.10:80/tcp", "[2001:db8::10]:443/udp".
 std::string VipKeyString(const VipKey& k);

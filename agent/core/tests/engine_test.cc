@@ -534,6 +534,36 @@ TEST_CASE("Single changes rewrite only the tables that change, and audit and emi
   REQUIRE(audit->back().result().find("INVALID_ARGUMENT") == 0);
 }
 
+TEST_CASE("A VIP named in another spelling is the same VIP: parsed once, compared as a key") {
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  auto e = StartEngine(dir, &clock, SmallConfig());
+  const v1::VipKey other = Key("2001:DB8:10:0::10", 443);  // kVip6 spelled otherwise
+  auto t6 = e->ReadTable(other);
+  REQUIRE(t6.ok());
+  REQUIRE(*t6 == *e->ReadTable(kVip6));
+  REQUIRE(e->SetWeight(other, "2001:db8:1::1", 7, kOp).ok());
+  RequireTableMatchesState(*e, kVip6);
+  RequireDataplaneMatchesState(*e);
+  v1::ListFlowsRequest fr;
+  *fr.mutable_vip() = other;
+  REQUIRE(e->ListFlows(fr).ok());
+  // The status shows the VIP's table and health entries under its one key.
+  auto st = e->GetStatus();
+  REQUIRE(st.ok());
+  int found = 0;
+  for (const v1::VipStatus& vs : st->vips()) {
+    if (vs.key().address() != "2001:db8:10::10") continue;
+    ++found;
+    for (const v1::BackendStatus& b : vs.backends()) CHECK(b.table_slots() > 0);
+  }
+  CHECK(found == 1);
+  REQUIRE(e->DeleteVip(other, kOp).ok());
+  REQUIRE(e->ReadTable(kVip6).status().code() == absl::StatusCode::kNotFound);
+  RequireDataplaneMatchesState(*e);
+  CHECK(e->DeleteVip(other, kOp).code() == absl::StatusCode::kNotFound);
+}
+
 TEST_CASE("Drain: weight 0 now, DRAINING with the deadline, evicted by Tick at the deadline") {
   TempDir dir;
   const int64_t t0 = 1'700'000'000'000;
