@@ -254,6 +254,25 @@ TEST_CASE("The timeline records the weight the table uses, after the decision ga
   CHECK(b1->second.back().weight > 0);
 }
 
+TEST_CASE("Status shows a VIP's fleet guard from the health view, by the VIP's typed key") {
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  auto e = StartEngine(dir, &clock, SmallConfig());
+  auto v6 = ToDataplaneKey(Key("2001:DB8:10::10", 443));  // the IPv6 VIP, spelled otherwise
+  REQUIRE(v6.ok());
+  HealthView view;
+  view.vips[*v6] = {true, 1'699'999'000'000};
+  e->SetHealthView(view);
+  auto st = e->GetStatus();
+  REQUIRE(st.ok());
+  REQUIRE(st->vips_size() == 2);
+  for (const v1::VipStatus& vs : st->vips()) {
+    const bool is_v6 = vs.key().address() == "2001:db8:10::10";
+    CHECK(vs.frozen() == is_v6);
+    CHECK(vs.frozen_since_unix_ms() == (is_v6 ? 1'699'999'000'000 : 0));
+  }
+}
+
 // Which backends are probed, and at which port. Those that are not show
 // `unchecked` in status unless passive signals cover them.
 TEST_CASE("PlanProbe: port-0 VIPs need probe.port, UDP VIPs a UDP probe") {
