@@ -71,6 +71,15 @@ void DiffFields(const Message& a, const Message& b, const std::string& path_pref
     if (skip.count(f->name()) != 0) continue;
     const std::string path = absl::StrCat(path_prefix, f->name());
     if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && !f->is_repeated()) {
+      // A message's presence is a setting of its own (`health {}` turns
+      // health checking on with every default), so it is a difference even
+      // when the fields inside do not differ.
+      const bool ha = a.GetReflection()->HasField(a, f);
+      const bool hb = b.GetReflection()->HasField(b, f);
+      if (ha != hb) {
+        out->push_back(absl::StrCat(line_prefix, path, " ", ha ? "set" : "unset", " -> ",
+                                    hb ? "set" : "unset"));
+      }
       DiffFields(a.GetReflection()->GetMessage(a, f), b.GetReflection()->GetMessage(b, f),
                  absl::StrCat(path, "."), line_prefix, {}, out);
       continue;

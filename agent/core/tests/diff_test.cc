@@ -35,11 +35,13 @@ TEST_CASE("Every kind of change has its line, in a fixed order") {
   *n->add_backends() = MakeBackend("198.18.2.1", 1);
 
   const std::vector<std::string> want = {
+      "~ global.timeouts unset -> set",
       "~ global.timeouts.tcp_idle_s 0 -> 600",
       "~ global.drop_malformed false -> true",
       "~ vip 198.18.0.10:80/tcp table_size 251 -> 65521",
       "- backend 198.18.0.10:80/tcp 198.18.1.1",
       "~ backend 198.18.0.10:80/tcp 198.18.1.2 weight 1 -> 3",
+      "~ backend 198.18.0.10:80/tcp 198.18.1.3 probe unset -> set",
       "~ backend 198.18.0.10:80/tcp 198.18.1.3 probe.interval_ms 0 -> 2000",
       "+ backend 198.18.0.10:80/tcp 198.18.1.9 weight 5",
       "+ vip 198.18.0.11:0/udp",
@@ -50,6 +52,19 @@ TEST_CASE("Every kind of change has its line, in a fixed order") {
       "- backend [2001:db8:10::10]:443/tcp 2001:db8:1::2",
   };
   REQUIRE(DiffConfig(from, to) == want);
+}
+
+TEST_CASE("A message set with every default, or unset, is a change") {
+  v1::Config from = SmallConfig();
+  v1::Config to = from;
+  to.mutable_global()->mutable_health();  // health checking on, every default
+  CHECK(DiffConfig(from, to) == std::vector<std::string>{"~ global.health unset -> set"});
+  CHECK(DiffConfig(to, from) == std::vector<std::string>{"~ global.health set -> unset"});
+  // Off from a block with a field set: the block goes, not only the field.
+  to.mutable_global()->mutable_health()->set_demote_after(5);
+  CHECK(DiffConfig(to, from) == std::vector<std::string>{"~ global.health set -> unset",
+                                                         "~ global.health.demote_after 5 -> 0"});
+  CHECK(DiffConfig(to, to).empty());
 }
 
 TEST_CASE("The diff does not depend on the order VIPs and backends are listed in") {

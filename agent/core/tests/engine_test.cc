@@ -314,7 +314,7 @@ TEST_CASE("ApplyConfig --dry-run returns exactly the diff the real apply then ma
   REQUIRE(dry->generation() == s0.generation());
   REQUIRE(testing::Serialized(e->State()) == testing::Serialized(s0));
   REQUIRE(DataplaneText(*e) == dp0);
-  REQUIRE(dry->diff_size() == 8);
+  REQUIRE(dry->diff_size() == 9);  // "global.timeouts unset -> set" too
 
   auto real = e->ApplyConfig(next, false, kOp);
   REQUIRE(real.ok());
