@@ -73,6 +73,7 @@ enum class Method {
   kYieldVip,
   kRecordDrill,
   kListFlows,
+  kRelearnHealth,
 };
 
 struct MethodInfo {

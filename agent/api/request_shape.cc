@@ -48,6 +48,10 @@ absl::Status CheckShape(const v1::DeleteVipRequest& req) {
   return CheckKey(req.has_key(), req.key(), "key");
 }
 
+absl::Status CheckShape(const v1::RelearnHealthRequest& req) {
+  return CheckKey(req.has_vip(), req.vip(), "vip");
+}
+
 absl::Status CheckShape(const v1::AddBackendRequest& req) {
   if (absl::Status s = CheckKey(req.has_vip(), req.vip(), "vip"); !s.ok()) return s;
   if (!req.has_backend()) return Required("backend");

@@ -95,6 +95,13 @@ class VipsService final : public v1::Vips::Service {
       return absl::OkStatus();
     });
   }
+  grpc::Status RelearnHealth(grpc::ServerContext* ctx, const v1::RelearnHealthRequest* req,
+                             v1::Empty*) override {
+    return s_.Run(ctx, Method::kRelearnHealth, [&](const Caller& c) {
+      BALLAST_RETURN_IF_ERROR(CheckShape(*req));
+      return s_.engine.RelearnHealth(req->vip(), ActorOf(c));
+    });
+  }
 
  private:
   Shared& s_;

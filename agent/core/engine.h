@@ -65,6 +65,11 @@ class Engine {
                                const Actor& actor) = 0;
   virtual absl::Status Release(const v1::VipKey& vip, const std::string& address,
                                const Actor& actor) = 0;
+  // Health checking learns the VIP's baselines again from its next
+  // evaluation and lets go of its fleet guard (api.proto,
+  // RelearnHealthRequest). Audited; changes no state. NotFound for an
+  // unknown VIP, FailedPrecondition when health checking is off.
+  virtual absl::Status RelearnHealth(const v1::VipKey& vip, const Actor& actor) = 0;
 
   // Status with live data-plane counters.
   virtual absl::StatusOr<v1::StatusResponse> GetStatus() const = 0;

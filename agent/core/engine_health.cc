@@ -6,6 +6,7 @@
 #include "agent/core/log.h"
 #include "agent/core/names.h"
 #include "agent/core/router_engine.h"
+#include "agent/core/validate.h"
 
 namespace ballast::core {
 
@@ -88,6 +89,9 @@ absl::StatusOr<HealthInputs> RouterEngine::ReadHealthInputs() const {
     pool.key = vip.key();
     pool.vip = *key;
     pool.key_text = dataplane::VipKeyString(*key);
+    if (auto r = relearn_requests_.find(*key); r != relearn_requests_.end()) {
+      pool.relearn_requests = r->second;
+    }
     for (const v1::Backend& b : vip.backends()) {
       HealthBackend hb;
       hb.address = b.address();
@@ -194,6 +198,31 @@ absl::Status RouterEngine::ApplyHealth(const std::vector<HealthDecision>& decisi
     for (const HealthRecord& rec : records) ++health_.health_actions[rec.action];
   }
   return r.status();
+}
+
+absl::Status RouterEngine::RelearnHealth(const v1::VipKey& vkey, const Actor& actor) {
+  if (auto s = ValidateVipKey(vkey, FieldPath::Named("", "vip")); !s.ok()) return s;
+  auto key = ToDataplaneKey(vkey);
+  if (!key.ok()) return key.status();
+  const std::string text = dataplane::VipKeyString(*key);
+  v1::RelearnHealthRequest req;
+  *req.mutable_vip() = vkey;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (VipIndex(*state_, *key) < 0) {
+      return absl::NotFoundError(absl::StrCat("vip ", text, " does not exist"));
+    }
+    if (!state_->config().global().has_health()) {
+      return absl::FailedPreconditionError(
+          "health checking is off (global.health): there are no baselines to learn again");
+    }
+    ++relearn_requests_[*key];
+  }
+  Record(actor, "relearn_health", text, "", ToJson(req),
+         absl::StrCat("vip ", text,
+                      ": health checking learns its baselines again from the next evaluation "
+                      "(a pool frozen by a shift that stays then unfreezes)"));
+  return absl::OkStatus();
 }
 
 void RouterEngine::SetHealthView(HealthView view) {

@@ -35,6 +35,9 @@ struct HealthPool {
   v1::VipKey key;  // canonical
   dataplane::VipKey vip;
   std::string key_text;  // the pool's name in records and probe ids
+  // How many times the operator asked to relearn this pool (RelearnHealth)
+  // since the agent started: the controller relearns when it changes.
+  uint64_t relearn_requests = 0;
   std::vector<HealthBackend> backends;
 };
 struct HealthInputs {

@@ -6,7 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "agent/base/json.h"
 #include "agent/core/health_settings.h"
+#include "agent/health/relearn.h"
 #include "agent/core/log.h"
 #include "agent/core/names.h"
 #include "agent/probes/spec.h"
@@ -350,12 +352,25 @@ absl::Status HealthController::Evaluate() {
   std::vector<HealthRecord> records;
   HealthView view;
   std::map<std::string, health::PoolState> next_pools;
+  std::map<std::string, uint64_t> next_relearned = relearned_;
   std::map<std::string, uint64_t> action_counts;
   absl::Status first_error = absl::OkStatus();
   std::vector<std::pair<TimelineKey, TimelinePoint>> points;
 
   for (const HealthPool& pool : in->pools) {
     health::PoolState prev = PrepareState(pool, params, now, &records);
+    if (uint64_t& seen = next_relearned[pool.key_text]; seen != pool.relearn_requests) {
+      // The operator accepted the pool's behaviour as its new normal.
+      const bool was_frozen = prev.frozen;
+      prev = health::Relearn(std::move(prev));
+      seen = pool.relearn_requests;
+      records.push_back(
+          {"relearn", pool.key_text, "",
+           base::JsonObject().Bool("was_frozen", was_frozen).Uint("requests", seen).Build(),
+           absl::StrCat("baselines of ", pool.key_text, " learned again",
+                        was_frozen ? " (frozen: unfreezes when its backends agree)" : "",
+                        ", as the operator asked")});
+    }
     health::PoolInput input;
     input.pool = pool.key_text;
     for (const HealthBackend& b : pool.backends) {
@@ -453,6 +468,7 @@ absl::Status HealthController::Evaluate() {
     // Only a stored outcome becomes the machine's memory; after a failure the
     // next evaluation decides again from the same state.
     pools_ = std::move(next_pools);
+    relearned_ = std::move(next_relearned);
     if (options_.timeline != nullptr) {
       std::set<TimelineKey> keys;
       for (const auto& [key, point] : points) {

@@ -134,6 +134,8 @@ class HealthController {
 
   // Evaluate()'s own (one caller at a time).
   std::map<std::string, health::PoolState> pools_;  // by VIP text
+  // HealthPool::relearn_requests last applied to each pool (by VIP text).
+  std::map<std::string, uint64_t> relearned_;
   std::map<std::string, std::string> target_defs_;  // id -> serialized definition
   std::vector<probes::ProbeTarget> forwarded_;      // last given to forward_hook_
   std::map<std::string, std::string> unprobed_;     // target id -> why it has no probe

@@ -158,6 +158,7 @@ class RouterEngine final : public Engine {
                        const Actor& actor) override;
   absl::Status Release(const v1::VipKey& vip, const std::string& address,
                        const Actor& actor) override;
+  absl::Status RelearnHealth(const v1::VipKey& vip, const Actor& actor) override;
   absl::StatusOr<v1::StatusResponse> GetStatus() const override;
   absl::StatusOr<v1::ListFlowsResponse> ListFlows(
       const v1::ListFlowsRequest& request) const override;
@@ -367,6 +368,8 @@ class RouterEngine final : public Engine {
   std::set<std::string> attached_extra_;  // Global.extra_interfaces attached by this engine
   EngineHealth health_;
   HealthView health_view_;  // guarded by mu_
+  // RelearnHealth requests per VIP since start (HealthPool::relearn_requests).
+  std::map<dataplane::VipKey, uint64_t> relearn_requests_;  // guarded by mu_
   std::atomic<bool> shutdown_{false};
 
   std::mutex sinks_mu_;

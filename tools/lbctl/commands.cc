@@ -278,6 +278,19 @@ absl::Status RunVipDel(Session& s, const Args& a, std::FILE* out) {
   return Emit(a, out, resp, absl::StrCat("deleted VIP ", FormatVipKey(key), "\n"));
 }
 
+absl::Status RunVipRelearn(Session& s, const Args& a, std::FILE* out) {
+  BALLAST_ASSIGN_OR_RETURN(key, ParseVipKey(a.vip));
+  v1::RelearnHealthRequest req;
+  *req.mutable_vip() = key;
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
+  v1::Empty resp;
+  BALLAST_RETURN_IF_ERROR(c->Call(c->vips(), &v1::Vips::Stub::RelearnHealth, req, &resp));
+  return Emit(a, out, resp,
+              absl::StrCat("VIP ", FormatVipKey(key),
+                           ": health checking learns its baselines again from the next "
+                           "evaluation (a pool frozen by a shift that stays then unfreezes)\n"));
+}
+
 absl::Status RunVipList(Session& s, const Args& a, std::FILE* out) {
   BALLAST_ASSIGN_OR_RETURN(c, s.client());
   v1::ListVipsResponse resp;
@@ -608,6 +621,10 @@ constexpr Command kCommands[] = {
     {"vip", "set-ownership",
      "who forwards a VIP in a cluster: active-standby (the lease holder) or all",
      VipOwnershipOptions, RunVipSetOwnership},
+    {"vip", "relearn",
+     "accept a VIP's pool as it behaves now as its new normal: health checking learns its "
+     "baselines again, so a pool frozen by the shift unfreezes (on this router)",
+     VipArg, RunVipRelearn},
     {"backend", "add", "add a backend to a VIP", BackendAddOptions, RunBackendAdd},
     {"backend", "del", "delete a backend (its flows are re-steered)", VipBackendArgs,
      RunBackendDel},

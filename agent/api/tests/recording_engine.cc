@@ -190,6 +190,15 @@ absl::Status RecordingEngine::Undrain(const v1::VipKey& vip, const std::string& 
   return FindBackend(vip, address).status();
 }
 
+absl::Status RecordingEngine::RelearnHealth(const v1::VipKey& vip, const core::Actor& actor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status s = Record("RelearnHealth", actor, KeyText(vip)); !s.ok()) return s;
+  if (FindVip(vip) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("vip ", KeyText(vip), ": not found"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RecordingEngine::Release(const v1::VipKey& vip, const std::string& address,
                                       const core::Actor& actor) {
   std::lock_guard<std::mutex> lock(mu_);

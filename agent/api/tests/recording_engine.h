@@ -49,6 +49,7 @@ class RecordingEngine : public core::Engine {
                        const core::Actor& actor) override;
   absl::Status Release(const v1::VipKey& vip, const std::string& address,
                        const core::Actor& actor) override;
+  absl::Status RelearnHealth(const v1::VipKey& vip, const core::Actor& actor) override;
   absl::StatusOr<v1::StatusResponse> GetStatus() const override;
   absl::StatusOr<v1::ListFlowsResponse> ListFlows(
       const v1::ListFlowsRequest& request) const override;

@@ -273,6 +273,65 @@ TEST_CASE("Status shows a VIP's fleet guard from the health view, by the VIP's t
   }
 }
 
+TEST_CASE("RelearnHealth: checked, audited, and applied by the controller at its next evaluation") {
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  v1::Config cfg = SmallConfig();
+  for (v1::Vip& v : *cfg.mutable_vips()) v.mutable_key()->set_port(0);  // nothing probed
+  cfg.mutable_global()->mutable_health();
+  auto e = StartEngine(dir, &clock, cfg);
+  CHECK(e->RelearnHealth(Key("198.18.0.99", 0), kOp).code() == absl::StatusCode::kNotFound);
+  CHECK(e->RelearnHealth(Key("198.18.0.10", 0, v1::PROTOCOL_UNSPECIFIED), kOp).code() ==
+        absl::StatusCode::kInvalidArgument);
+
+  HealthController hc(e.get(), &clock, HealthControllerOptions{}, nullptr);
+  REQUIRE(hc.Evaluate().ok());
+  auto in = e->ReadHealthInputs();
+  REQUIRE(in.ok());
+  for (const HealthPool& p : in->pools) CHECK(p.relearn_requests == 0);
+
+  const uint64_t gen_health = e->State().generation();
+  const absl::Status relearned = e->RelearnHealth(Key("198.18.0.10", 0), kOp);
+  INFO(relearned.message());
+  REQUIRE(relearned.ok());
+  CHECK(e->State().generation() == gen_health);  // no state change
+  in = e->ReadHealthInputs();
+  REQUIRE(in.ok());
+  for (const HealthPool& p : in->pools) {
+    CHECK(p.relearn_requests == (p.key_text == "198.18.0.10:0/tcp" ? 1u : 0u));
+  }
+  clock.AdvanceMs(1'000);
+  REQUIRE(hc.Evaluate().ok());
+  clock.AdvanceMs(1'000);
+  REQUIRE(hc.Evaluate().ok());  // applied once, not at every evaluation
+
+  auto audit = e->QueryAudit(0, 0);
+  REQUIRE(audit.ok());
+  int requests = 0, applied = 0;
+  for (const v1::AuditRecord& r : *audit) {
+    if (r.action() == "relearn_health") {
+      ++requests;
+      CHECK(r.actor() == "operator:test");
+      CHECK(r.vip() == "198.18.0.10:0/tcp");
+    }
+    if (r.action() == "relearn") {
+      ++applied;
+      CHECK(r.actor() == "automation");
+      CHECK(r.vip() == "198.18.0.10:0/tcp");
+      CHECK_THAT(r.inputs_json(), Catch::Contains("\"was_frozen\":false"));
+    }
+  }
+  CHECK(requests == 1);
+  CHECK(applied == 1);
+
+  // Health checking off: nothing to relearn.
+  v1::Config without = e->GetConfig();
+  without.mutable_global()->clear_health();
+  REQUIRE(e->ApplyConfig(without, false, kOp).ok());
+  CHECK(e->RelearnHealth(Key("198.18.0.10", 0), kOp).code() ==
+        absl::StatusCode::kFailedPrecondition);
+}
+
 // Which backends are probed, and at which port. Those that are not show
 // `unchecked` in status unless passive signals cover them.
 TEST_CASE("PlanProbe: port-0 VIPs need probe.port, UDP VIPs a UDP probe") {

@@ -220,6 +220,8 @@ TEST_CASE_METHOD(Fixture, "lbctl exit codes follow the API status", "[lbctl]") {
              {"backend", "drain", "198.18.0.10:80/tcp", "198.18.1.1", "--deadline", "0"},
              {"vip", "add", "198.18.0.10:80/tcp", "--backend", "198.18.1.1:x"},
              {"vip", "frobnicate"},
+             {"vip", "relearn", "198.18.0.10:80"},
+             {"vip", "relearn"},
              {"backend"},
              {"audit", "--since", "yesterday"},
              {"teardown"},
@@ -269,6 +271,12 @@ TEST_CASE_METHOD(Fixture, "lbctl backend verbs send what the operator typed", "[
   REQUIRE(Run({"backend", "undrain", "198.18.0.10:0/udp", "198.18.1.5"}).exit_code == 0);
   REQUIRE(Run({"backend", "release", "198.18.0.10:0/udp", "198.18.1.5"}).exit_code == 0);
   REQUIRE(Run({"backend", "del", "198.18.0.10:0/udp", "198.18.1.5"}).exit_code == 0);
+  const LbctlResult relearn = Run({"vip", "relearn", "198.18.0.10:0/udp"});
+  REQUIRE(relearn.exit_code == 0);
+  CHECK(relearn.out ==
+        "VIP 198.18.0.10:0/udp: health checking learns its baselines again from the next "
+        "evaluation (a pool frozen by a shift that stays then unfreezes)\n");
+  CHECK(Run({"vip", "relearn", "198.18.0.11:0/udp"}).exit_code == lbctl::kExitNotFound);
   std::vector<std::string> details;
   for (const auto& c : engine.calls()) details.push_back(c.method + " " + c.detail);
   const std::vector<std::string> want = {
@@ -279,6 +287,8 @@ TEST_CASE_METHOD(Fixture, "lbctl backend verbs send what the operator typed", "[
       "Undrain 198.18.0.10:0/udp 198.18.1.5",
       "Release 198.18.0.10:0/udp 198.18.1.5",
       "DeleteBackend 198.18.0.10:0/udp 198.18.1.5",
+      "RelearnHealth 198.18.0.10:0/udp",
+      "RelearnHealth 198.18.0.11:0/udp",
   };
   CHECK(details == want);
 }
