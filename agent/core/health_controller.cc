@@ -8,9 +8,9 @@
 #include "absl/time/time.h"
 #include "agent/base/json.h"
 #include "agent/core/health_settings.h"
-#include "agent/health/relearn.h"
 #include "agent/core/log.h"
 #include "agent/core/names.h"
+#include "agent/health/relearn.h"
 #include "agent/probes/spec.h"
 
 namespace ballast::core {
