@@ -362,13 +362,15 @@ absl::Status HealthController::Evaluate() {
     if (uint64_t& seen = next_relearned[pool.key_text]; seen != pool.relearn_requests) {
       // The operator accepted the pool's behaviour as its new normal.
       const bool was_frozen = prev.frozen;
-      prev = health::Relearn(std::move(prev));
+      prev = health::Relearn(std::move(prev), params);
       seen = pool.relearn_requests;
       records.push_back(
           {"relearn", pool.key_text, "",
            base::JsonObject().Bool("was_frozen", was_frozen).Uint("requests", seen).Build(),
            absl::StrCat("baselines of ", pool.key_text, " learned again",
-                        was_frozen ? " (frozen: unfreezes when its backends agree)" : "",
+                        was_frozen
+                            ? " (frozen: unfreezes once they are learned and its backends agree)"
+                            : "",
                         ", as the operator asked")});
     }
     health::PoolInput input;

@@ -531,6 +531,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
   r.state.frozen = prev.frozen;
   r.state.frozen_since = prev.frozen_since;
   r.state.clear_streak = prev.clear_streak;
+  r.state.relearn_hold = prev.relearn_hold;
 
   for (Work& w : work) {
     ScoreBandAction(w, now, input.pool, p);
@@ -619,7 +620,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
   } else if (r.state.frozen) {
     if (over) {
       r.state.clear_streak = 0;
-    } else if (++r.state.clear_streak >= p.unfreeze_after) {
+    } else if (++r.state.clear_streak >= p.unfreeze_after && r.state.relearn_hold == 0) {
       pool_actions.push_back(
           Action{ActionKind::kUnfreeze, now, input.pool, "",
                  absl::StrFormat("fleet guard cleared: %d of %d eligible backends unwell for %d "
@@ -632,6 +633,7 @@ absl::StatusOr<Result> Next(const PoolState& prev, const PoolInput& input, absl:
       r.state.clear_streak = 0;
     }
   }
+  if (r.state.relearn_hold > 0) --r.state.relearn_hold;
   r.frozen = r.state.frozen;
 
   // A freeze holds weights because a pool-wide change makes the backends'

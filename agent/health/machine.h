@@ -129,6 +129,9 @@ struct PoolState {
   bool frozen = false;
   absl::Time frozen_since = absl::InfinitePast();
   int clear_streak = 0;  // evaluations at or below the guard threshold while frozen
+  // Evaluations left before a relearned pool's guard may let go
+  // (relearn.h): its baselines are being learned again.
+  int relearn_hold = 0;
 
   bool operator==(const PoolState&) const = default;
 };

@@ -13,13 +13,16 @@ namespace ballast::health {
 // traffic side was judged against the old baselines). Everything else
 // stays: in service or not, pins, ramps, flap history, streaks, scores, the
 // weights applied, and the fleet guard. A pool frozen by the shift then
-// unfreezes by the guard's own rule: while baselines are learned again
-// (baseline_min_intervals evaluations) nothing drifts, backends are judged
-// against their peers and probes only, and after unfreeze_after
-// evaluations in which no more than fleet_guard_percent of the pool is
-// unwell it lets go. A pool that is split (half of it worse than its peers)
-// stays frozen: relearning accepts a shift, not a split.
-PoolState Relearn(PoolState pool);
+// unfreezes by the guard's own rule, but not before the baselines are
+// learned again (relearn_hold = baseline_min_intervals evaluations): until
+// then a signal is judged against the peers alone, which is noisier than
+// against the peers and the backend's own baseline both, and the freeze
+// keeps holding the weights meanwhile. Nothing drifts from the new
+// baselines, so after unfreeze_after evaluations in which no more than
+// fleet_guard_percent of the pool is unwell it lets go. A pool that is
+// split (most of it worse than its peers) stays frozen: relearning accepts
+// a shift, not a split.
+PoolState Relearn(PoolState pool, const Params& p);
 
 }  // namespace ballast::health
 

@@ -39,8 +39,9 @@ TEST_CASE("Relearn forgets the judgements made against the old baselines, and no
   before.backends[1].in_service = false;
   before.backends[2].flaps = {s.now};
   before.backends[3].ramp_step = 1;
-  const PoolState after = Relearn(before);
-  CHECK(after == Relearn(after));
+  const PoolState after = Relearn(before, s.p);
+  CHECK(after == Relearn(after, s.p));
+  CHECK(after.relearn_hold == s.p.baseline_min_intervals);
   CHECK(after.frozen);  // the guard lets go by its own rule (below)
   CHECK(after.frozen_since == before.frozen_since);
   REQUIRE(after.backends.size() == before.backends.size());
@@ -81,9 +82,16 @@ TEST_CASE(
 
   // The operator accepts the new normal: nothing drifts any more, and the
   // guard lets go by its own rule.
-  s.state = Relearn(s.state);
+  s.state = Relearn(s.state, s.p);
   const int unfreezes = s.Count(ActionKind::kUnfreeze);
-  for (int i = 0; i < s.p.unfreeze_after; ++i) {
+  // Not before the baselines are learned again: held for
+  // baseline_min_intervals evaluations, then unfreeze_after clear ones.
+  for (int i = 0; i < s.p.baseline_min_intervals; ++i) {
+    s.Step(pool(30));
+    CHECK(s.state.frozen);
+    CHECK(Weights(s.last) == normal);
+  }
+  for (int i = 0; i < s.p.unfreeze_after && s.state.frozen; ++i) {
     s.Step(pool(30));
     CHECK(Weights(s.last) == normal);
   }
@@ -117,7 +125,7 @@ TEST_CASE("Relearn does not unfreeze a split pool: most of it worse than its pee
   };
   for (int i = 0; i < 5; ++i) s.Step(split());
   REQUIRE(s.state.frozen);
-  s.state = Relearn(s.state);
+  s.state = Relearn(s.state, s.p);
   for (int i = 0; i < 3 * s.p.unfreeze_after; ++i) s.Step(split());
   CHECK(s.state.frozen);
 }
