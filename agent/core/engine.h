@@ -66,9 +66,10 @@ class Engine {
   virtual absl::Status Release(const v1::VipKey& vip, const std::string& address,
                                const Actor& actor) = 0;
   // Health checking learns the VIP's baselines again from its next
-  // evaluation and lets go of its fleet guard (api.proto,
-  // RelearnHealthRequest). Audited; changes no state. NotFound for an
-  // unknown VIP, FailedPrecondition when health checking is off.
+  // evaluation; a pool frozen by the shift then unfreezes by the fleet
+  // guard's rule (api.proto, RelearnHealthRequest; health/relearn.h).
+  // Audited; changes no state. NotFound for an unknown VIP,
+  // FailedPrecondition when health checking is off.
   virtual absl::Status RelearnHealth(const v1::VipKey& vip, const Actor& actor) = 0;
 
   // Status with live data-plane counters.
