@@ -7,6 +7,21 @@
 #include "absl/strings/string_view.h"
 
 namespace ballast::core {
+namespace {
+
+// IPPROTO_TCP or IPPROTO_UDP; -1 for any other protocol.
+int IpProtocolOf(v1::Protocol p) {
+  switch (p) {
+    case v1::TCP:
+      return IPPROTO_TCP;
+    case v1::UDP:
+      return IPPROTO_UDP;
+    default:
+      return -1;
+  }
+}
+
+}  // namespace
 
 std::string ProtocolName(v1::Protocol p) {
   switch (p) {
@@ -53,28 +68,20 @@ absl::StatusOr<dataplane::VipKey> ToDataplaneKey(const v1::VipKey& key) {
     return absl::InvalidArgumentError(
         absl::StrCat("VIP ", VipKeyText(key), ": port ", key.port(), " is out of range 0..65535"));
   }
+  const int proto = IpProtocolOf(key.protocol());
+  if (proto < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("VIP ", VipKeyText(key), ": protocol must be TCP or UDP"));
+  }
   dataplane::VipKey out;
   out.addr = *addr;
   out.port = static_cast<uint16_t>(key.port());
-  switch (key.protocol()) {
-    case v1::TCP:
-      out.proto = IPPROTO_TCP;
-      break;
-    case v1::UDP:
-      out.proto = IPPROTO_UDP;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("VIP ", VipKeyText(key), ": protocol must be TCP or UDP"));
-  }
+  out.proto = static_cast<uint8_t>(proto);
   return out;
 }
 
 bool SameVip(const v1::VipKey& stored, const dataplane::VipKey& key) {
-  const int proto = stored.protocol() == v1::TCP   ? IPPROTO_TCP
-                    : stored.protocol() == v1::UDP ? IPPROTO_UDP
-                                                   : -1;
-  if (stored.port() != key.port || proto != key.proto) return false;
+  if (stored.port() != key.port || IpProtocolOf(stored.protocol()) != key.proto) return false;
   auto addr = IpAddress::Parse(stored.address());
   return addr.ok() && *addr == key.addr;
 }
