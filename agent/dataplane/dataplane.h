@@ -147,7 +147,9 @@ class Dataplane final : public DataplanePort {
   // VIPs (AlreadyExists if another key uses it). proto TCP or UDP. An
   // existing VIP keeps its owner deadline (owned mode or not), also when its
   // vip_id changes; SetTable never touches it either. A new VIP is not owned
-  // unless options.owner_deadline_if_new is set.
+  // unless options.owner_deadline_if_new is set. BALLAST_VIP_F_GUE follows
+  // options.gue, for a new and an existing VIP, in `vips` and `vip_refs`
+  // alike (same key and id: the flows keep their shortcut).
   absl::Status UpsertVip(const VipKey& key, uint32_t vip_id,
                          const VipOptions& options = {}) override;
   // Removes the VIP, its Maglev table and zeroes its counters. NotFound if

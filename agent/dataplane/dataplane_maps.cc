@@ -35,6 +35,8 @@ absl::Status Dataplane::SetSettings(const Settings& s) {
     std::memcpy(hs.src4_spread_base, s.src4_prefix->address().bytes().data(), 4);
     hs.src4_spread_mask = s.src4_prefix->HostMask4();
   }
+  // Written out, not left 0: the map says which port the program uses.
+  hs.gue_port = s.gue_port != 0 ? s.gue_port : BALLAST_GUE_PORT_DEFAULT;
   const uint32_t zero = 0;
   if (bpf_map_update_elem(map_fd("handshake_settings"), &zero, &hs, BPF_ANY) != 0) {
     return ErrnoStatus(errno, "writing the handshake_settings map");
@@ -83,6 +85,8 @@ absl::StatusOr<Settings> Dataplane::GetSettings() const {
     if (!p.ok()) return p.status();
     s.src4_prefix = *p;
   }
+  // 0: maps written by builds before GUE, whose program means the default.
+  s.gue_port = hs.gue_port != 0 ? hs.gue_port : BALLAST_GUE_PORT_DEFAULT;
   // Every CPU holds the same configuration; CPU 0's is read back.
   auto budget = ReadPerCpu<ballast_icmp_budget>(map_fd("icmp_budget"), 0, "icmp_budget");
   if (!budget.ok()) return budget.status();
@@ -239,7 +243,9 @@ absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, const VipO
   }
   // An existing VIP keeps its ownership: the owner's deadline is written
   // only by SetVipOwnerDeadline (under vip_mu_, like this update), so
-  // re-programming a VIP never resets, extends or clears it.
+  // re-programming a VIP never resets, extends or clears it. Its GUE flag
+  // is the caller's: only that bit of the flags word changes, so a packet
+  // reading vip_refs during the write sees the old or the new mode.
   ballast_vip_meta meta = {};
   meta.vip_id = vip_id;
   if (existed) {
@@ -249,6 +255,7 @@ absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, const VipO
     meta.flags = BALLAST_VIP_F_OWNED;
     meta.owner_deadline_ns = *options.owner_deadline_if_new;
   }
+  meta.flags = options.gue ? meta.flags | BALLAST_VIP_F_GUE : meta.flags & ~BALLAST_VIP_F_GUE;
   // The filter bit and the address marker first: from the moment the VIP
   // exists, its packets, fragments and ICMP errors are seen as VIP traffic.
   if (absl::Status st = SetVipFilterWord(key.addr, true); !st.ok()) return st;

@@ -12,7 +12,8 @@ using base::Cat;
 
 namespace {
 
-// What a freshly loaded program's settings maps hold: zeros.
+// What a freshly loaded program's settings maps hold: zeros (a gue_port of 0
+// reads back as the default, which Settings{} holds).
 Settings ZeroSettings() {
   Settings s;
   const uint8_t zeros[16] = {};
@@ -61,6 +62,7 @@ absl::Status FakeDataplane::SetSettings(const Settings& s) {
   if (absl::Status st = Enter("SetSettings"); !st.ok()) return st;
   if (absl::Status st = CheckSettings(s); !st.ok()) return st;
   settings_ = s;
+  if (settings_.gue_port == 0) settings_.gue_port = BALLAST_GUE_PORT_DEFAULT;  // as written
   return absl::OkStatus();
 }
 
@@ -93,6 +95,7 @@ absl::Status FakeDataplane::UpsertVip(const VipKey& key, uint32_t vip_id,
     meta.flags = BALLAST_VIP_F_OWNED;
     meta.owner_deadline_ns = *options.owner_deadline_if_new;
   }
+  meta.flags = options.gue ? meta.flags | BALLAST_VIP_F_GUE : meta.flags & ~BALLAST_VIP_F_GUE;
   markers_.insert(key.addr);
   vips_[text] = VipEntry{key, meta};
   return absl::OkStatus();

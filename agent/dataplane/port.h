@@ -38,7 +38,8 @@ class DataplanePort {
   virtual absl::Status SetSettings(const Settings& s) = 0;
   virtual absl::StatusOr<Settings> GetSettings() const = 0;
   // A new VIP also gets its address marker (one per VIP address, removed
-  // with the address's last VIP); an existing one keeps its ownership.
+  // with the address's last VIP); an existing one keeps its ownership. The
+  // GUE flag is options.gue, new VIP or not.
   // AlreadyExists if another key holds vip_id.
   virtual absl::Status UpsertVip(const VipKey& key, uint32_t vip_id,
                                  const VipOptions& options = {}) = 0;

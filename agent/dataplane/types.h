@@ -57,6 +57,9 @@ struct Settings {
   // may go out back to back (1..per_s). Kept in the `icmp_budget` map.
   uint32_t icmp_too_big_per_s = kDefaultIcmpTooBigPerS;
   uint32_t icmp_too_big_burst = kDefaultIcmpTooBigBurst;
+  // UDP destination port of GUE outer headers (VipOptions::gue); 0 is
+  // written as the default, and read back as it. In `handshake_settings`.
+  uint16_t gue_port = BALLAST_GUE_PORT_DEFAULT;
 };
 
 struct VipEntry {
@@ -64,7 +67,7 @@ struct VipEntry {
   ballast_vip_meta meta;
 };
 
-// UpsertVip's options for a VIP that does not exist yet.
+// UpsertVip's options.
 struct VipOptions {
   // Set: the VIP is created in owned mode with this owner deadline (absolute
   // CLOCK_MONOTONIC ns; 0 or a past instant = created stopped, e.g. on a
@@ -72,6 +75,9 @@ struct VipOptions {
   // unfenced, not even between creation and a SetVipOwnerDeadline().
   // Ignored when the VIP exists: its ownership is left as it is.
   std::optional<uint64_t> owner_deadline_if_new;
+  // GUE encapsulation (BALLAST_VIP_F_GUE) instead of IP-in-IP. Unlike the
+  // ownership, applied to an existing VIP too: it is the VIP's config.
+  bool gue = false;
 };
 
 // A VIP's ownership state as the data plane holds it.

@@ -99,6 +99,8 @@ std::string_view DecapVerdictName(ballast_decap_verdict v) {
       return "bounced";
     case BALLAST_DECAP_V_REFUSED:
       return "refused";
+    case BALLAST_DECAP_V_DECAPPED_GUE:
+      return "decapped_gue";
     case BALLAST_DECAP_V_MAX:
       break;
   }

@@ -69,6 +69,13 @@ struct ballast_vip_key {
 
 /* vip flags */
 #define BALLAST_VIP_F_OWNED 0x1u /* owned mode: forward only while now < owner_deadline_ns */
+/* GUE: the outer header is IP + UDP (to handshake_settings.gue_port, from a
+ * source port taken from the flow's hash) with the client's IP packet right
+ * after the UDP header (GUE version 1, "direct IP": no GUE header; the
+ * Linux fou module's `gue` type takes it). A backend NIC's RSS then spreads
+ * the router's flows by the UDP ports. Without it: IP-in-IP. */
+#define BALLAST_VIP_F_GUE 0x2u
+#define BALLAST_GUE_PORT_DEFAULT 6080u /* IANA's port for GUE */
 
 /* Value of the `vips` hash map.
  *
@@ -297,7 +304,13 @@ struct ballast_handshake_settings {
 	 * two words were reserved (zero) in earlier builds. */
 	__u8 src4_spread_base[4]; /* network order, host bits zero */
 	__u32 src4_spread_mask;
-	__u64 reserved;
+	/* UDP destination port of GUE outer headers (BALLAST_VIP_F_GUE), host
+	 * order; 0 = BALLAST_GUE_PORT_DEFAULT. A bounce (second chance) of a GUE
+	 * packet arrives with the same ports. Not a layout change either: the
+	 * first half of a word reserved (zero) in earlier builds. */
+	__u16 gue_port;
+	__u16 reserved16;
+	__u32 reserved;
 };
 
 /* ---- second chance ----------------------------------------------------- */
@@ -539,6 +552,9 @@ enum ballast_decap_verdict {
 	/* Same, but the router marked it as the last hop (or BALLAST_DECAP_NO_BOUNCE):
 	 * stripped and passed up; the kernel answers RST. */
 	BALLAST_DECAP_V_REFUSED,
+	/* A GUE packet (outer IP + UDP to the GUE port): outer IP and UDP headers
+	 * stripped, inner passed up (`decapped` counts IP-in-IP). */
+	BALLAST_DECAP_V_DECAPPED_GUE,
 	BALLAST_DECAP_V_MAX
 };
 

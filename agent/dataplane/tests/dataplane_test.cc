@@ -379,6 +379,67 @@ TEST_CASE("owner deadline: set, read back, preserved by VIP updates, cleared",
   CHECK_FALSE(dp->GetVipOwner(*key2)->deadline_ns.has_value());
 }
 
+TEST_CASE("GUE: the flag in both copies of the VIP, the flows keep their shortcut; the port",
+          "[dataplane][bpf]") {
+  RequireRoot();
+  auto dp = OpenUnpinned();
+  auto key = ParseVipKey("198.18.0.10:80/tcp");
+  REQUIRE(key.ok());
+  REQUIRE(dp->UpsertVip(*key, 1, {.gue = true}).ok());
+  auto [meta, ref] = VipMetas(*dp, *key, 1);
+  CHECK(meta.flags == BALLAST_VIP_F_GUE);
+  CHECK(ref.flags == BALLAST_VIP_F_GUE);
+  const auto gen = [&] {
+    ballast_vip_ref r = {};
+    const uint32_t id = 1;
+    REQUIRE(bpf_map_lookup_elem(dp->map_fd("vip_refs"), &id, &r) == 0);
+    return r.gen;
+  };
+  const uint32_t gen0 = gen();
+  CHECK(gen0 != 0);
+
+  // Owned, then back to IP-in-IP: the flag goes, the ownership stays, and
+  // the generation too (same key, same id: known flows keep the shortcut
+  // and read the new mode on their next packet).
+  const uint64_t deadline = Dataplane::MonotonicNowNs() + 2'000'000'000ull;
+  REQUIRE(dp->SetVipOwnerDeadline(*key, deadline).ok());
+  REQUIRE(dp->UpsertVip(*key, 1).ok());
+  std::tie(meta, ref) = VipMetas(*dp, *key, 1);
+  CHECK(meta.flags == BALLAST_VIP_F_OWNED);
+  CHECK(ref.flags == BALLAST_VIP_F_OWNED);
+  CHECK(meta.owner_deadline_ns == deadline);
+  CHECK(ref.owner_deadline_ns == deadline);
+  CHECK(gen() == gen0);
+  REQUIRE(dp->UpsertVip(*key, 1, {.gue = true}).ok());
+  std::tie(meta, ref) = VipMetas(*dp, *key, 1);
+  CHECK(meta.flags == (BALLAST_VIP_F_OWNED | BALLAST_VIP_F_GUE));
+  CHECK(ref.flags == (BALLAST_VIP_F_OWNED | BALLAST_VIP_F_GUE));
+  CHECK(ref.owner_deadline_ns == deadline);
+  CHECK(gen() == gen0);
+
+  // The port in handshake_settings: 0 written as the default.
+  Settings s;
+  s.src4 = Ip("198.18.0.1");
+  s.src6 = Ip("2001:db8::1");
+  s.gue_port = 0;
+  REQUIRE(dp->SetSettings(s).ok());
+  ballast_handshake_settings hs = {};
+  const uint32_t zero = 0;
+  REQUIRE(bpf_map_lookup_elem(dp->map_fd("handshake_settings"), &zero, &hs) == 0);
+  CHECK(hs.gue_port == BALLAST_GUE_PORT_DEFAULT);
+  CHECK(hs.reserved16 == 0);
+  CHECK(hs.reserved == 0);
+  s.gue_port = 7000;
+  REQUIRE(dp->SetSettings(s).ok());
+  REQUIRE(bpf_map_lookup_elem(dp->map_fd("handshake_settings"), &zero, &hs) == 0);
+  CHECK(hs.gue_port == 7000);
+  CHECK(dp->GetSettings()->gue_port == 7000);
+  // A map written by a build before GUE holds 0: read as the default.
+  hs.gue_port = 0;
+  REQUIRE(bpf_map_update_elem(dp->map_fd("handshake_settings"), &zero, &hs, BPF_ANY) == 0);
+  CHECK(dp->GetSettings()->gue_port == BALLAST_GUE_PORT_DEFAULT);
+}
+
 TEST_CASE("owner deadline renewals from another thread are never undone by VIP updates",
           "[dataplane][bpf][owner]") {
   RequireRoot();

@@ -120,6 +120,55 @@ void RunContract(DataplanePort& dp) {
     REQUIRE(dp.DeleteVip(b).ok());
   }
 
+  SECTION("GUE: the flag follows the options, new VIP or not; the ownership stays") {
+    const VipKey a = Vip("198.18.0.10", 80), b = Vip("198.18.0.20", 80);
+    const auto flags = [&](const VipKey& k) {
+      auto vips = dp.Vips();
+      REQUIRE(vips.ok());
+      for (const VipEntry& e : *vips) {
+        if (e.key == k) return e.meta.flags;
+      }
+      FAIL("no VIP " << VipKeyString(k));
+      return 0u;
+    };
+    VipOptions gue;
+    gue.gue = true;
+    REQUIRE(dp.UpsertVip(a, 1, gue).ok());
+    REQUIRE(dp.UpsertVip(b, 2).ok());
+    CHECK(flags(a) == BALLAST_VIP_F_GUE);
+    CHECK(flags(b) == 0);
+    REQUIRE(dp.SetVipOwnerDeadline(a, 12345).ok());
+    CHECK(flags(a) == (BALLAST_VIP_F_GUE | BALLAST_VIP_F_OWNED));
+    REQUIRE(dp.UpsertVip(a, 1).ok());  // back to IP-in-IP: owned, same deadline
+    CHECK(flags(a) == BALLAST_VIP_F_OWNED);
+    CHECK(dp.GetVipOwner(a)->deadline_ns == std::optional<uint64_t>(12345));
+    REQUIRE(dp.UpsertVip(a, 1, gue).ok());
+    CHECK(flags(a) == (BALLAST_VIP_F_GUE | BALLAST_VIP_F_OWNED));
+    CHECK(dp.GetVipOwner(a)->deadline_ns == std::optional<uint64_t>(12345));
+    VipOptions stopped_gue = gue;
+    stopped_gue.owner_deadline_if_new = 0;
+    REQUIRE(dp.UpsertVip(b, 2, stopped_gue).ok());  // exists: not owned, now GUE
+    CHECK(flags(b) == BALLAST_VIP_F_GUE);
+    REQUIRE(dp.DeleteVip(a).ok());
+    REQUIRE(dp.DeleteVip(b).ok());
+  }
+
+  SECTION("Settings: the GUE port is written and read back; 0 is the default") {
+    Settings s;
+    s.src4 = Addr("198.18.0.1");
+    s.src6 = Addr("2001:db8::1");
+    s.gue_port = 0;
+    REQUIRE(dp.SetSettings(s).ok());
+    auto got = dp.GetSettings();
+    REQUIRE(got.ok());
+    CHECK(got->gue_port == BALLAST_GUE_PORT_DEFAULT);
+    s.gue_port = 7000;
+    REQUIRE(dp.SetSettings(s).ok());
+    got = dp.GetSettings();
+    REQUIRE(got.ok());
+    CHECK(got->gue_port == 7000);
+  }
+
   SECTION("Backends: listed unless unused, checked, cleared with their counters") {
     REQUIRE(dp.SetBackend(3, Addr("198.18.1.3"), BALLAST_BACKEND_ACTIVE).ok());
     REQUIRE(dp.SetBackend(4, Addr("2001:db8:1::4"), BALLAST_BACKEND_DRAINING, 777).ok());
