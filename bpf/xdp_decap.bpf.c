@@ -3,15 +3,19 @@
  * ballast backend-side decapsulation.
  *
  * Runs on a backend's NIC. A packet that the lb program encapsulated to this
- * host (IPv4-in-IPv4, IPv6-in-IPv6 or IPv4-in-IPv6) and whose outer
- * destination is one of the addresses in `decap_addrs` loses its outer IP
- * header here; the Ethernet header (and one 802.1Q tag, if present) is kept
- * with the inner packet's ethertype, and the inner packet goes up the stack
- * as if it had arrived unencapsulated (the VIP is configured on loopback).
+ * host (IPv4-in-IPv4, IPv6-in-IPv6 or IPv4-in-IPv6; or the same with a UDP
+ * header between the two, GUE, to the port decap_policy[1] gives) and whose
+ * outer destination is one of the addresses in `decap_addrs` loses its
+ * outer IP (and UDP) header here; the Ethernet header (and one 802.1Q tag,
+ * if present) is kept with the inner packet's ethertype, and the inner
+ * packet goes up the stack as if it had arrived unencapsulated (the VIP is
+ * configured on loopback).
  *
- *   encapsulated, for us, inner header present  -> strip, XDP_PASS  (decapped)
+ *   encapsulated, for us, inner header present  -> strip, XDP_PASS  (decapped,
+ *                                                  GUE: decapped_gue)
  *   encapsulated, for us, inner header missing   -> XDP_DROP         (bad_inner)
  *   IPv4 outer for us, checksum or length wrong  -> XDP_DROP         (bad_outer)
+ *   GUE for us, UDP length wrong, inner not IP    -> XDP_DROP         (bad_outer)
  *   for us, outer source not in decap_sources    -> XDP_DROP         (bad_source)
  *   for us, inner destination not in decap_vips  -> XDP_DROP         (not_vip)
  *   for us, a pure TCP SYN no socket here takes   -> XDP_TX back      (bounced)
@@ -24,8 +28,9 @@
  * a RST. Unless the router marked it as the last hop (BALLAST_ENCAP_ID_LAST
  * in the outer IPv4 identification, BALLAST_FLOW_LABEL_LAST in the outer
  * IPv6 flow label), it goes back to the router instead, encapsulated as it
- * came with the outer addresses and MACs swapped, and the router sends it
- * to the flow's next backend. BALLAST_DECAP_NO_BOUNCE turns this off.
+ * came with the outer addresses and MACs swapped (GUE: its UDP ports as
+ * they were), and the router sends it to the flow's next backend.
+ * BALLAST_DECAP_NO_BOUNCE turns this off.
  *
  * The last two checks are on once their set has been given (decap_policy):
  * with them, only the routers can send packets through the tunnel, and only
@@ -44,6 +49,7 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/tcp.h>
+#include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
@@ -87,10 +93,11 @@ struct {
 	__type(value, __u32);
 } decap_vips SEC(".maps");
 
-/* [0]: BALLAST_DECAP_CHECK_* bits. */
+/* [0]: BALLAST_DECAP_CHECK_* bits; [1]: the UDP port GUE packets arrive
+ * on (host order), 0 = GUE not accepted. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, __u32);
 } decap_policy SEC(".maps");
@@ -124,6 +131,34 @@ static __always_inline __u32 policy_flags(void)
 	__u32 zero = 0, *f = bpf_map_lookup_elem(&decap_policy, &zero);
 
 	return f ? *f : 0;
+}
+
+/* The GUE port in network order, or 0 when GUE is not accepted. */
+static __always_inline __u16 gue_port(void)
+{
+	__u32 one = 1, *p = bpf_map_lookup_elem(&decap_policy, &one);
+
+	return p && *p ? bpf_htons((__u16)*p) : 0;
+}
+
+/* The GUE packet whose outer header (`outer_len` bytes, ending in its UDP
+ * header) follows the L2 header: the IP version of the inner packet (its
+ * first nibble) as an ethertype, or 0 when the UDP length does not match
+ * `udp_len` or the inner packet is neither IPv4 nor IPv6. */
+static __always_inline __u16 gue_inner(void *data, void *data_end, __u32 l2_len, __u32 outer_len,
+				       __u32 udp_len)
+{
+	struct udphdr *uh = data + ((l2_len + outer_len - sizeof(*uh)) & 0x7F);
+	__u8 *ver = data + ((l2_len + outer_len) & 0x7F);
+
+	if ((void *)(uh + 1) > data_end || (void *)(ver + 1) > data_end ||
+	    bpf_ntohs(uh->len) != udp_len)
+		return 0;
+	if (*ver >> 4 == 4)
+		return ETH_P_IP;
+	if (*ver >> 4 == 6)
+		return ETH_P_IPV6;
+	return 0;
 }
 
 /* May `addr` (outer source) send encapsulated packets here? */
@@ -384,12 +419,24 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct iphdr *ip = data + l2_len;
 	__u32 outer_len, flags;
-	int action;
+	int action, gue = 0;
 
 	if ((void *)(ip + 1) > data_end)
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
-	if (ip->version != 4 || ip->ihl < 5 || ip->protocol != IPPROTO_IPIP)
+	if (ip->version != 4 || ip->ihl < 5)
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	if (ip->protocol == IPPROTO_UDP) {
+		struct udphdr *uh = (void *)ip + ip->ihl * 4;
+
+		__u16 port = gue_port();
+
+		/* GUE: UDP to the GUE port (its checksum is not checked) */
+		if ((void *)(uh + 1) > data_end || !port || uh->dest != port)
+			return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+		gue = 1;
+	} else if (ip->protocol != IPPROTO_IPIP) {
+		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	}
 	/* A fragment of a tunnelled packet cannot be decapsulated alone. */
 	if (ip->frag_off & bpf_htons(0x3fff))
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
@@ -398,6 +445,13 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 	if (!outer4_ok(ip, data_end))
 		return count(BALLAST_DECAP_V_BAD_OUTER, XDP_DROP);
 	outer_len = ip->ihl * 4;
+	if (gue) {
+		/* the router sends IPv4 only inside IPv4 */
+		outer_len += sizeof(struct udphdr);
+		if (gue_inner(data, data_end, l2_len, outer_len,
+			      bpf_ntohs(ip->tot_len) - ip->ihl * 4) != ETH_P_IP)
+			return count(BALLAST_DECAP_V_BAD_OUTER, XDP_DROP);
+	}
 	if (!inner_ok(data, data_end, l2_len + outer_len, ETH_P_IP))
 		return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
 	flags = policy_flags();
@@ -409,7 +463,8 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 			       ip->id == bpf_htons(BALLAST_ENCAP_ID_LAST));
 	if (action >= 0)
 		return action;
-	return strip_outer(ctx, l2_len, outer_len, ETH_P_IP, BALLAST_DECAP_V_DECAPPED);
+	return strip_outer(ctx, l2_len, outer_len, ETH_P_IP,
+			   gue ? BALLAST_DECAP_V_DECAPPED_GUE : BALLAST_DECAP_V_DECAPPED);
 }
 
 static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
@@ -417,36 +472,55 @@ static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ipv6hdr *ip6 = data + l2_len;
+	__u32 flags, label, outer_len = sizeof(*ip6);
 	__u16 inner_proto;
-	__u32 flags, label;
 	int action;
 
 	if ((void *)(ip6 + 1) > data_end)
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
 	if (ip6->version != 6)
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
-	if (ip6->nexthdr == IPPROTO_IPV6)
+	if (ip6->nexthdr == IPPROTO_IPV6) {
 		inner_proto = ETH_P_IPV6;
-	else if (ip6->nexthdr == IPPROTO_IPIP)
+	} else if (ip6->nexthdr == IPPROTO_IPIP) {
 		inner_proto = ETH_P_IP;
-	else
+	} else if (ip6->nexthdr == IPPROTO_UDP) {
+		struct udphdr *uh = (void *)(ip6 + 1);
+
+		__u16 port = gue_port();
+
+		/* GUE: UDP to the GUE port (its checksum is not checked) */
+		if ((void *)(uh + 1) > data_end || !port || uh->dest != port)
+			return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+		inner_proto = 0;
+		outer_len += sizeof(*uh);
+	} else {
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	}
 	if (!is_local(&ip6->daddr, 16, BALLAST_FAMILY_V6))
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
-	if (!inner_ok(data, data_end, l2_len + sizeof(*ip6), inner_proto))
+	if (!inner_proto) {
+		inner_proto = gue_inner(data, data_end, l2_len, outer_len,
+					bpf_ntohs(ip6->payload_len));
+		if (!inner_proto)
+			return count(BALLAST_DECAP_V_BAD_OUTER, XDP_DROP);
+	}
+	if (!inner_ok(data, data_end, l2_len + outer_len, inner_proto))
 		return count(BALLAST_DECAP_V_BAD_INNER, XDP_DROP);
 	flags = policy_flags();
 	if (!source_ok(&ip6->saddr, 16, BALLAST_FAMILY_V6, flags))
 		return count(BALLAST_DECAP_V_BAD_SOURCE, XDP_DROP);
-	if (!inner_vip_ok(data, data_end, l2_len + sizeof(*ip6), inner_proto, flags))
+	if (!inner_vip_ok(data, data_end, l2_len + outer_len, inner_proto, flags))
 		return count(BALLAST_DECAP_V_NOT_VIP, XDP_DROP);
 	label = (__u32)(ip6->flow_lbl[0] & 0x0f) << 16 | (__u32)ip6->flow_lbl[1] << 8 |
 		ip6->flow_lbl[2];
-	action = second_chance(ctx, l2_len, sizeof(*ip6), inner_proto, flags, 0,
+	action = second_chance(ctx, l2_len, outer_len, inner_proto, flags, 0,
 			       label == BALLAST_FLOW_LABEL_LAST);
 	if (action >= 0)
 		return action;
-	return strip_outer(ctx, l2_len, sizeof(*ip6), inner_proto, BALLAST_DECAP_V_DECAPPED);
+	return strip_outer(ctx, l2_len, outer_len, inner_proto,
+			   outer_len > sizeof(*ip6) ? BALLAST_DECAP_V_DECAPPED_GUE /* UDP too */
+						    : BALLAST_DECAP_V_DECAPPED);
 }
 
 SEC("xdp")

@@ -56,7 +56,7 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 		return verdict(BALLAST_V_DROP_FIB, XDP_DROP);
 	}
 
-	overhead = encap_overhead(be);
+	overhead = encap_overhead(be, vip->flags);
 	if (nh && p->ip_len + overhead > nh->mtu) {
 		vip_account(vip->vip_id, 0, 1);
 		if ((s->policy & BALLAST_POLICY_ICMP_TOO_BIG) && p->df && fwd_tx == BALLAST_V_TX &&
@@ -84,7 +84,7 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 		__builtin_memcpy(dmac, eth->h_dest, 6);
 	}
 
-	if (encap_push(ctx, p, be, s))
+	if (encap_push(ctx, p, be, s, vip->flags))
 		return verdict(BALLAST_V_DROP_ENCAP, XDP_DROP);
 
 	if (nr == NEXTHOP_NO_NEIGH) {
@@ -240,6 +240,9 @@ int xdp_lb(struct xdp_md *ctx)
 		return verdict(BALLAST_V_DROP_BAD_L4, XDP_DROP);
 	}
 
+	/* A GUE bounce is UDP to the router's own address: UDP pays the check. */
+	if (p.key.proto == IPPROTO_UDP && unlikely(gue_to_router(ctx, &p, s)))
+		return handle_bounce(ctx, &p, s);
 	if (!vip_filter_may_match(p.key.dst, p.key.family))
 		return verdict(BALLAST_V_PASS_NOT_VIP, XDP_PASS);
 	if (!s)

@@ -84,6 +84,15 @@ absl::Status Decap::AddVip(const IpAddress& vip) {
   return SetPolicyBit(BALLAST_DECAP_CHECK_VIP, true);
 }
 
+absl::Status Decap::SetGuePort(uint16_t port) {
+  if (skel_ == nullptr) return NotLoaded();
+  const uint32_t key = 1, value = port;  // decap_policy[1]: the GUE port, host order
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.decap_policy), &key, &value, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, "writing the GUE port to decap_policy");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Decap::SetBounce(bool on) {
   if (skel_ == nullptr) return NotLoaded();
   return SetPolicyBit(BALLAST_DECAP_NO_BOUNCE, !on);

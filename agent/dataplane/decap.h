@@ -64,6 +64,10 @@ class Decap {
   // take goes back to its router rather than up the stack. Only on a copy
   // made by Load().
   absl::Status SetBounce(bool on);
+  // Accepts GUE (the lb program's outer IP + UDP, a VIP with `mode: GUE`)
+  // on UDP port `port` (1..65535), or no GUE (0, the default). Only on a
+  // copy made by Load().
+  absl::Status SetGuePort(uint16_t port);
 
   // Attaches to `ifname`. If the device already runs an xdp_decap program
   // it is replaced atomically (its address set is not carried over); any

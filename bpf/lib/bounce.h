@@ -18,10 +18,12 @@
  * completing ACK follows. The SYN after the last bounce carries the
  * last-hop mark: its backend's kernel answers it, with a RST if nothing
  * listens there either. Everything else encapsulated to this router is
- * dropped and counted. A bounce rewrites a handshake slot; the one flow it
- * can end is its own tuple's on the backend that bounced (a SYN forwarded on
- * an established flow, syn_reuse_idle_ns), which by its decap program's
- * socket lookup has no connection of that tuple left.
+ * dropped and counted. A GUE packet (a VIP with BALLAST_VIP_F_GUE) comes
+ * back as GUE, its UDP ports as they were: to the router's GUE port. A
+ * bounce rewrites a handshake slot; the one flow it can end is its own
+ * tuple's on the backend that bounced (a SYN forwarded on an established
+ * flow, syn_reuse_idle_ns), which by its decap program's socket lookup has
+ * no connection of that tuple left.
  */
 #ifndef BALLAST_BOUNCE_H
 #define BALLAST_BOUNCE_H
@@ -29,21 +31,19 @@
 #include "common.h"
 #include "clock.h"
 #include "conntrack.h"
+#include "encap.h"
 #include "maglev.h"
 #include "maps.h"
 #include "parse.h"
 #include "stats.h"
 #include "vip.h"
 
-/* Is `p` (parsed as far as its outer header: PARSE_OTHER_L4, or
- * PARSE_IP6_EXT for IPv6) an IP-in-IP or IPv6-in-IP packet addressed to
- * this router's own outer source (IPv4: or to its source prefix)? */
-static __always_inline int tunnel_to_router(const struct pkt *p, const struct ballast_settings *s)
+/* Is `p` addressed to this router's own outer source (IPv4: or to its
+ * source prefix)? */
+static __always_inline int to_router(const struct pkt *p, const struct ballast_settings *s)
 {
 	const __u32 *dst = (const __u32 *)p->key.dst;
 
-	if (!s || (p->key.proto != IPPROTO_IPIP && p->key.proto != IPPROTO_IPV6))
-		return 0;
 	if (p->key.family == BALLAST_FAMILY_V4) {
 		const struct ballast_handshake_settings *hs;
 		__u32 src = *(const __u32 *)s->src4, zero = 0;
@@ -59,6 +59,34 @@ static __always_inline int tunnel_to_router(const struct pkt *p, const struct ba
 
 	return (src6[0] | src6[1] | src6[2] | src6[3]) != 0 && dst[0] == src6[0] &&
 	       dst[1] == src6[1] && dst[2] == src6[2] && dst[3] == src6[3];
+}
+
+/* Is `p` (parsed as far as its outer header: PARSE_OTHER_L4, or
+ * PARSE_IP6_EXT for IPv6) an IP-in-IP or IPv6-in-IP packet addressed to
+ * this router? */
+static __always_inline int tunnel_to_router(const struct pkt *p, const struct ballast_settings *s)
+{
+	if (!s || (p->key.proto != IPPROTO_IPIP && p->key.proto != IPPROTO_IPV6))
+		return 0;
+	return to_router(p, s);
+}
+
+/* Is `p` (PARSE_OK, UDP) a GUE packet addressed to this router: to its GUE
+ * port (encap.h) and one of its outer source addresses? A backend bounces
+ * a GUE packet with its UDP ports as they were. */
+static __always_inline int gue_to_router(struct xdp_md *ctx, const struct pkt *p,
+					 const struct ballast_settings *s)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	const struct ballast_handshake_settings *hs;
+	struct udphdr *uh = data + (p->l4_off & L4_MASK);
+	__u32 zero = 0;
+
+	if (!s || !to_router(p, s) || (void *)(uh + 1) > data_end)
+		return 0;
+	hs = bpf_map_lookup_elem(&handshake_settings, &zero);
+	return uh->dest == gue_port_of(hs);
 }
 
 /* Is backend `be` at the outer source of `outer`? */
@@ -80,16 +108,33 @@ static __always_inline int bounce_parse(struct xdp_md *ctx, const struct pkt *ou
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
+	__u32 off = outer->l4_off;
 	enum parse_result r;
 	__u32 *ports;
+	__u8 *ver;
+	int v4;
 
+	/* The inner packet follows the outer IP header, or its UDP header
+	 * (GUE: its first nibble, the IP version, says which). */
+	if (outer->key.proto == IPPROTO_UDP)
+		off += sizeof(struct udphdr);
+	if (off > 0x7F)
+		return -1;
+	/* Hides the bound just checked from the compiler, which would drop
+	 * the parsers' masks that the verifier needs. */
+	barrier_var(off);
+	in->l3_off = off;
+	ver = data + (off & 0x7F);
+	if ((void *)(ver + 1) > data_end)
+		return -1;
+	if (outer->key.proto == IPPROTO_UDP)
+		v4 = *ver >> 4 == 4;
+	else
+		v4 = outer->key.proto == IPPROTO_IPIP;
 	/* The router sends IPv4 and IPv6 inside IPv6, and IPv4 inside IPv4. */
-	if (outer->key.family == BALLAST_FAMILY_V4 && outer->key.proto != IPPROTO_IPIP)
+	if (outer->key.family == BALLAST_FAMILY_V4 && !v4)
 		return -1;
-	in->l3_off = outer->l4_off;
-	if (in->l3_off > 0x7F)
-		return -1;
-	if (outer->key.proto == IPPROTO_IPIP)
+	if (v4)
 		r = parse_ip4(data, data_end, in);
 	else
 		r = parse_ip6(data, data_end, in);

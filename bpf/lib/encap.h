@@ -7,6 +7,12 @@
  *   IPv4 client, IPv6 backend: IPv4-in-IPv6   (outer next header 4)
  *   IPv6 client, IPv4 backend: not supported  (the agent refuses it)
  *
+ * A VIP with BALLAST_VIP_F_GUE puts a UDP header between the two (outer
+ * protocol / next header 17): destination port handshake_settings.gue_port,
+ * source port 0xC000 | 14 bits of the flow's hash, checksum 0 (RFC 6935
+ * allows it for tunnels over IPv6; the kernel's fou sockets accept it), the
+ * client's packet right after it (GUE version 1: no GUE header).
+ *
  * The frame is rebuilt as Ethernet (no VLAN tag) + outer IP + the original
  * IP packet, untouched. Outer source is the router's address of the outer
  * family, or for IPv4, when a source prefix is configured, an address of
@@ -36,9 +42,32 @@ static __always_inline void mac_copy(__u8 *dst, const __u8 *src)
 	*(__u16 *)(dst + 4) = *(const __u16 *)(src + 4);
 }
 
-static __always_inline __u32 encap_overhead(const struct ballast_backend *be)
+static __always_inline __u32 encap_overhead(const struct ballast_backend *be, __u32 vip_flags)
 {
-	return be->family == BALLAST_FAMILY_V4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr);
+	__u32 udp = vip_flags & BALLAST_VIP_F_GUE ? sizeof(struct udphdr) : 0;
+
+	return (be->family == BALLAST_FAMILY_V4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr)) +
+	       udp;
+}
+
+/* The GUE destination port, network order. */
+static __always_inline __u16 gue_port_of(const struct ballast_handshake_settings *hs)
+{
+	return bpf_htons(hs && hs->gue_port ? hs->gue_port : BALLAST_GUE_PORT_DEFAULT);
+}
+
+/* Writes the UDP header of a GUE packet at `udp` (bounds checked by the
+ * caller) for an inner packet of `ip_len` bytes. */
+static __always_inline void gue_write(struct udphdr *udp, const struct pkt *p, __u32 ip_len)
+{
+	const struct ballast_handshake_settings *hs;
+	__u32 zero = 0;
+
+	hs = bpf_map_lookup_elem(&handshake_settings, &zero);
+	udp->source = bpf_htons(0xC000 | (ballast_flow_label(&p->key) & 0x3FFF));
+	udp->dest = gue_port_of(hs);
+	udp->len = bpf_htons(ip_len + sizeof(*udp));
+	udp->check = 0;
 }
 
 /* The IPv4 outer source of `p`'s flow: the same for every packet of it. */
@@ -59,9 +88,10 @@ static __always_inline __u32 encap_source4(const struct pkt *p, const struct bal
  * packet is then unchanged apart from its headroom and must be dropped). */
 static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
 				      const struct ballast_backend *be,
-				      const struct ballast_settings *s)
+				      const struct ballast_settings *s, __u32 vip_flags)
 {
-	int grow = (int)encap_overhead(be) - (int)(p->l3_off - sizeof(struct ethhdr));
+	int grow = (int)encap_overhead(be, vip_flags) - (int)(p->l3_off - sizeof(struct ethhdr));
+	__u32 gue = vip_flags & BALLAST_VIP_F_GUE, udp_len = gue ? sizeof(struct udphdr) : 0;
 	void *data, *data_end;
 	struct ethhdr *eth;
 
@@ -77,17 +107,20 @@ static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
 		__u32 w0, w1, saddr, daddr;
 		__u16 ttl_proto;
 
-		if ((void *)(ip + 1) > data_end)
+		/* room for a UDP header too (with IP-in-IP: the inner IP
+		 * header's first bytes): one constant bound for the verifier */
+		if ((void *)(ip + 1) + sizeof(struct udphdr) > data_end)
 			return -1;
 		eth->h_proto = bpf_htons(ETH_P_IP);
 		/* The header is built in registers as the words it consists of
 		 * (in memory order), and its checksum is the sum of those same
 		 * words: reading the header back would stall on the narrow
 		 * stores just made to it. */
-		w0 = bpf_htonl((0x45u << 24) | ((__u32)p->tos << 16) | (p->ip_len + sizeof(*ip)));
+		w0 = bpf_htonl((0x45u << 24) | ((__u32)p->tos << 16) |
+			       (p->ip_len + sizeof(*ip) + udp_len));
 		/* id 0 (or the last-hop mark); RFC 2003: DF copied */
 		w1 = bpf_htonl((__u32)p->outer_id << 16 | (p->df ? IP_DF : 0));
-		ttl_proto = bpf_htons((ENCAP_TTL << 8) | IPPROTO_IPIP);
+		ttl_proto = bpf_htons((ENCAP_TTL << 8) | (gue ? IPPROTO_UDP : IPPROTO_IPIP));
 		saddr = encap_source4(p, s);
 		daddr = *(const __u32 *)be->addr;
 		w[0] = w0;
@@ -96,20 +129,23 @@ static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
 		ip->check = csum_fold((__u64)w0 + w1 + ttl_proto + saddr + daddr);
 		w[3] = saddr;
 		w[4] = daddr;
+		if (gue)
+			gue_write((void *)(ip + 1), p, p->ip_len);
 	} else {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
 		__u32 label = p->outer_id ? BALLAST_FLOW_LABEL_LAST : ballast_flow_label(&p->key);
 		__u32 *w = (__u32 *)ip6;
-		__u32 next = p->key.family == BALLAST_FAMILY_V4 ? IPPROTO_IPIP : IPPROTO_IPV6;
+		__u32 next = gue ? IPPROTO_UDP
+				 : p->key.family == BALLAST_FAMILY_V4 ? IPPROTO_IPIP : IPPROTO_IPV6;
 		const __u32 *src = (const __u32 *)s->src6, *dst = (const __u32 *)be->addr;
 
-		if ((void *)(ip6 + 1) > data_end)
+		if ((void *)(ip6 + 1) + sizeof(struct udphdr) > data_end)
 			return -1;
 		eth->h_proto = bpf_htons(ETH_P_IPV6);
 		/* version, traffic class, flow label; payload length, next
 		 * header, hop limit: two words. Addresses word by word. */
 		w[0] = bpf_htonl((6u << 28) | ((__u32)p->tos << 20) | label);
-		w[1] = bpf_htonl((p->ip_len << 16) | (next << 8) | ENCAP_TTL);
+		w[1] = bpf_htonl(((p->ip_len + udp_len) << 16) | (next << 8) | ENCAP_TTL);
 		w[2] = src[0];
 		w[3] = src[1];
 		w[4] = src[2];
@@ -118,6 +154,8 @@ static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
 		w[7] = dst[1];
 		w[8] = dst[2];
 		w[9] = dst[3];
+		if (gue)
+			gue_write((void *)(ip6 + 1), p, p->ip_len);
 	}
 	return 0;
 }

@@ -139,6 +139,9 @@ static __always_inline enum parse_result parse_ip6(void *data, void *data_end, s
 		case IPPROTO_HOPOPTS:
 		case IPPROTO_ROUTING:
 		case IPPROTO_DSTOPTS:
+			/* The compiler may know off is below the mask and drop
+			 * it; the verifier needs it. */
+			barrier_var(off);
 			ext = data + (off & 0xFFF);
 			if ((void *)(ext + 2) > data_end)
 				return PARSE_BAD_IP6;

@@ -24,7 +24,8 @@ std::vector<std::string> SplitValues(const std::string& value) {
 }
 
 absl::StatusOr<std::vector<TsharkRow>> Dissect(const std::vector<pktgen::Bytes>& frames,
-                                               const std::vector<std::string>& fields) {
+                                               const std::vector<std::string>& fields,
+                                               const std::string& options) {
   char tmpl[] = "/tmp/ballast-tshark-XXXXXX";
   if (mkdtemp(tmpl) == nullptr)
     return absl::InternalError(absl::StrCat("mkdtemp: ", strerror(errno)));
@@ -45,7 +46,8 @@ absl::StatusOr<std::vector<TsharkRow>> Dissect(const std::vector<pktgen::Bytes>&
   std::string cmd = absl::StrCat(
       "tshark -n -r ", pcap,
       " -o ip.check_checksum:TRUE -o tcp.check_checksum:TRUE -o udp.check_checksum:TRUE"
-      " -T fields -E separator=/t -E occurrence=a -E aggregator=,");
+      " -T fields -E separator=/t -E occurrence=a -E aggregator=, ",
+      options);
   for (const auto& f : fields) absl::StrAppend(&cmd, " -e ", f);
   absl::StrAppend(&cmd, " >", out, " 2>", err);
   const int rc = std::system(cmd.c_str());

@@ -20,8 +20,11 @@ namespace ballast::bpftest {
 
 using TsharkRow = std::map<std::string, std::string>;  // field -> value ("" = absent)
 
+// `options` are more tshark options, e.g. "-d udp.port==6080,ip" (decode
+// as: GUE has no dissector of its own).
 absl::StatusOr<std::vector<TsharkRow>> Dissect(const std::vector<pktgen::Bytes>& frames,
-                                               const std::vector<std::string>& fields);
+                                               const std::vector<std::string>& fields,
+                                               const std::string& options = "");
 
 // Values of a multi-occurrence field ("a,b" -> {"a","b"}; "" -> {}).
 std::vector<std::string> SplitValues(const std::string& value);

@@ -128,6 +128,9 @@ int CmdDecapAttach(const Global& g, const std::string& dev, const DecapAttachArg
   if (a.no_bounce) {
     if (absl::Status s = (*d)->SetBounce(false); !s.ok()) return Fail(s);
   }
+  if (a.gue_port != 0) {
+    if (absl::Status s = (*d)->SetGuePort(a.gue_port); !s.ok()) return Fail(s);
+  }
   if (any_source || any_vip) {
     fprintf(stderr,
             "lbdp: warning: decap on %s accepts %s: an open tunnel for whoever can reach this "
@@ -142,6 +145,7 @@ int CmdDecapAttach(const Global& g, const std::string& dev, const DecapAttachArg
   printf("xdp_decap attached to dev %s in %s mode for", dev.c_str(),
          std::string(AttachModeName(*used)).c_str());
   for (const IpAddress& ip : ips) printf(" %s", ip.ToString().c_str());
+  if (a.gue_port != 0) printf(" (GUE on UDP port %u)", a.gue_port);
   printf("%s\n", a.no_bounce ? " (second chance off)" : "");
   return kOk;
 }

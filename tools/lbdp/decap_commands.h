@@ -19,6 +19,7 @@ struct DecapAttachArgs {
   std::vector<std::string> vips;     // --vip: inner destinations, or "any"
   std::string mode = "auto";
   bool no_bounce = false;  // --no-bounce: second chance off
+  uint16_t gue_port = 0;   // --gue-port: accept GUE on this UDP port (0 = no GUE)
 };
 
 // The lists of DecapAttachArgs, checked.

@@ -142,13 +142,13 @@ int CmdTeardown(const Global& g) {
 
 // ---- VIPs -----------------------------------------------------------------
 
-int CmdVipAdd(const Global& g, const std::string& vip, uint32_t id) {
+int CmdVipAdd(const Global& g, const std::string& vip, uint32_t id, bool gue) {
   auto key = ParseVipKey(vip);
   if (!key.ok()) return Fail(key.status());
   auto dp = OpenPinned(g);
   if (!dp.ok()) return Fail(dp.status());
-  if (absl::Status s = (*dp)->UpsertVip(*key, id); !s.ok()) return Fail(s);
-  printf("vip %s id %u\n", VipKeyString(*key).c_str(), id);
+  if (absl::Status s = (*dp)->UpsertVip(*key, id, {.gue = gue}); !s.ok()) return Fail(s);
+  printf("vip %s id %u%s\n", VipKeyString(*key).c_str(), id, gue ? " (GUE)" : "");
   return kOk;
 }
 
@@ -254,7 +254,8 @@ int CmdVipList(const Global& g) {
     if ((v.meta.flags & BALLAST_VIP_F_OWNED) != 0) {
       owner = " " + OwnerText(v.meta.owner_deadline_ns, now);
     }
-    printf("vip %-32s id %u%s\n", VipKeyString(v.key).c_str(), v.meta.vip_id, owner.c_str());
+    printf("vip %-32s id %u%s%s\n", VipKeyString(v.key).c_str(), v.meta.vip_id,
+           (v.meta.flags & BALLAST_VIP_F_GUE) != 0 ? " gue" : "", owner.c_str());
   }
   return kOk;
 }
@@ -543,6 +544,10 @@ int main(int argc, char** argv) {
       ->add_option("vip", vip, "ADDR:PORT/PROTO, e.g. 198.18.0.10:80/tcp, [2001:db8::10]:443/tcp")
       ->required();
   c_vip_add->add_option("--id", vip_id, "vip id 1..1023")->required();
+  bool vip_gue = false;
+  c_vip_add->add_flag("--gue", vip_gue,
+                      "encapsulate as GUE (IP in UDP) instead of IP-in-IP; without it an "
+                      "existing GUE VIP goes back to IP-in-IP");
   auto* c_vip_del = c_vip->add_subcommand("del", "delete a VIP and its table");
   c_vip_del->add_option("vip", vip, "ADDR:PORT/PROTO")->required();
   auto* c_vip_list = c_vip->add_subcommand("list", "list VIPs");
@@ -620,6 +625,10 @@ int main(int argc, char** argv) {
   c_decap_attach->add_flag("--no-bounce", decap.no_bounce,
                            "pass SYNs no socket here would take up the stack (the kernel "
                            "answers RST) instead of bouncing them to their router");
+  c_decap_attach
+      ->add_option("--gue-port", decap.gue_port,
+                   "also accept GUE (a VIP with mode: GUE) on this UDP port, e.g. 6080")
+      ->check(CLI::Range(1, 65535));
   auto* c_decap_detach = c_decap->add_subcommand("detach", "detach xdp_decap");
   c_decap_detach->add_option("--dev", dev, "network device")->required();
   auto* c_decap_stats = c_decap->add_subcommand("stats", "counters of the attached xdp_decap");
@@ -637,7 +646,7 @@ int main(int argc, char** argv) {
   if (*c_attach) return CmdAttach(g, attach);
   if (*c_detach) return CmdDetach(g, dev);
   if (*c_teardown) return CmdTeardown(g);
-  if (*c_vip_add) return CmdVipAdd(g, vip, vip_id);
+  if (*c_vip_add) return CmdVipAdd(g, vip, vip_id, vip_gue);
   if (*c_vip_owner) {
     owner.at_set = c_vip_owner->count("--at-ns") > 0;
     return CmdVipOwnerDeadline(g, vip, owner);

@@ -51,6 +51,11 @@ expect 0 "adopted" attach --dev lt0 --src4 198.18.0.1 --src6 2001:db8::1
 expect 0 "vip 198.18.0.10:80/tcp id 1" vip add 198.18.0.10:80/tcp --id 1
 expect 0 "id 2" vip add "[2001:db8::10]:0/udp" --id 2
 expect 2 "already used" vip add 198.18.0.11:80/tcp --id 1
+expect 0 "vip 198.18.0.13:80/tcp id 3 \\(GUE\\)" vip add 198.18.0.13:80/tcp --id 3 --gue
+expect 0 "198.18.0.13:80/tcp +id 3 gue" vip list
+expect 0 "vip 198.18.0.13:80/tcp id 3$" vip add 198.18.0.13:80/tcp --id 3
+expect 0 "vip 198.18.0.13:80/tcp +id 3$" vip list
+expect 0 "deleted" vip del 198.18.0.13:80/tcp
 expect 2 "not tcp or udp" vip add 198.18.0.12:80/sctp --id 3
 expect 2 "out of range" vip add 198.18.0.12:80/tcp --id 5000
 expect 0 "backend 1 198.18.1.10 active" backend set --id 1 --addr 198.18.1.10
@@ -152,8 +157,10 @@ expect 2 "not an address or prefix" decap check --addr 198.18.1.10 --from 198.18
 expect 2 "is not a unicast address \\(loopback\\)" decap attach --dev lt1 --addr 127.0.0.1 --from 198.18.0.1 --vip 198.18.0.10
 expect 2 "cannot be combined" decap attach --dev lt1 --addr 198.18.1.10 --from any --from 198.18.0.1 --vip any
 expect 2 "not an address or prefix" decap attach --dev lt1 --addr 198.18.1.10 --from 198.18.0.300 --vip any
-expect 0 "xdp_decap attached to dev lt1 in native mode" decap attach --dev lt1 --addr 198.18.1.10 --addr 2001:db8:1::10 --from 198.18.0.0/24 --from 2001:db8::1 --vip 198.18.0.10 --vip 2001:db8:10::10
+expect 2 "--gue-port: Value 0 not in range" decap attach --dev lt1 --addr 198.18.1.10 --from 198.18.0.1 --vip 198.18.0.10 --gue-port 0
+expect 0 "xdp_decap attached to dev lt1 in native mode for 198.18.1.10 2001:db8:1::10 \\(GUE on UDP port 6080\\)" decap attach --dev lt1 --addr 198.18.1.10 --addr 2001:db8:1::10 --from 198.18.0.0/24 --from 2001:db8::1 --vip 198.18.0.10 --vip 2001:db8:10::10 --gue-port 6080
 expect 0 "addresses: .*198.18.1.10" decap stats --dev lt1
+expect 0 "decapped_gue +0" decap stats --dev lt1
 expect 4 "not xdp_decap" decap detach --dev lt0
 expect 0 "detached" decap detach --dev lt1
 expect 3 "runs no XDP program" decap detach --dev lt1
