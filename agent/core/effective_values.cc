@@ -35,6 +35,11 @@ IcmpTooBigLimit IcmpTooBigLimitOf(const v1::Global& g) {
                                     : std::min(dataplane::kDefaultIcmpTooBigBurst, per_s)};
 }
 
+uint16_t GuePortOf(const v1::Global& g) {
+  // Validated to 0..65535 (0 = the default).
+  return static_cast<uint16_t>(g.gue_port() ? g.gue_port() : BALLAST_GUE_PORT_DEFAULT);
+}
+
 uint32_t ProbeIntervalOf(const v1::ProbeSpec& p) {
   return p.interval_ms() ? p.interval_ms() : 1000;
 }

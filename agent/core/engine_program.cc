@@ -19,7 +19,7 @@ bool SettingsEqual(const dataplane::Settings& a, const dataplane::Settings& b) {
          a.linger_ns == b.linger_ns && a.syn_idle_ns == b.syn_idle_ns &&
          a.syn_retry_ns == b.syn_retry_ns && a.syn_reuse_idle_ns == b.syn_reuse_idle_ns &&
          a.fib_ttl_ns == b.fib_ttl_ns && a.icmp_too_big_per_s == b.icmp_too_big_per_s &&
-         a.icmp_too_big_burst == b.icmp_too_big_burst;
+         a.icmp_too_big_burst == b.icmp_too_big_burst && a.gue_port == b.gue_port;
 }
 
 // Map contents read back carry deadlines converted through two clocks, so
@@ -88,23 +88,26 @@ absl::Status RouterEngine::Program(const Image& from, const BuiltImage& built,
   }
   for (const auto& [k, v] : to.vips) {
     auto it = from.vips.find(k);
-    if (it != from.vips.end() && it->second.vip_id == v.vip_id) {
-      // An existing VIP that is (now) ACTIVE_STANDBY but forwarded without
-      // a fence (switched at runtime): stopped here, in the same pass as the
-      // state change; the owner loop starts it once it holds the lease. One
-      // already in owned mode is the owner loop's (a deadline, maybe live).
-      if (!options_.vip_ownership || !v.active_standby) continue;
-      auto owner = dp.GetVipOwner(v.key);
-      if (!owner.ok()) return owner.status();
-      if (owner->deadline_ns.has_value()) continue;
-      if (auto s = dp.SetVipOwnerDeadline(v.key, 0); !s.ok()) return s;
-      ++stats->owners_stopped;
-      continue;
+    const bool exists = it != from.vips.end() && it->second.vip_id == v.vip_id;
+    // A new VIP, or one whose mode changed (the upsert keeps its ownership).
+    if (!exists || it->second.gue != v.gue) {
+      dataplane::VipOptions vo;
+      if (options_.vip_ownership && v.active_standby) vo.owner_deadline_if_new = 0;  // stopped
+      vo.gue = v.gue;
+      if (auto s = dp.UpsertVip(v.key, v.vip_id, vo); !s.ok()) return s;
+      ++stats->vips_upserted;
+      if (!exists) continue;
     }
-    dataplane::VipOptions vo;
-    if (options_.vip_ownership && v.active_standby) vo.owner_deadline_if_new = 0;  // stopped
-    if (auto s = dp.UpsertVip(v.key, v.vip_id, vo); !s.ok()) return s;
-    ++stats->vips_upserted;
+    // An existing VIP that is (now) ACTIVE_STANDBY but forwarded without
+    // a fence (switched at runtime): stopped here, in the same pass as the
+    // state change; the owner loop starts it once it holds the lease. One
+    // already in owned mode is the owner loop's (a deadline, maybe live).
+    if (!options_.vip_ownership || !v.active_standby) continue;
+    auto owner = dp.GetVipOwner(v.key);
+    if (!owner.ok()) return owner.status();
+    if (owner->deadline_ns.has_value()) continue;
+    if (auto s = dp.SetVipOwnerDeadline(v.key, 0); !s.ok()) return s;
+    ++stats->owners_stopped;
   }
   // Backends that go away last: no table names them any more. (A backend
   // id belongs to one VIP, so in a scoped pass the candidates are the ids

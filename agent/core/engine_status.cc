@@ -235,6 +235,7 @@ absl::Status RouterEngine::StatusLocked(v1::StatusResponse* status) const {
     const uint32_t vip_id = VipIdOf(*state_, vip.key());
     vs->set_vip_id(vip_id);
     vs->set_table_size(EffectiveTableSize(vip));
+    vs->set_mode(vip.mode());
     const VipImage* vi = nullptr;
     if (auto key = ToDataplaneKey(vip.key()); key.ok()) {
       if (auto h = health_view_.vips.find(*key); h != health_view_.vips.end()) {

@@ -101,6 +101,7 @@ dataplane::Settings SettingsOf(const v1::Global& g) {
   const IcmpTooBigLimit icmp = IcmpTooBigLimitOf(g);
   s.icmp_too_big_per_s = icmp.per_s;
   s.icmp_too_big_burst = icmp.burst;
+  s.gue_port = GuePortOf(g);
   return s;
 }
 
@@ -129,6 +130,7 @@ absl::Status AddVip(const v1::State& state, const v1::Vip& vip, const OverrideIn
   }
   vi.table_size = EffectiveTableSize(vip);
   vi.active_standby = vip.ownership() == v1::ACTIVE_STANDBY;
+  vi.gue = vip.mode() == v1::GUE;
   const std::string prefix = absl::StrCat("backend ", VipKeyText(vip.key()), " ");
   for (const v1::Backend& b : vip.backends()) {
     const std::string addr_text = CanonicalAddress(b.address());
@@ -269,10 +271,10 @@ std::string DescribeImage(const Image& img) {
                   " syn_idle_ns=", s.syn_idle_ns, " syn_retry_ns=", s.syn_retry_ns,
                   " syn_reuse_idle_ns=", s.syn_reuse_idle_ns, " fib_ttl_ns=", s.fib_ttl_ns,
                   " icmp_too_big_per_s=", s.icmp_too_big_per_s,
-                  " icmp_too_big_burst=", s.icmp_too_big_burst, "\n");
+                  " icmp_too_big_burst=", s.icmp_too_big_burst, " gue_port=", s.gue_port, "\n");
   for (const auto& [k, v] : img.vips) {
     absl::StrAppend(&out, "vip ", dataplane::VipKeyString(k), " id=", v.vip_id,
-                    " table_size=", v.table_size, " slots=");
+                    " table_size=", v.table_size, v.gue ? " gue" : "", " slots=");
     for (const auto& [id, n] : v.slots) absl::StrAppend(&out, id, ":", n, ",");
     absl::StrAppend(&out, "\n");
   }
@@ -297,6 +299,7 @@ absl::StatusOr<Image> ReadImage(const dataplane::DataplanePort& dp, int64_t now_
     VipImage vi;
     vi.key = e.key;
     vi.vip_id = e.meta.vip_id;
+    vi.gue = (e.meta.flags & BALLAST_VIP_F_GUE) != 0;
     auto table = dp.GetTable(e.meta.vip_id);
     if (table.ok()) {
       vi.table_size = static_cast<uint32_t>(table->size());

@@ -71,6 +71,7 @@ struct VipImage {
   size_t table_hash = 0;                // TableHash() of the table's contents
   std::map<uint32_t, uint32_t> slots;   // backend id -> slots it holds
   bool active_standby = false;          // Vip.ownership ACTIVE_STANDBY (not read back)
+  bool gue = false;                     // Vip.mode GUE (BALLAST_VIP_F_GUE)
 };
 
 struct Image {
@@ -122,7 +123,7 @@ absl::StatusOr<Image> ReadImage(const dataplane::DataplanePort& dp, int64_t now_
                                 uint64_t now_mono_ns);
 
 // A deterministic multi-line description of an image (for tests and logs):
-// settings, VIPs with ids, table sizes and slot
+// settings, VIPs with ids, table sizes, GUE mode and slot
 // counts, backends with states, markers. Table hashes are not included
 // (they are per process); slot counts per backend stand for the contents.
 std::string DescribeImage(const Image& image);

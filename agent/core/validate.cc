@@ -296,7 +296,7 @@ absl::Status ValidateVip(const v1::Vip& vip, const FieldPath& at) {
   if (auto s = ValidateTableSize(vip.table_size(), at.Child("table_size")); !s.ok()) return s;
   if (!v1::ForwardingMode_IsValid(vip.mode())) {
     return at.Child("mode").Invalid(
-        absl::StrCat(static_cast<int>(vip.mode()), " is not a forwarding mode (ENCAP)"));
+        absl::StrCat(static_cast<int>(vip.mode()), " is not a forwarding mode (ENCAP or GUE)"));
   }
   if (!v1::VipOwnership_IsValid(vip.ownership())) {
     return at.Child("ownership")
@@ -415,6 +415,11 @@ absl::Status ValidateGlobal(const v1::Global& g, const FieldPath& at) {
         .Invalid(absl::StrCat(l.burst, " is out of range 1..", l.per_s,
                               " (at most icmp_too_big_per_s; 0 = default ",
                               dataplane::kDefaultIcmpTooBigBurst, ")"));
+  }
+  if (auto s = CheckOptionalRange(g.gue_port(), 1, 65535, BALLAST_GUE_PORT_DEFAULT,
+                                  at.Child("gue_port"));
+      !s.ok()) {
+    return s;
   }
   if (g.has_health()) return ValidateHealthSettings(g.health(), at.Child("health"));
   return absl::OkStatus();

@@ -46,6 +46,7 @@ struct EffectiveTimeouts {
 };
 EffectiveTimeouts TimeoutsOf(const v1::Global& global);
 uint32_t DrainTimeoutOf(const v1::Global& global);  // seconds, default 300
+uint16_t GuePortOf(const v1::Global& global);       // GUE outer UDP destination port, default 6080
 struct IcmpTooBigLimit {
   uint32_t per_s, burst;
 };

@@ -243,6 +243,9 @@ void VipAddOptions(CLI::App& cmd, Args& a) {
   cmd.add_option("--table-size", a.table_size,
                  "Maglev table size: a prime in 7..1048573 (default 65537)");
   cmd.add_option("--name", a.name, "free text for operators");
+  cmd.add_option("--mode", a.vip_mode,
+                 "encap (IP-in-IP, the default) or gue (IP in UDP to global.gue_port: backends' "
+                 "NICs spread the flows by the UDP ports)");
   cmd.add_option("--backend", a.backends,
                  "ADDR[,weight=N], repeatable; weight 0..1000, default 100");
 }
@@ -254,6 +257,14 @@ absl::Status RunVipAdd(Session& s, const Args& a, std::FILE* out) {
   *vip->mutable_key() = key;
   vip->set_table_size(a.table_size);
   vip->set_name(a.name);
+  if (a.vip_mode == "encap") {
+    vip->set_mode(v1::ENCAP);
+  } else if (a.vip_mode == "gue") {
+    vip->set_mode(v1::GUE);
+  } else if (!a.vip_mode.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mode '", a.vip_mode, "': encap (IP-in-IP) or gue (IP in UDP)"));
+  }
   for (const std::string& text : a.backends) {
     BALLAST_ASSIGN_OR_RETURN(spec, ParseBackendSpec(text));
     v1::Backend* b = vip->add_backends();

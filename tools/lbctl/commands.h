@@ -46,6 +46,7 @@ struct Args {
   uint32_t add_weight = 100;
   uint32_t table_size = 0;
   std::string name;
+  std::string vip_mode;  // vip add --mode: encap | gue; empty = the default (encap)
   std::vector<std::string> backends;
   std::string deadline;
   std::string file;
@@ -59,7 +60,7 @@ struct Args {
   // status --watch.
   bool watch = false;
   std::string interval;  // empty: 2s
-  uint64_t frames = 0;  // 0: until interrupted
+  uint64_t frames = 0;   // 0: until interrupted
   // vip set-ownership VIP MODE.
   std::string ownership;
   // drill.

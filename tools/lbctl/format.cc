@@ -169,9 +169,10 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
   for (const v1::VipStatus& vip : st.vips()) {
     absl::StrAppend(&out, "\nVIP ", FormatVipKey(vip.key()));
     if (!vip.name().empty()) absl::StrAppend(&out, " \"", vip.name(), "\"");
-    absl::StrAppend(&out, "  id ", vip.vip_id(), "  table ", vip.table_size(), "  pkts ",
-                    Compact(vip.packets()), "  bytes ", Compact(vip.bytes()), "  dropped ",
-                    Compact(vip.dropped()), "  backends ", vip.backends_size(), "\n");
+    absl::StrAppend(&out, "  id ", vip.vip_id(), "  table ", vip.table_size(),
+                    vip.mode() == v1::GUE ? "  encap gue" : "", "  pkts ", Compact(vip.packets()),
+                    "  bytes ", Compact(vip.bytes()), "  dropped ", Compact(vip.dropped()),
+                    "  backends ", vip.backends_size(), "\n");
     if (vip.frozen()) {
       absl::StrAppend(&out,
                       "  FROZEN by the fleet guard (fleet-wide degradation): weights held since ",
@@ -232,8 +233,8 @@ std::string FormatFlows(const v1::VipKey& vip, const v1::ListFlowsResponse& resp
 
 std::string FormatVips(const v1::ListVipsResponse& resp) {
   if (resp.vips_size() == 0) return "no VIPs configured\n";
-  Table t({"VIP", "NAME", "TABLE", "BACKENDS"});
-  t.SetNumeric({false, false, true, false});
+  Table t({"VIP", "NAME", "TABLE", "MODE", "BACKENDS"});
+  t.SetNumeric({false, false, true, false, false});
   for (const v1::Vip& vip : resp.vips()) {
     std::vector<std::string> backends;
     for (const v1::Backend& b : vip.backends()) {
@@ -242,6 +243,7 @@ std::string FormatVips(const v1::ListVipsResponse& resp) {
     }
     t.AddRow({FormatVipKey(vip.key()), vip.name().empty() ? "-" : vip.name(),
               vip.table_size() == 0 ? "default" : absl::StrCat(vip.table_size()),
+              vip.mode() == v1::GUE ? "gue" : "encap",  // as --mode takes it
               backends.empty() ? "-" : absl::StrJoin(backends, " ")});
   }
   return t.Render();

@@ -239,6 +239,7 @@ absl::StatusOr<v1::StatusResponse> RecordingEngine::GetStatus() const {
     *vs->mutable_key() = v.key();
     vs->set_name(v.name());
     vs->set_table_size(v.table_size() == 0 ? 65537 : v.table_size());
+    vs->set_mode(v.mode());
     for (const v1::Backend& b : v.backends()) {
       v1::BackendStatus* bs = vs->add_backends();
       bs->set_address(b.address());

@@ -67,6 +67,21 @@ TEST_CASE("A message set with every default, or unset, is a change") {
   CHECK(DiffConfig(to, to).empty());
 }
 
+TEST_CASE("A VIP's mode alone, and the GUE port, are changes (the apply re-programs them)") {
+  const v1::Config from = SmallConfig();
+  v1::Config to = from;
+  to.mutable_vips(0)->set_mode(v1::GUE);
+  to.mutable_global()->set_gue_port(7000);
+  CHECK(
+      DiffConfig(from, to) ==
+      std::vector<std::string>{"~ global.gue_port 0 -> 7000",
+                               "~ vip 198.18.0.10:80/tcp mode FORWARDING_MODE_UNSPECIFIED -> GUE"});
+  v1::Config back = to;
+  back.mutable_vips(0)->set_mode(v1::ENCAP);
+  CHECK(DiffConfig(to, back) ==
+        std::vector<std::string>{"~ vip 198.18.0.10:80/tcp mode GUE -> ENCAP"});
+}
+
 TEST_CASE("The diff does not depend on the order VIPs and backends are listed in") {
   const v1::Config from = SmallConfig();
   v1::Config to = SmallConfig();

@@ -96,6 +96,96 @@ TEST_CASE("global.source_v4_prefix reaches the data plane's maps") {
              Catch::Contains("settings src4=198.18.0.1 src4_prefix=198.18.0.32/27 src6="));
 }
 
+// A VIP's `vips` value and its vip_refs copy, and the handshake settings,
+// read from the maps themselves.
+std::pair<ballast_vip_meta, ballast_vip_meta> VipMetas(const dataplane::Dataplane& dp,
+                                                       const char* key_text) {
+  auto key = dataplane::ParseVipKey(key_text);
+  REQUIRE(key.ok());
+  ballast_vip_key raw = {};
+  std::memcpy(raw.addr, key->addr.bytes().data(), sizeof(raw.addr));
+  raw.port = htons(key->port);
+  raw.proto = key->proto;
+  raw.family = key->addr.family();
+  ballast_vip_meta meta = {};
+  REQUIRE(bpf_map_lookup_elem(dp.map_fd("vips"), &raw, &meta) == 0);
+  ballast_vip_ref ref = {};
+  REQUIRE(bpf_map_lookup_elem(dp.map_fd("vip_refs"), &meta.vip_id, &ref) == 0);
+  return {meta, ref.meta};
+}
+
+uint16_t GuePortInMap(const dataplane::Dataplane& dp) {
+  ballast_handshake_settings hs = {};
+  const uint32_t zero = 0;
+  REQUIRE(bpf_map_lookup_elem(dp.map_fd("handshake_settings"), &zero, &hs) == 0);
+  return hs.gue_port;
+}
+
+TEST_CASE("Vip.mode GUE and global.gue_port reach the maps; a restart fixes a changed mode") {
+  testing::RequireRoot();
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  const TestPins pins("gue");
+  v1::Config c = SmallConfig();
+  c.mutable_vips(0)->set_mode(v1::GUE);
+  {
+    auto e = StartRealEngine(dir, &clock, c, pins.dir);
+    auto opened = dataplane::Dataplane::OpenPinned(pins.dir);  // the engine's maps, read directly
+    REQUIRE(opened.ok());
+    const dataplane::Dataplane* dp = opened->get();
+    auto [meta, ref] = VipMetas(*dp, "198.18.0.10:80/tcp");
+    CHECK(meta.flags == BALLAST_VIP_F_GUE);
+    CHECK(ref.flags == BALLAST_VIP_F_GUE);
+    std::tie(meta, ref) = VipMetas(*dp, "[2001:db8:10::10]:443/tcp");
+    CHECK(meta.flags == 0);
+    CHECK(ref.flags == 0);
+    CHECK(GuePortInMap(*dp) == BALLAST_GUE_PORT_DEFAULT);  // gue_port 0
+
+    // Owned, then back to IP-in-IP: the flag goes, the owner's deadline stays.
+    REQUIRE(e->SetVipOwnerDeadline(kVip4, 123'456'789).ok());
+    c.mutable_vips(0)->set_mode(v1::ENCAP);
+    REQUIRE(e->ApplyConfig(c, false, kOp).ok());
+    std::tie(meta, ref) = VipMetas(*dp, "198.18.0.10:80/tcp");
+    CHECK(meta.flags == BALLAST_VIP_F_OWNED);
+    CHECK(ref.flags == BALLAST_VIP_F_OWNED);
+    CHECK(meta.owner_deadline_ns == 123'456'789);
+    CHECK(ref.owner_deadline_ns == 123'456'789);
+    c.mutable_vips(0)->set_mode(v1::GUE);
+    c.mutable_global()->set_gue_port(7000);
+    REQUIRE(e->ApplyConfig(c, false, kOp).ok());
+    std::tie(meta, ref) = VipMetas(*dp, "198.18.0.10:80/tcp");
+    CHECK(meta.flags == (BALLAST_VIP_F_OWNED | BALLAST_VIP_F_GUE));
+    CHECK(ref.flags == (BALLAST_VIP_F_OWNED | BALLAST_VIP_F_GUE));
+    CHECK(GuePortInMap(*dp) == 7000);
+    RequireDataplaneMatchesState(*e);
+  }
+  // While the agent is down the VIP's flag is lost (e.g. maps written in
+  // the other mode): the next start re-programs that VIP alone.
+  {
+    auto dp = pins.Open();
+    auto key = dataplane::ParseVipKey("198.18.0.10:80/tcp");
+    REQUIRE(key.ok());
+    REQUIRE(dp->UpsertVip(*key, VipMetas(*dp, "198.18.0.10:80/tcp").first.vip_id).ok());
+    CHECK(VipMetas(*dp, "198.18.0.10:80/tcp").first.flags == BALLAST_VIP_F_OWNED);
+  }
+  {
+    auto e = StartRealEngine(dir, &clock, v1::Config(), pins.dir);
+    const ProgramStats st = e->Health().start_reconcile;
+    CHECK(st.vips_upserted == 1);
+    CHECK(st.tables_set == 0);
+    CHECK(st.settings == 0);
+    auto opened = dataplane::Dataplane::OpenPinned(pins.dir);
+    REQUIRE(opened.ok());
+    const dataplane::Dataplane* dp = opened->get();
+    auto [meta, ref] = VipMetas(*dp, "198.18.0.10:80/tcp");
+    CHECK(meta.flags == (BALLAST_VIP_F_OWNED | BALLAST_VIP_F_GUE));
+    CHECK(ref.flags == (BALLAST_VIP_F_OWNED | BALLAST_VIP_F_GUE));
+    CHECK(meta.owner_deadline_ns == 123'456'789);
+    CHECK(GuePortInMap(*dp) == 7000);
+    RequireDataplaneMatchesState(*e);
+  }
+}
+
 TEST_CASE("Restart adopts the pinned maps: same ids, no table rewritten; strays removed") {
   testing::RequireRoot();
   TempDir dir;

@@ -27,6 +27,17 @@ TEST_CASE("ValidateConfig accepts the small config and the defaults") {
   v1::Config c = SmallConfig();
   c.mutable_global()->set_source_v4_prefix("198.18.0.32/27");
   REQUIRE(ValidateConfig(c, FieldPath::Index()).ok());
+  // GUE: a VIP in each mode; the port given, its default, and its ends.
+  c.mutable_vips(0)->set_mode(v1::GUE);
+  c.mutable_vips(1)->set_mode(v1::ENCAP);
+  for (const uint32_t port : {0u, 1u, 6080u, 65535u}) {
+    c.mutable_global()->set_gue_port(port);
+    INFO("gue_port " << port);
+    REQUIRE(ValidateConfig(c, FieldPath::Index()).ok());
+  }
+  REQUIRE(GuePortOf(c.global()) == 65535);
+  c.mutable_global()->set_gue_port(0);
+  REQUIRE(GuePortOf(c.global()) == 6080);
 }
 
 TEST_CASE("ValidateConfig names the field and the allowed range of every bad input") {
@@ -67,7 +78,7 @@ TEST_CASE("ValidateConfig names the field and the allowed range of every bad inp
        "vips[0].table_size: 1048583 is out of range 7..1048573 (a prime; 0 = default 65537)"},
       {"forwarding mode unknown",
        [](v1::Config& c) { c.mutable_vips(0)->set_mode(static_cast<v1::ForwardingMode>(7)); },
-       "vips[0].mode: 7 is not a forwarding mode (ENCAP)"},
+       "vips[0].mode: 7 is not a forwarding mode (ENCAP or GUE)"},
       {"name with control characters", [](v1::Config& c) { c.mutable_vips(0)->set_name("a\nb"); },
        "vips[0].name: must be at most 256 bytes without control characters"},
       {"IPv4 backend of an IPv6 VIP",
@@ -292,6 +303,8 @@ TEST_CASE("ValidateConfig names the field and the allowed range of every bad inp
        [](v1::Config& c) { c.mutable_global()->set_icmp_too_big_burst(1001); },
        "global.icmp_too_big_burst: 1001 is out of range 1..1000 (at most icmp_too_big_per_s; 0 "
        "= default 50)"},
+      {"GUE port out of range", [](v1::Config& c) { c.mutable_global()->set_gue_port(65536); },
+       "global.gue_port: 65536 is out of range 1..65535 (0 = default 6080)"},
       {"probe interval too short",
        [](v1::Config& c) {
          c.mutable_vips(0)->mutable_backends(1)->mutable_probe()->set_interval_ms(10);

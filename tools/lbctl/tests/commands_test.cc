@@ -102,6 +102,37 @@ TEST_CASE_METHOD(Fixture, "lbctl vip add with backends, then list and status", "
   CHECK(Run({"status", "198.18.0.12"}).exit_code == 2);
 }
 
+TEST_CASE_METHOD(Fixture, "lbctl vip add --mode: encap or gue, shown by list and status",
+                 "[lbctl]") {
+  LbctlResult r =
+      Run({"vip", "add", "198.18.0.10:80/tcp", "--mode", "gue", "--backend", "198.18.1.1"});
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(Run({"vip", "add", "198.18.0.11:80/tcp", "--mode", "encap"}).exit_code == 0);
+  REQUIRE(Run({"vip", "add", "198.18.0.12:80/tcp"}).exit_code == 0);
+  std::vector<v1::Vip> vips = engine.ListVips();
+  REQUIRE(vips.size() == 3);
+  CHECK(vips[0].mode() == v1::GUE);
+  CHECK(vips[1].mode() == v1::ENCAP);
+  CHECK(vips[2].mode() == v1::FORWARDING_MODE_UNSPECIFIED);
+
+  r = Run({"vip", "list"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out,
+             Catch::Contains("198.18.0.10:80/tcp  -     default  gue    198.18.1.1,weight=100\n"));
+  CHECK_THAT(r.out, Catch::Contains("198.18.0.11:80/tcp  -     default  encap  -\n"));
+  r = Run({"status"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("VIP 198.18.0.10:80/tcp  id 0  table 65537  encap gue  pkts"));
+  CHECK_THAT(r.out, Catch::Contains("VIP 198.18.0.11:80/tcp  id 0  table 65537  pkts"));
+
+  // Anything else is refused before a call (exit 2), naming the choices.
+  const size_t calls = engine.calls().size();
+  r = Run({"vip", "add", "198.18.0.13:80/tcp", "--mode", "dsr"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--mode 'dsr': encap (IP-in-IP) or gue (IP in UDP)"));
+  CHECK(engine.calls().size() == calls);
+}
+
 TEST_CASE_METHOD(Fixture, "lbctl flows lists a VIP's flows; bad input is refused before a call",
                  "[lbctl]") {
   REQUIRE(Run({"vip", "add", "198.18.0.10:80/tcp", "--backend", "198.18.1.1"}).exit_code == 0);

@@ -46,6 +46,28 @@ TEST_CASE("FormatFlows: a row per flow like ipvsadm -Lnc, then the counts", "[lb
         "at the scan limit, counts are lower bounds)\n");
 }
 
+TEST_CASE("FormatVips: a row per VIP, its mode as --mode takes it", "[lbctl][format]") {
+  v1::ListVipsResponse r;
+  v1::Vip* a = r.add_vips();
+  a->mutable_key()->set_address("198.18.0.10");
+  a->mutable_key()->set_port(80);
+  a->mutable_key()->set_protocol(v1::TCP);
+  a->set_name("web");
+  a->set_table_size(251);
+  a->set_mode(v1::GUE);
+  a->add_backends()->set_address("198.18.1.1");
+  a->mutable_backends(0)->set_weight(50);
+  v1::Vip* b = r.add_vips();
+  b->mutable_key()->set_address("2001:db8::10");
+  b->mutable_key()->set_port(443);
+  b->mutable_key()->set_protocol(v1::TCP);
+  CHECK(FormatVips(r) ==
+        "VIP                     NAME    TABLE  MODE   BACKENDS\n"
+        "198.18.0.10:80/tcp      web       251  gue    198.18.1.1,weight=50\n"
+        "[2001:db8::10]:443/tcp  -     default  encap  -\n");
+  CHECK(FormatVips(v1::ListVipsResponse()) == "no VIPs configured\n");
+}
+
 TEST_CASE("Compact keeps small counters exact", "[lbctl][format]") {
   CHECK(Compact(0) == "0");
   CHECK(Compact(99999) == "99999");
@@ -122,6 +144,14 @@ TEST_CASE("FormatStatus: header, VIP line, one row per backend", "[lbctl][format
   CHECK_THAT(FormatStatus(st, now),
              Catch::Contains("\n  FROZEN by the fleet guard (fleet-wide degradation): weights held "
                              "since 5s ago\n"));
+
+  // A GUE VIP says so on its line; ENCAP (the default) says nothing.
+  vip->set_mode(v1::GUE);
+  CHECK_THAT(FormatStatus(st, now),
+             Catch::Contains("VIP 198.18.0.10:80/tcp \"web\"  id 1  table 251  encap gue  pkts "
+                             "150.0k  bytes 0"));
+  vip->set_mode(v1::ENCAP);
+  CHECK_THAT(FormatStatus(st, now), Catch::Contains("  table 251  pkts 150.0k"));
 
   // Flow counts from a read that stopped at the agent's limit are flagged.
   st.set_flows_read(1048576);
