@@ -168,7 +168,7 @@ for ((i = 1; i <= NBACKENDS; i++)); do
   v4="BE${i}_ADDR4" v6="BE${i}_ADDR6"
   "${LAB[@]}" exec "be$i" "$LBDP" decap detach --dev to-router >/dev/null &&
     "${LAB[@]}" exec "be$i" "$LBDP" decap attach --dev to-router --addr "${!v4}" --addr "${!v6}" \
-      --from "$ROUTER_PREFIX4" --from 2001:db8::1 --vip "$VIP4" --vip "$VIP6" >/dev/null ||
+      --from "$ROUTER_PREFIX4" --from 2001:db8::1 --vip "$VIP4" --vip "$VIP6" --gue-port 6080 >/dev/null ||
     fatal "re-attaching backend $i's decap program failed"
 done
 proportions 4 "$VIP4_KEY" "http://$VIP4:$VIP_PORT/" 300
@@ -182,6 +182,13 @@ for ((i = 1; i <= NBACKENDS; i++)); do
   check $? "backend $i: ${decapped:-?} packets decapsulated, all from the router's prefix $ROUTER_PREFIX4 (bad_source ${bad:-?})"
 done
 proportions 6 "$VIP6_KEY" "http://[$VIP6]:$VIP_PORT/" 300
+# The IPv6 VIP is mode GUE in the lab: its packets reached the backends as
+# IPv6 + UDP + IPv6, and xdp_decap took them off (decapped_gue).
+for ((i = 1; i <= NBACKENDS; i++)); do
+  gue=$("${LAB[@]}" exec "be$i" "$LBDP" decap stats --dev to-router | awk '$1 == "decapped_gue" { print $2 }')
+  ((${gue:-0} >= 300 / NBACKENDS))
+  check $? "backend $i: ${gue:-?} GUE packets of the IPv6 VIP decapsulated"
+done
 
 no_neigh=$(($(verdict_count pass_fib_no_neigh) - no_neigh_before))
 ((no_neigh >= 2 * NBACKENDS))
