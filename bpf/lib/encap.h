@@ -83,15 +83,15 @@ static __always_inline __u32 encap_source4(const struct pkt *p, const struct bal
 	return *(const __u32 *)s->src4;
 }
 
-/* Prepends the outer header. MACs are written by the caller (they depend
- * on the next hop). Returns 0, or -1 if the headroom could not be grown (the
- * packet is then unchanged apart from its headroom and must be dropped). */
-static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
-				      const struct ballast_backend *be,
-				      const struct ballast_settings *s, __u32 vip_flags)
+/* encap_push() for IP-in-IP (gue 0) or GUE (gue 1): called with a
+ * constant, so each is compiled on its own and IP-in-IP runs no GUE test. */
+static __always_inline int encap_build(struct xdp_md *ctx, const struct pkt *p,
+				       const struct ballast_backend *be,
+				       const struct ballast_settings *s, const int gue)
 {
-	int grow = (int)encap_overhead(be, vip_flags) - (int)(p->l3_off - sizeof(struct ethhdr));
-	__u32 gue = vip_flags & BALLAST_VIP_F_GUE, udp_len = gue ? sizeof(struct udphdr) : 0;
+	const __u32 udp_len = gue ? sizeof(struct udphdr) : 0;
+	int grow = (int)encap_overhead(be, gue ? BALLAST_VIP_F_GUE : 0) -
+		   (int)(p->l3_off - sizeof(struct ethhdr));
 	void *data, *data_end;
 	struct ethhdr *eth;
 
@@ -158,6 +158,19 @@ static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
 			gue_write((void *)(ip6 + 1), p, p->ip_len);
 	}
 	return 0;
+}
+
+/* Prepends the outer header (GUE when `vip_flags` has BALLAST_VIP_F_GUE).
+ * MACs are written by the caller (they depend on the next hop). Returns 0,
+ * or -1 if the headroom could not be grown (the packet is then unchanged
+ * apart from its headroom and must be dropped). */
+static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
+				      const struct ballast_backend *be,
+				      const struct ballast_settings *s, __u32 vip_flags)
+{
+	if (unlikely(vip_flags & BALLAST_VIP_F_GUE))
+		return encap_build(ctx, p, be, s, 1);
+	return encap_build(ctx, p, be, s, 0);
 }
 
 /* Writes the Ethernet addresses of the (already encapsulated) frame. */

@@ -69,6 +69,10 @@ inline constexpr uint8_t kNoNext = 59;
 inline constexpr uint8_t kDestOpts = 60;
 }  // namespace proto
 
+// UDP port of GUE (IANA): the parser reads an IP packet right after a UDP
+// header to this port as encapsulated (GUE version 1, ballast's `mode: GUE`).
+inline constexpr uint16_t kGuePort = 6080;
+
 inline constexpr uint16_t kEthIp4 = 0x0800;
 inline constexpr uint16_t kEthIp6 = 0x86dd;
 inline constexpr uint16_t kEthVlan = 0x8100;

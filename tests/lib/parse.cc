@@ -74,17 +74,29 @@ absl::Status ParseL4(IpView& ip, size_t off, size_t length, bool quoted) {
     return absl::OkStatus();  // truncated header: complete == false
   }
   if (avail > hlen) l4.payload.assign(h + hlen, h + avail);
+  // GUE version 1 (an IP packet right after the UDP header) on its IANA
+  // port, as ballast's lb program sends it.
+  const bool gue = ip.proto == proto::kUdp && l4.dport == kGuePort && !l4.payload.empty() &&
+                   (l4.payload[0] >> 4 == 4 || l4.payload[0] >> 4 == 6);
   if (l4.complete && !ip.is_fragment) {
     std::span<const uint8_t> seg(h, length);
     if (ip.proto == proto::kIcmp) {
       l4.checksum_ok = InternetChecksum(seg) == 0;
-    } else if (ip.proto == proto::kUdp && length >= 8 && GetBe16(h + 6) == 0 && ip.family == 4) {
-      l4.checksum_ok = std::nullopt;  // IPv4 UDP without checksum
+    } else if (ip.proto == proto::kUdp && length >= 8 && GetBe16(h + 6) == 0 &&
+               (ip.family == 4 || gue)) {
+      l4.checksum_ok = std::nullopt;  // UDP without checksum (IPv6: a tunnel's, RFC 6935)
     } else {
       l4.checksum_ok = PseudoHeaderChecksum(ip.family, ip.src.b, ip.dst.b, ip.proto, seg) == 0;
     }
   }
   ip.l4 = l4;
+  if (gue) {
+    auto inner = ParseIp(std::span<const uint8_t>(h + 8, avail - 8), quoted);
+    if (!inner.ok())
+      return absl::InvalidArgumentError(absl::StrCat("GUE packet: ", inner.status().message()));
+    ip.inner = std::make_shared<IpView>(*std::move(inner));
+    return absl::OkStatus();
+  }
   if (hlen == 8 && avail >= 8 && l4.icmp_type != 0 && IsIcmpError(ip.family, l4.icmp_type) &&
       (ip.proto == proto::kIcmp || ip.proto == proto::kIcmp6)) {
     auto quoted_ip = ParseIp(std::span<const uint8_t>(h + 8, avail - 8), /*quoted=*/true);

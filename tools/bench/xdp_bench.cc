@@ -108,7 +108,9 @@ std::string CheckEncap(const Bytes& out, const Bytes& in, bool varied) {
   const pktgen::IpView& outer = *v->ip;
   if (BackendIdAt(outer.dst) == BALLAST_INVALID_ID)
     return "outer destination " + outer.dst.ToString() + " is not a backend";
-  const Bytes inner(outer.bytes.begin() + static_cast<long>(outer.header_len), outer.bytes.end());
+  const size_t udp = outer.proto == pktgen::proto::kUdp ? 8 : 0;  // GUE (--gue)
+  const Bytes inner(outer.bytes.begin() + static_cast<long>(outer.header_len + udp),
+                    outer.bytes.end());
   const Bytes orig = pktgen::IpPacketOf(in);
   if (!varied && inner != orig) return "inner packet changed";
   if (inner.size() != orig.size()) return "inner packet length changed";
@@ -271,6 +273,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.parallel = true;
     } else if (a == "--src4-prefix") {
       f.src4_prefix = next();
+    } else if (a == "--gue") {
+      f.gue = true;
     } else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: bench_xdp [--repeat N (default 1000000)] [--rounds R (default 5)]\n"
@@ -279,6 +283,7 @@ Flags ParseFlags(int argc, char** argv) {
           "                 [--second-chance N (only the second-chance costs, N runs each)]\n"
           "                 [--src4-prefix P (per-flow IPv4 outer sources, e.g. 198.18.0.32/27)]\n"
           "                 [--parallel (new connections and a full table on every CPU at once)]\n"
+          "                 [--gue (the VIPs encapsulate as GUE: IP in UDP)]\n"
           "Needs root. Exit 1 if a case fails its output/verdict checks.\n");
       std::exit(0);
     } else {
@@ -427,6 +432,7 @@ int PinCpu(int want) {
 int Main(int argc, char** argv) {
   const Flags f = ParseFlags(argc, argv);
   SetSourcePrefix(f.src4_prefix);
+  SetGue(f.gue);
   if (geteuid() != 0) Die("must run as root (loads BPF programs, BPF_PROG_TEST_RUN)");
   const std::vector<int> cpus = AllowedCpus();
   const int cpu = PinCpu(f.cpu);

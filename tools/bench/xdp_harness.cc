@@ -46,7 +46,10 @@ uint32_t BackendIdAt(const Addr& a) {
 
 namespace {
 std::optional<IpPrefix> source_prefix;
+bool gue = false;
 }  // namespace
+
+void SetGue(bool on) { gue = on; }
 
 void SetSourcePrefix(const std::string& prefix) {
   if (prefix.empty()) {
@@ -91,8 +94,8 @@ std::unique_ptr<Dataplane> OpenLb(uint32_t flow_capacity) {
         Die(absl::StrCat("writing nexthops[", id, "]: ", strerror(errno)));
     }
   }
-  Check((*dp)->UpsertVip({ToIp(kVip4), 80, IPPROTO_TCP}, kVipId4), "vip");
-  Check((*dp)->UpsertVip({ToIp(kVip6), 80, IPPROTO_TCP}, kVipId6), "vip");
+  Check((*dp)->UpsertVip({ToIp(kVip4), 80, IPPROTO_TCP}, kVipId4, {.gue = gue}), "vip");
+  Check((*dp)->UpsertVip({ToIp(kVip6), 80, IPPROTO_TCP}, kVipId6, {.gue = gue}), "vip");
   auto t4 = maglev::BuildTable(b4, BALLAST_DEFAULT_TABLE_SIZE);
   auto t6 = maglev::BuildTable(b6, BALLAST_DEFAULT_TABLE_SIZE);
   Check(t4.status(), "maglev");

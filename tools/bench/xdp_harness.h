@@ -44,6 +44,7 @@ struct Flags {
   int second_chance = 0;    // --second-chance N: only the second-chance costs, N runs each
   std::string src4_prefix;  // --src4-prefix P: per-flow IPv4 outer sources from P
   bool parallel = false;    // --parallel: only the every-CPU-at-once cases (xdp_parallel.cc)
+  bool gue = false;         // --gue: the VIPs encapsulate as GUE (IP in UDP)
 };
 
 [[noreturn]] void Die(const std::string& what);
@@ -65,6 +66,8 @@ std::unique_ptr<Dataplane> OpenLb(uint32_t flow_capacity);
 // Every later OpenLb() sets this per-flow IPv4 outer source prefix
 // (Settings::src4_prefix; "" = none, the default).
 void SetSourcePrefix(const std::string& prefix);
+// Every later OpenLb() makes both VIPs GUE (VipOptions::gue) or not.
+void SetGue(bool on);
 
 // The restore wrapper and the reference program, loaded once.
 struct Harness {
