@@ -181,12 +181,14 @@ ADDRESSES=198.18.12.2
 ROUTERS=198.18.12.1/32 2001:db8:12::1/128
 VIPS=198.18.0.10 2001:db8::10
 MODE=auto
+GUE_PORT=6080
 EOF
 lo_vips() { nsrun ip -o addr show dev lo | awk '{print $4}' | grep -v -e '^127\.' -e '^::1/' | sort | xargs; }
 xdp_on() { nsrun ip -d link show dev nic0 | grep -q 'prog/xdp'; }
 
 nsrun "$backend_sh" --config "$conf" up >"$work/up.log" 2>&1 || { cat "$work/up.log"; fail "up failed"; }
 xdp_on || fail "up attached no XDP program to nic0"
+grep -q "(GUE on UDP port 6080)" "$work/up.log" || fail "up did not take GUE on 6080: $(cat "$work/up.log")"
 [[ $(lo_vips) == "198.18.0.10/32 2001:db8::10/128" ]] || fail "VIPs on lo after up: '$(lo_vips)'"
 st=$(nsrun "$backend_sh" --config "$conf" status) || fail "status failed: $st"
 grep -q '^VIPS=198.18.0.10 2001:db8::10$' <<<"$st" || fail "status does not show the VIPs: $st"
@@ -207,6 +209,8 @@ refused "a multicast VIP" "$work/bad.conf" up "VIPS: '224.0.0.5' is not a unicas
 sed 's/^VIPS=.*/VIPS=::ffff:198.18.0.10/' "$conf" >"$work/bad3.conf"
 refused "an IPv4-mapped VIP" "$work/bad3.conf" check \
   "VIPS: '::ffff:198.18.0.10' is an IPv4 address written as IPv6"
+sed 's/^GUE_PORT=.*/GUE_PORT=65536/' "$conf" >"$work/bad4.conf"
+refused "a GUE port out of range" "$work/bad4.conf" check "GUE_PORT: '65536' is not a UDP port"
 printf 'DEVICE=nic0\nSHELL=$(reboot)\n' >"$work/bad2.conf"
 refused "an unknown key" "$work/bad2.conf" check "unknown key SHELL"
 [[ $(lo_vips) == "198.18.0.10/32 2001:db8::10/128" ]] && xdp_on ||
