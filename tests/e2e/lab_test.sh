@@ -24,7 +24,12 @@
 #  (d) per-flow IPv4 outer sources (global.source_v4_prefix): during (a) the
 #      backends' decap programs take IPv4-in-IPv4 only from the router's
 #      prefix, and every packet of the 300 connections arrives from it (their
-#      spread over the prefix and stability per flow: bpf_tests [source]).
+#      spread over the prefix and stability per flow: bpf_tests [source]);
+#      the IPv6 VIP is `mode: GUE` in the lab: its packets arrive as GUE
+#      (counted decapped_gue on every backend);
+#  (e) second chance through GUE: with backend 1's nginx stopped, 100 fresh
+#      IPv6 connections are all answered, by the others; backend 1's decap
+#      program bounced their SYNs (as GUE) and the router sent them on.
 # (a) runs with the router's neighbour entries towards the backends flushed
 # first (health checking is off, so nothing else resolves them): the first
 # packets to each backend go out through tc_neigh and resolve them.
@@ -288,6 +293,34 @@ check $? "after the change: $got/100 fresh connections answered, $on_target of t
 check $? "non-VIP: ping $ROUTER4 from the client: $(grep -o '[0-9]* received' "$work/ping4")"
 "${LAB[@]}" exec client ping -6 -c 3 -i 0.2 -W 2 -q "$ROUTER6" >"$work/ping6" 2>&1
 check $? "non-VIP: ping $ROUTER6 from the client: $(grep -o '[0-9]* received' "$work/ping6")"
+
+# ---- (e) second chance through GUE -------------------------------------------------
+# Backend 1's nginx stopped (its host up, its decap program attached): the
+# IPv6 VIP's SYNs that reach it find no listener and come back to the router
+# as GUE, which sends them on to their next choice as GUE. No request fails.
+# Last: the lab is taken down after this.
+pid=$(cat "$STATE/be1/nginx.pid" 2>/dev/null)
+[[ $pid =~ ^[0-9]+$ ]] || fatal "no nginx pid for backend 1 in $STATE/be1/nginx.pid"
+kill -TERM "$pid"
+for ((n = 0; n < 50; n++)); do
+  [[ -z $("${LAB[@]}" exec be1 ss -Hltn 'sport = :80') ]] && break
+  sleep 0.1
+done
+[[ -z $("${LAB[@]}" exec be1 ss -Hltn 'sport = :80') ]] || fatal "backend 1's nginx still listens"
+bounced_before=$(verdict_count bounce_tx)
+redirected_before=$(verdict_count bounce_redirect)
+args=()
+for ((i = 0; i < 100; i++)); do args+=("http://[$VIP6]:$VIP_PORT/"); done
+"${LAB[@]}" exec client curl -g -sS -H 'Connection: close' --connect-timeout 1 --max-time 2 \
+  "${args[@]}" >"$work/curl.sc" 2>"$work/curl.sc.err"
+got=$(grep -c '^backend-' "$work/curl.sc")
+on_dead=$(grep -cx "$BE1_NAME" "$work/curl.sc")
+bounced=$(($(verdict_count bounce_tx) + $(verdict_count bounce_redirect) - bounced_before - redirected_before))
+refused=$("${LAB[@]}" exec be1 "$LBDP" decap stats --dev to-router | awk '$1 == "bounced" { print $2 }')
+((got == 100 && on_dead == 0))
+check $? "second chance over GUE: $got/100 IPv6 requests answered with backend 1's server stopped, $on_dead by it$(errs "$work/curl.sc.err")"
+((bounced > 0 && ${refused:-0} >= bounced))
+check $? "second chance over GUE: backend 1 bounced ${refused:-?} SYNs, the router sent $bounced on"
 
 echo "e2e: lbctl status:"
 lbctl status 2>&1 | sed 's/^/  /'
