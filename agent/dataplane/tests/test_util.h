@@ -4,6 +4,8 @@
 #ifndef BALLAST_AGENT_DATAPLANE_TESTS_TEST_UTIL_H_
 #define BALLAST_AGENT_DATAPLANE_TESTS_TEST_UTIL_H_
 
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "agent/dataplane/bpf_util.h"
 #include "agent/dataplane/dataplane.h"
@@ -115,6 +118,22 @@ inline IpAddress Ip(const char* s) {
   INFO(s);
   REQUIRE(a.ok());
   return *a;
+}
+
+// Both copies of a VIP's value the program reads: `vips` (new flows) and
+// vip_refs[id].meta (known flows).
+inline std::pair<ballast_vip_meta, ballast_vip_meta> VipMetas(const Dataplane& dp,
+                                                              const VipKey& key, uint32_t vip_id) {
+  ballast_vip_key raw = {};
+  std::memcpy(raw.addr, key.addr.bytes().data(), sizeof(raw.addr));
+  raw.port = htons(key.port);
+  raw.proto = key.proto;
+  raw.family = key.addr.family();
+  ballast_vip_meta meta = {};
+  REQUIRE(bpf_map_lookup_elem(dp.map_fd("vips"), &raw, &meta) == 0);
+  ballast_vip_ref ref = {};
+  REQUIRE(bpf_map_lookup_elem(dp.map_fd("vip_refs"), &vip_id, &ref) == 0);
+  return {meta, ref.meta};
 }
 
 }  // namespace ballast::dataplane::testing
