@@ -367,25 +367,19 @@ TEST_CASE("xdp_decap bounces a SYN nobody listens for, and the router takes it",
   REQUIRE(ns.ok());
   LbFixture fx;
   SetUpLab(fx);
-  auto decap = dataplane::Decap::Load();
-  INFO(decap.status().ToString());
-  REQUIRE(decap.ok());
-  for (int i = 1; i <= 3; ++i) {
-    REQUIRE((*decap)->AddAddress(ToIpAddress(Lab::Backend4(i))).ok());
-    REQUIRE((*decap)->AddAddress(ToIpAddress(Lab::Backend6(i))).ok());
-  }
-  REQUIRE((*decap)->AddSource("198.18.0.1").ok());
-  REQUIRE((*decap)->AddSource("2001:db8::1").ok());
-  REQUIRE((*decap)->AddVip(ToIpAddress(Lab::Vip4())).ok());
-  REQUIRE((*decap)->AddVip(ToIpAddress(Lab::Vip6())).ok());
-  const int decap_fd = (*decap)->prog_fd();
+  const std::unique_ptr<dataplane::Decap> decap = LoadBackendDecap();
+  REQUIRE(decap->AddSource("198.18.0.1").ok());
+  REQUIRE(decap->AddSource("2001:db8::1").ok());
+  REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip4())).ok());
+  REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip6())).ok());
+  const int decap_fd = decap->prog_fd();
   const auto run_decap = [&](const Bytes& frame) {
     auto r = pktgen::RunXdp(decap_fd, frame);
     REQUIRE(r.ok());
     return *r;
   };
   const auto stats = [&] {
-    auto s = (*decap)->Stats();
+    auto s = decap->Stats();
     REQUIRE(s.ok());
     return *s;
   };
@@ -494,7 +488,7 @@ TEST_CASE("xdp_decap bounces a SYN nobody listens for, and the router takes it",
   CHECK(r6["_ws.malformed"].empty());
 
   // Second chance off: passed up, the kernel answers.
-  REQUIRE((*decap)->SetBounce(false).ok());
+  REQUIRE(decap->SetBounce(false).ok());
   const Outcome o = fx.Run(FromClient4().Tcp(45000, 80, tcp::kSyn, 100, 0).Build());
   const auto r = run_decap(o.out);
   CHECK(r.action == XDP_PASS);

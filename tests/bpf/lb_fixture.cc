@@ -311,7 +311,8 @@ pktgen::IpView CheckEncapsulated(const Bytes& out, const EncapExpect& e) {
   CHECK(ip.dst == e.outer_dst);
   CHECK(ip.ttl == 64);
   CHECK(ip.tos == e.outer_tos);
-  CHECK(ip.total_len == ip.header_len + e.inner_ip.size());
+  const size_t udp = e.gue_sport.has_value() ? 8 : 0;
+  CHECK(ip.total_len == ip.header_len + udp + e.inner_ip.size());
   CHECK(out.size() == 14 + ip.total_len);  // nothing after the packet
   if (ip.family == 4) {
     CHECK(ip.header_len == 20);
@@ -321,16 +322,57 @@ pktgen::IpView CheckEncapsulated(const Bytes& out, const EncapExpect& e) {
     CHECK(ip.header_len == 40);
     CHECK(ip.ext_types.empty());
   }
-  const uint8_t want_proto = e.inner_ip[0] >> 4 == 4 ? pktgen::proto::kIpip : pktgen::proto::kIpv6;
-  CHECK(ip.proto == want_proto);
-  const Bytes inner(ip.bytes.begin() + static_cast<long>(ip.header_len), ip.bytes.end());
+  const uint8_t want_proto = udp != 0                  ? pktgen::proto::kUdp
+                             : e.inner_ip[0] >> 4 == 4 ? pktgen::proto::kIpip
+                                                       : pktgen::proto::kIpv6;
+  REQUIRE(ip.proto == want_proto);
+  if (udp != 0) {
+    const size_t h = ip.header_len;
+    REQUIRE(ip.l4.has_value());
+    CHECK(ip.l4->sport == *e.gue_sport);
+    CHECK(ip.l4->dport == e.gue_dport);
+    CHECK(((ip.bytes[h + 4] << 8) | ip.bytes[h + 5]) == 8 + static_cast<int>(e.inner_ip.size()));
+    CHECK(ip.bytes[h + 6] == 0);  // no checksum (RFC 6935 for IPv6)
+    CHECK(ip.bytes[h + 7] == 0);
+  }
+  const Bytes inner(ip.bytes.begin() + static_cast<long>(ip.header_len + udp), ip.bytes.end());
   INFO("inner packet sent:\n" << pktgen::HexDump(e.inner_ip));
   CHECK(inner == e.inner_ip);
-  REQUIRE(ip.inner != nullptr);
-  const absl::Status cs = pktgen::CheckChecksums(ip);
+  auto in = pktgen::ParseIp(inner);
+  REQUIRE(in.ok());
+  const absl::Status cs = pktgen::CheckChecksums(*in);
   INFO(cs.ToString());
   CHECK(cs.ok());
   return ip;
+}
+
+std::unique_ptr<dataplane::Decap> LoadBackendDecap() {
+  auto decap = dataplane::Decap::Load();
+  INFO(decap.status().ToString());
+  REQUIRE(decap.ok());
+  for (int i = 1; i <= 3; ++i) {
+    REQUIRE((*decap)->AddAddress(ToIpAddress(Lab::Backend4(i))).ok());
+    REQUIRE((*decap)->AddAddress(ToIpAddress(Lab::Backend6(i))).ok());
+  }
+  return *std::move(decap);
+}
+
+void ForEachSpreadFlow(
+    LbFixture& fx,
+    const std::function<void(const ballast_flow_key&, const pktgen::IpView&)>& seen) {
+  for (int c = 1; c <= 100; ++c) {
+    const Addr client = Addr::Parse("198.18.100." + std::to_string(c));
+    for (uint16_t sport = 20000; sport < 20100; ++sport) {
+      pktgen::PacketBuilder b;
+      b.Eth(Lab::TorMac(), Lab::RouterMac()).Ip4(client, Lab::Vip4());
+      const Outcome o = fx.Run(b.Udp(sport, 53).PayloadSize(16).Build());
+      REQUIRE(o.verdict == BALLAST_V_TX);
+      auto v = pktgen::ParseFrame(o.out);
+      REQUIRE(v.ok());
+      REQUIRE(v->ip.has_value());
+      seen(FlowKey(client, Lab::Vip4(), sport, 53, IPPROTO_UDP), *v->ip);
+    }
+  }
 }
 
 void ExpectVerdicts(LbFixture& fx, const std::vector<VerdictCase>& cases, int action) {

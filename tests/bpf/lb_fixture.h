@@ -17,6 +17,7 @@
 #define BALLAST_TESTS_BPF_LB_FIXTURE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,6 +28,7 @@
 #include <catch2/catch.hpp>
 
 #include "agent/dataplane/dataplane.h"
+#include "agent/dataplane/decap.h"
 #include "agent/dataplane/verdict.h"
 #include "ballast_abi.h"
 #include "tests/lib/xdp_run.h"
@@ -153,15 +155,29 @@ struct EncapExpect {
   Addr outer_dst;
   Bytes inner_ip;  // the original IP packet, byte for byte
   uint8_t outer_tos = 0;
+  // GUE (a VIP with BALLAST_VIP_F_GUE): a UDP header between the two, from
+  // this source port to gue_dport, checksum 0. Unset: IP-in-IP.
+  std::optional<uint16_t> gue_sport;
+  uint16_t gue_dport = BALLAST_GUE_PORT_DEFAULT;
   Mac src = Lab::NexthopSmac();  // Ethernet addresses
   Mac dst = Lab::NexthopDmac();
 };
 
 // Asserts Ethernet (expect.src/dst, no VLAN), the outer header (version,
-// protocol 4/41, addresses, TTL 64, lengths, IPv4 header checksum) and that
-// the inner packet is `inner_ip` unchanged with valid checksums. Returns the
-// parsed outer view.
+// protocol 4/41, or 17 and the UDP header for GUE; addresses, TTL 64,
+// lengths, IPv4 header checksum) and that the inner packet is `inner_ip`
+// unchanged with valid checksums. Returns the parsed outer view.
 pktgen::IpView CheckEncapsulated(const Bytes& out, const EncapExpect& expect);
+
+// A copy of xdp_decap (not attached) for the lab's backends' addresses
+// (Backend4/Backend6 1..3), nothing else set.
+std::unique_ptr<dataplane::Decap> LoadBackendDecap();
+
+// 10,000 UDP flows to the IPv4 UDP VIP (100 clients 198.18.100.1..100, 100
+// source ports each), each run once; every one must be forwarded. `seen`
+// gets each flow's key and its output's outer header.
+void ForEachSpreadFlow(
+    LbFixture& fx, const std::function<void(const ballast_flow_key&, const pktgen::IpView&)>& seen);
 
 // Converts a pktgen address to the data-plane library's type.
 IpAddress ToIpAddress(const Addr& a);

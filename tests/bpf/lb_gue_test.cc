@@ -45,51 +45,6 @@ uint16_t ExpectedPort(const ballast_flow_key& key) {
   return static_cast<uint16_t>(0xC000 | (ballast_flow_label(&key) & 0x3FFF));
 }
 
-struct GueExpect {
-  int outer_family = 4;
-  Addr outer_src;
-  Addr outer_dst;
-  uint16_t sport = 0;
-  uint16_t dport = BALLAST_GUE_PORT_DEFAULT;
-  Bytes inner_ip;
-};
-
-// Asserts the outer IP header (protocol 17, addresses, TTL, lengths, IPv4
-// header checksum), the UDP header (ports, length, checksum 0) and that the
-// client's packet follows it unchanged with valid checksums.
-void CheckGue(const Bytes& out, const GueExpect& e) {
-  auto f = pktgen::ParseFrame(out);
-  INFO("output frame:\n" << pktgen::HexDump(out));
-  REQUIRE(f.ok());
-  CHECK(f->src == Lab::NexthopSmac());
-  CHECK(f->dst == Lab::NexthopDmac());
-  REQUIRE(f->ip.has_value());
-  const pktgen::IpView& ip = *f->ip;
-  REQUIRE(ip.family == e.outer_family);
-  CHECK(ip.src == e.outer_src);
-  CHECK(ip.dst == e.outer_dst);
-  CHECK(ip.ttl == 64);
-  REQUIRE(ip.proto == pktgen::proto::kUdp);
-  CHECK(ip.header_len == (e.outer_family == 4 ? 20u : 40u));
-  if (e.outer_family == 4) CHECK(ip.header_checksum_ok);
-  CHECK(ip.total_len == ip.header_len + 8 + e.inner_ip.size());
-  CHECK(out.size() == 14 + ip.total_len);
-  REQUIRE(ip.l4.has_value());
-  CHECK(ip.l4->sport == e.sport);
-  CHECK(ip.l4->dport == e.dport);
-  const size_t udp = 14 + ip.header_len;
-  CHECK(((out[udp + 4] << 8) | out[udp + 5]) == 8 + static_cast<int>(e.inner_ip.size()));
-  CHECK(out[udp + 6] == 0);  // no checksum (RFC 6935 for IPv6)
-  CHECK(out[udp + 7] == 0);
-  const Bytes inner(out.begin() + static_cast<long>(udp + 8), out.end());
-  CHECK(inner == e.inner_ip);
-  auto in = pktgen::ParseIp(inner);
-  REQUIRE(in.ok());
-  const absl::Status cs = pktgen::CheckChecksums(*in);
-  INFO(cs.ToString());
-  CHECK(cs.ok());
-}
-
 Addr OuterDst(const Bytes& out) {
   auto f = pktgen::ParseFrame(out);
   REQUIRE(f.ok());
@@ -112,11 +67,11 @@ TEST_CASE("A GUE VIP's packets are IP + UDP + the client's packet, one source po
     for (const Bytes* in : {&syn, &ack, &data}) {
       const Outcome o = fx.Run(*in);
       REQUIRE(o.verdict == BALLAST_V_TX);
-      CheckGue(o.out, {.outer_family = 4,
-                       .outer_src = Lab::Src4(),
-                       .outer_dst = fx.BackendAddr(fx.Predict(kVipTcp4, key)),
-                       .sport = ExpectedPort(key),
-                       .inner_ip = pktgen::IpPacketOf(*in)});
+      CheckEncapsulated(o.out, {.outer_family = 4,
+                                .outer_src = Lab::Src4(),
+                                .outer_dst = fx.BackendAddr(fx.Predict(kVipTcp4, key)),
+                                .inner_ip = pktgen::IpPacketOf(*in),
+                                .gue_sport = ExpectedPort(key)});
     }
     CHECK(fx.Flow(key).has_value());
   }
@@ -127,11 +82,11 @@ TEST_CASE("A GUE VIP's packets are IP + UDP + the client's packet, one source po
     const auto key = FlowKey(Lab::Client6(), Lab::Vip6(), 41000, 443, IPPROTO_TCP);
     const Outcome o = fx.Run(in);
     REQUIRE(o.verdict == BALLAST_V_TX);
-    CheckGue(o.out, {.outer_family = 6,
-                     .outer_src = Lab::Src6(),
-                     .outer_dst = fx.BackendAddr(fx.Predict(kVipTcp6, key)),
-                     .sport = ExpectedPort(key),
-                     .inner_ip = pktgen::IpPacketOf(in)});
+    CheckEncapsulated(o.out, {.outer_family = 6,
+                              .outer_src = Lab::Src6(),
+                              .outer_dst = fx.BackendAddr(fx.Predict(kVipTcp6, key)),
+                              .inner_ip = pktgen::IpPacketOf(in),
+                              .gue_sport = ExpectedPort(key)});
     auto f = pktgen::ParseFrame(o.out);
     REQUIRE(f.ok());
     CHECK(f->ip->flow_label == ballast_flow_label(&key));  // the label as before
@@ -141,22 +96,22 @@ TEST_CASE("A GUE VIP's packets are IP + UDP + the client's packet, one source po
     const auto key = FlowKey(Lab::Client4(), Lab::Vip4(), 41000, 443, IPPROTO_TCP);
     const Outcome o = fx.Run(in);
     REQUIRE(o.verdict == BALLAST_V_TX);
-    CheckGue(o.out, {.outer_family = 6,
-                     .outer_src = Lab::Src6(),
-                     .outer_dst = fx.BackendAddr(fx.Predict(kVip4To6, key)),
-                     .sport = ExpectedPort(key),
-                     .inner_ip = pktgen::IpPacketOf(in)});
+    CheckEncapsulated(o.out, {.outer_family = 6,
+                              .outer_src = Lab::Src6(),
+                              .outer_dst = fx.BackendAddr(fx.Predict(kVip4To6, key)),
+                              .inner_ip = pktgen::IpPacketOf(in),
+                              .gue_sport = ExpectedPort(key)});
   }
   {
     const Bytes in = FromClient4().Udp(5353, 53).PayloadSize(32).Build();
     const auto key = FlowKey(Lab::Client4(), Lab::Vip4(), 5353, 53, IPPROTO_UDP);
     const Outcome o = fx.Run(in);
     REQUIRE(o.verdict == BALLAST_V_TX);
-    CheckGue(o.out, {.outer_family = 4,
-                     .outer_src = Lab::Src4(),
-                     .outer_dst = fx.BackendAddr(fx.Predict(kVipUdp4, key)),
-                     .sport = ExpectedPort(key),
-                     .inner_ip = pktgen::IpPacketOf(in)});
+    CheckEncapsulated(o.out, {.outer_family = 4,
+                              .outer_src = Lab::Src4(),
+                              .outer_dst = fx.BackendAddr(fx.Predict(kVipUdp4, key)),
+                              .inner_ip = pktgen::IpPacketOf(in),
+                              .gue_sport = ExpectedPort(key)});
   }
 
   // Another port from the settings; GUE off again: IP-in-IP, the flow kept.
@@ -166,12 +121,12 @@ TEST_CASE("A GUE VIP's packets are IP + UDP + the client's packet, one source po
       FromClient4().Tcp(41000, 80, tcp::kAck | tcp::kPsh, 1201, 1).PayloadSize(10).Build();
   Outcome o = fx.Run(more);
   REQUIRE(o.verdict == BALLAST_V_TX);
-  CheckGue(o.out, {.outer_family = 4,
-                   .outer_src = Lab::Src4(),
-                   .outer_dst = fx.BackendAddr(fx.Predict(kVipTcp4, key)),
-                   .sport = ExpectedPort(key),
-                   .dport = 5555,
-                   .inner_ip = pktgen::IpPacketOf(more)});
+  CheckEncapsulated(o.out, {.outer_family = 4,
+                            .outer_src = Lab::Src4(),
+                            .outer_dst = fx.BackendAddr(fx.Predict(kVipTcp4, key)),
+                            .inner_ip = pktgen::IpPacketOf(more),
+                            .gue_sport = ExpectedPort(key),
+                            .gue_dport = 5555});
   SetGue(fx, false);
   o = fx.Run(more);
   REQUIRE(o.verdict == BALLAST_V_TX);
@@ -207,24 +162,15 @@ TEST_CASE("10,000 flows spread evenly over GUE source ports", "[lb][gue]") {
   std::map<int, int> count;
   std::set<uint16_t> ports;
   int n = 0, mismatched = 0;
-  for (int c = 1; c <= 100; ++c) {
-    const Addr client = Addr::Parse("198.18.100." + std::to_string(c));
-    for (uint16_t sport = 20000; sport < 20100; ++sport, ++n) {
-      pktgen::PacketBuilder b;
-      b.Eth(Lab::TorMac(), Lab::RouterMac()).Ip4(client, Lab::Vip4());
-      const Outcome o = fx.Run(b.Udp(sport, 53).PayloadSize(16).Build());
-      REQUIRE(o.verdict == BALLAST_V_TX);
-      auto v = pktgen::ParseFrame(o.out);
-      REQUIRE(v.ok());
-      REQUIRE(v->ip->l4.has_value());
-      const uint16_t port = v->ip->l4->sport;
-      const auto key = FlowKey(client, Lab::Vip4(), sport, 53, IPPROTO_UDP);
-      mismatched += port != ExpectedPort(key);
-      CHECK(port >= 0xC000);
-      ports.insert(port);
-      ++count[port % kCells];
-    }
-  }
+  ForEachSpreadFlow(fx, [&](const ballast_flow_key& key, const pktgen::IpView& outer) {
+    REQUIRE(outer.l4.has_value());
+    const uint16_t port = outer.l4->sport;
+    mismatched += port != ExpectedPort(key);
+    CHECK(port >= 0xC000);
+    ports.insert(port);
+    ++count[port % kCells];
+    ++n;
+  });
   CHECK(mismatched == 0);
   const double expected = static_cast<double>(n) / kCells;
   double chi2 = 0;
@@ -285,11 +231,11 @@ TEST_CASE("A GUE bounce to the router's GUE port goes to the next choice, as GUE
     CHECK(second != first);
     CHECK(second == fx.PredictNext(v6 ? kVipTcp6 : kVipTcp4, key,
                                    fx.Predict(v6 ? kVipTcp6 : kVipTcp4, key), first));
-    CheckGue(o2.out, {.outer_family = v6 ? 6 : 4,
-                      .outer_src = v6 ? Lab::Src6() : Lab::Src4(),
-                      .outer_dst = fx.BackendAddr(second),
-                      .sport = ExpectedPort(key),
-                      .inner_ip = pktgen::IpPacketOf(syn)});
+    CheckEncapsulated(o2.out, {.outer_family = v6 ? 6 : 4,
+                               .outer_src = v6 ? Lab::Src6() : Lab::Src4(),
+                               .outer_dst = fx.BackendAddr(second),
+                               .inner_ip = pktgen::IpPacketOf(syn),
+                               .gue_sport = ExpectedPort(key)});
     // The client's ACK follows the bounce.
     const Outcome ack =
         fx.Run((v6 ? FromClient6() : FromClient4()).Tcp(sport, dport, tcp::kAck, 10, 1).Build());
@@ -314,20 +260,14 @@ TEST_CASE("xdp_decap takes GUE off on its port only, and bounces it with its por
   LbFixture fx;
   SetUpLab(fx);
   SetGue(fx, true);
-  auto decap = dataplane::Decap::Load();
-  INFO(decap.status().ToString());
-  REQUIRE(decap.ok());
-  for (int i = 1; i <= 3; ++i) {
-    REQUIRE((*decap)->AddAddress(ToIpAddress(Lab::Backend4(i))).ok());
-    REQUIRE((*decap)->AddAddress(ToIpAddress(Lab::Backend6(i))).ok());
-  }
+  const std::unique_ptr<dataplane::Decap> decap = LoadBackendDecap();
   const auto run_decap = [&](const Bytes& frame) {
-    auto r = pktgen::RunXdp((*decap)->prog_fd(), frame);
+    auto r = pktgen::RunXdp(decap->prog_fd(), frame);
     REQUIRE(r.ok());
     return *r;
   };
   const auto stats = [&] {
-    auto s = (*decap)->Stats();
+    auto s = decap->Stats();
     REQUIRE(s.ok());
     return *s;
   };
@@ -341,7 +281,7 @@ TEST_CASE("xdp_decap takes GUE off on its port only, and bounces it with its por
 
   // GUE not accepted yet: the kernel's (a UDP packet like any other).
   CHECK(run_decap(o4.out).out == o4.out);
-  REQUIRE((*decap)->SetGuePort(BALLAST_GUE_PORT_DEFAULT).ok());
+  REQUIRE(decap->SetGuePort(BALLAST_GUE_PORT_DEFAULT).ok());
   const auto before = stats();
   for (const auto* pair : {&o4, &o6, &o46}) {
     const Bytes& in = pair == &o4 ? ack4 : pair == &o6 ? ack6 : ack4in6;
