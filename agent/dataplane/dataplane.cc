@@ -90,6 +90,12 @@ bool GrowsCounters(const bpf_map* m, const std::string& path) {
 
 }  // namespace
 
+uint32_t AdoptedSetsFor(uint32_t flow_capacity) {
+  const uint64_t sets =
+      std::bit_ceil((uint64_t{flow_capacity} + BALLAST_ADOPTED_WAYS - 1) / BALLAST_ADOPTED_WAYS);
+  return static_cast<uint32_t>(std::max<uint64_t>(16, sets));
+}
+
 uint32_t HandshakeSetsFor(uint32_t flow_capacity) {
   const uint64_t sets =
       std::bit_ceil((uint64_t{flow_capacity} + kFlowsPerHandshakeSet - 1) / kFlowsPerHandshakeSet);
@@ -129,13 +135,20 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
     dp->inner_flags_ = bpf_map__map_flags(inner);
   }
   // The three flow maps (one per class: seen, adopted, UDP) each hold the
-  // configured capacity, so that no class can evict another's flows.
-  for (bpf_map* flows :
-       {dp->skel_->maps.flows, dp->skel_->maps.flows_adopted, dp->skel_->maps.flows_udp}) {
+  // configured capacity, so that no class can evict another's flows. The
+  // adopted flows' sets are indexed with the mask the program is loaded
+  // with (a constant to the verifier).
+  for (bpf_map* flows : {dp->skel_->maps.flows, dp->skel_->maps.flows_udp}) {
     if (int err = bpf_map__set_max_entries(flows, options.flow_capacity); err != 0) {
       return ErrnoStatus(err, Cat("setting the capacity of ", bpf_map__name(flows)));
     }
   }
+  dp->adopted_sets_ = AdoptedSetsFor(options.flow_capacity);
+  if (int err = bpf_map__set_max_entries(dp->skel_->maps.adopted_flows, dp->adopted_sets_);
+      err != 0) {
+    return ErrnoStatus(err, "setting the capacity of adopted_flows");
+  }
+  dp->skel_->rodata->adopted_set_mask = dp->adopted_sets_ - 1;
   // The handshake slots grow with the flow table; the program indexes them
   // with the mask it is loaded with (a constant to the verifier).
   dp->handshake_sets_ = options.handshake_sets != 0 ? options.handshake_sets
@@ -197,6 +210,13 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
   }
   if (pinning) {
     if (absl::Status s = dp->AdoptOrPinProgram(); !s.ok()) return s;
+    // Builds before adopted_flows kept adopted flows in an LRU hash of this
+    // name. The program that uses it keeps it until Attach() replaces that
+    // program; its flows are adopted again on the same table pick.
+    const std::string old_adopted = Cat(dp->pin_dir_, "/flows_adopted");
+    if (PathExists(old_adopted) && unlink(old_adopted.c_str()) != 0) {
+      return ErrnoStatus(errno, Cat("unpinning ", old_adopted));
+    }
   }
   return dp;
 }
@@ -282,9 +302,12 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::OpenPinned(std::string_vie
     // The sizes of the flow table and of the handshake slots are chosen at
     // load time; take what is pinned.
     auto info = GetMapInfo(fd.get());
-    if (info.ok() &&
-        (m == spec->maps.flows || m == spec->maps.flows_adopted || m == spec->maps.flows_udp)) {
+    if (info.ok() && (m == spec->maps.flows || m == spec->maps.flows_udp)) {
       bpf_map__set_max_entries(m, info->max_entries);
+    }
+    if (info.ok() && m == spec->maps.adopted_flows) {
+      bpf_map__set_max_entries(m, info->max_entries);
+      dp->adopted_sets_ = info->max_entries;
     }
     if (info.ok() && m == spec->maps.handshakes) {
       bpf_map__set_max_entries(m, info->max_entries);

@@ -22,11 +22,13 @@
 // Pinning and restarts (Options::pin_dir non-empty, default
 // /sys/fs/bpf/ballast):
 //  - Each map of the program is pinned at <pin_dir>/<map name> (names are the
-//    ABI names: vips, vip_refs, vip_filter, backends, maglev_tables, flows, handshakes,
-//    settings, handshake_settings, icmp_budget, nexthops, backend_stats, vip_stats, verdicts,
-//    clock_cache). Open()
+//    ABI names: vips, vip_refs, vip_filter, backends, maglev_tables, flows, adopted_flows,
+//    flows_udp, handshakes, settings, handshake_settings, icmp_budget, nexthops, backend_stats,
+//    vip_stats, verdicts, clock_cache). Open()
 //    reuses the pinned maps when they exist (their contents, including the flow table, survive) and
-//    pins the ones that do not. The program is pinned at <pin_dir>/prog_xdp_lb.
+//    pins the ones that do not. The program is pinned at <pin_dir>/prog_xdp_lb. An older build's
+//    `flows_adopted` (an LRU hash; adopted flows now live in `adopted_flows`) is unpinned: its
+//    flows are adopted again, on the same table pick.
 //  - Restart with the same build: the pinned program is *adopted* (prog_fd()
 //    is the running program) and Attach() on a device that already runs it
 //    is a no-op. Nothing is detached or re-attached; no packet is lost.
@@ -94,6 +96,12 @@ struct Options {
 // table (2^26 flows).
 inline constexpr uint32_t kFlowsPerHandshakeSet = 128;
 uint32_t HandshakeSetsFor(uint32_t flow_capacity);
+
+// Sets of `adopted_flows` (BALLAST_ADOPTED_WAYS flows each) for a flow table
+// of `flow_capacity`: the capacity over the ways, rounded up to a power of
+// two (the program indexes them with a mask), at least 16. 65,536 sets
+// (20 MiB) for the default 262,144 flows.
+uint32_t AdoptedSetsFor(uint32_t flow_capacity);
 
 class Dataplane final : public DataplanePort {
  public:
@@ -260,9 +268,14 @@ class Dataplane final : public DataplanePort {
       const char* map, size_t max,
       const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
       size_t batch = 4096) const override;
-  // max_entries of map `map` (the pinned map's, which may predate the
-  // options).
+  // How many flows map `map` holds: max_entries (the pinned map's, which may
+  // predate the options), times the ways of a set for kAdoptedFlowsMap.
   absl::StatusOr<uint32_t> MapCapacity(const char* map) const override;
+  // The flow of `key` in map `map` (one of kFlowMaps), or nullopt. In
+  // kAdoptedFlowsMap it is looked for in the set its flow hash names, as the
+  // program does (bpftool cannot look that map up by 5-tuple).
+  absl::StatusOr<std::optional<ballast_flow>> LookupFlow(const char* map,
+                                                         const ballast_flow_key& key) const;
   // The TCP handshakes under way (`handshakes` slots whose latest SYN is at
   // most the settings' syn_idle old), and how many sets have all their
   // slots in use (a new handshake there displaces the oldest).
@@ -280,6 +293,7 @@ class Dataplane final : public DataplanePort {
   // written meanwhile is kept.
   absl::StatusOr<uint64_t> ExpireHandshakes() override;
   uint32_t handshake_sets() const { return handshake_sets_; }  // entries of `handshakes`
+  uint32_t adopted_sets() const { return adopted_sets_; }      // entries of `adopted_flows`
 
   static uint64_t MonotonicNowNs();  // CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns
 
@@ -291,6 +305,10 @@ class Dataplane final : public DataplanePort {
   // map (plus `addr` itself when include_addr).
   absl::Status SetVipFilterWord(const IpAddress& addr, bool include_addr);
   absl::Status ZeroPerCpu(int map_fd, uint32_t key, size_t value_size, std::string_view what);
+  // ForEachFlowIn for kAdoptedFlowsMap: the used ways of every set.
+  absl::StatusOr<size_t> ForEachAdoptedFlow(
+      size_t max,
+      const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn) const;
   absl::Status SetIcmpBudget(uint32_t per_s, uint32_t burst);
   // Rewrites the slots of vip_id's current table that differ from `table`;
   // false when that is not possible (no table, another size, not mmapable,
@@ -306,6 +324,7 @@ class Dataplane final : public DataplanePort {
   std::map<std::string, int, std::less<>> maps_;      // ABI map name -> fd
   uint32_t inner_flags_ = BPF_F_INNER_MAP;            // map_flags of the Maglev inner template
   uint32_t handshake_sets_ = BALLAST_HANDSHAKE_SETS;  // entries of `handshakes`
+  uint32_t adopted_sets_ = 0;                         // entries of `adopted_flows`
   bool slots_replaced_in_place_ = false;  // by WriteTableInPlace, since the last grace period
   uint32_t last_in_place_vip_ = 0;        // the VIP of the last such write
   std::string pin_dir_;

@@ -3,19 +3,54 @@
 #include <bpf/bpf.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include "agent/base/strcat.h"
 #include "agent/dataplane/bpf_util.h"
 #include "agent/dataplane/dataplane.h"
 #include "agent/dataplane/dataplane_internal.h"
+#include "ballast_flow_hash.h"
 
 namespace ballast::dataplane {
 
 using base::Cat;
 using namespace internal;  // NOLINT: this library's own helpers
+
+namespace {
+
+// Reads entries 0..total-1 of array map `fd` (values of type T), `batch`
+// per system call, and calls fn(value) on each in order until it returns
+// false. Returns how many entries were read.
+template <typename T, typename Fn>
+absl::StatusOr<uint32_t> ReadArrayInBatches(int fd, uint32_t total, uint32_t batch,
+                                            std::string_view what, Fn fn) {
+  std::vector<uint32_t> keys(batch);
+  std::vector<T> values(batch);
+  uint32_t next = 0;
+  uint32_t done = 0;
+  while (done < total) {
+    uint32_t count = std::min(batch, total - done);
+    const int rc = bpf_map_lookup_batch(fd, done == 0 ? nullptr : &next, &next, keys.data(),
+                                        values.data(), &count, nullptr);
+    // ENOENT: this batch reached the end of the map (count holds what it read).
+    if (rc != 0 && errno != ENOENT)
+      return ErrnoStatus(errno, Cat("reading ", what, "[", done, "...]"));
+    for (uint32_t i = 0; i < count; ++i) {
+      if (!fn(values[i])) return done + i + 1;
+    }
+    done += count;
+    if (rc != 0 || count == 0) break;
+  }
+  return done;
+}
+
+}  // namespace
 
 absl::StatusOr<ballast_backend_stats> Dataplane::BackendStats(uint32_t id) const {
   if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
@@ -91,13 +126,36 @@ absl::StatusOr<uint32_t> Dataplane::MapCapacity(const char* map) const {
   if (fd < 0) return absl::NotFoundError(Cat("no map ", map));
   auto info = GetMapInfo(fd);
   if (!info.ok()) return info.status();
+  if (std::string_view(map) == kAdoptedFlowsMap) return info->max_entries * BALLAST_ADOPTED_WAYS;
   return info->max_entries;
+}
+
+absl::StatusOr<std::optional<ballast_flow>> Dataplane::LookupFlow(
+    const char* map, const ballast_flow_key& key) const {
+  const int fd = map_fd(map);
+  if (fd < 0) return absl::NotFoundError(Cat("no map ", map));
+  if (std::string_view(map) != kAdoptedFlowsMap) {
+    ballast_flow f;
+    if (bpf_map_lookup_elem(fd, &key, &f) == 0) return f;
+    if (errno == ENOENT) return std::nullopt;
+    return ErrnoStatus(errno, Cat("looking up a flow in ", map));
+  }
+  const uint32_t idx = ballast_flow_hash(&key) & (adopted_sets_ - 1);
+  ballast_adopted_set set;
+  if (bpf_map_lookup_elem(fd, &idx, &set) != 0) {
+    return ErrnoStatus(errno, Cat("reading ", map, "[", idx, "]"));
+  }
+  for (uint32_t i = 0; i < BALLAST_ADOPTED_WAYS; ++i) {
+    if (std::memcmp(&set.key[i], &key, sizeof key) == 0) return set.flow[i];
+  }
+  return std::nullopt;
 }
 
 absl::StatusOr<size_t> Dataplane::ForEachFlowIn(
     const char* map, size_t max,
     const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
     size_t batch) const {
+  if (std::string_view(map) == kAdoptedFlowsMap) return ForEachAdoptedFlow(max, fn);
   const int fd = map_fd(map);
   size_t seen = 0;
   // Batches end at bucket boundaries: a batch needs room for a whole bucket
@@ -124,6 +182,27 @@ absl::StatusOr<size_t> Dataplane::ForEachFlowIn(
     if (rc != 0) break;
     first = false;
   }
+  return seen;
+}
+
+absl::StatusOr<size_t> Dataplane::ForEachAdoptedFlow(
+    size_t max, const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn) const {
+  const int fd = map_fd(kAdoptedFlowsMap);
+  if (fd < 0) return absl::NotFoundError(Cat("no map ", kAdoptedFlowsMap));
+  // One syscall per 256 sets (256 for the default map). A way the program
+  // rewrites during the copy may come out half written: listings and counts
+  // may be off by that flow.
+  size_t seen = 0;
+  auto read = ReadArrayInBatches<ballast_adopted_set>(
+      fd, adopted_sets_, 256, kAdoptedFlowsMap, [&](const ballast_adopted_set& set) {
+        for (uint32_t w = 0; w < BALLAST_ADOPTED_WAYS && seen < max; ++w) {
+          if (set.key[w].family == 0) continue;  // a free way
+          fn(set.key[w], set.flow[w]);
+          ++seen;
+        }
+        return seen < max;
+      });
+  if (!read.ok()) return read.status();
   return seen;
 }
 
@@ -165,40 +244,26 @@ absl::StatusOr<Dataplane::HandshakeSlots> Dataplane::Handshakes() const {
   const uint32_t idle =
       static_cast<uint32_t>(settings->syn_idle_ns >> BALLAST_HANDSHAKE_TIME_SHIFT);
   const auto now = static_cast<uint32_t>(MonotonicNowNs() >> BALLAST_HANDSHAKE_TIME_SHIFT);
-  const int fd = map_fd("handshakes");
   HandshakeSlots out;
-  // In batches (one syscall per 1024 sets instead of one per set: 16 instead
-  // of 16,384 for the default map).
-  constexpr uint32_t kBatch = 1024;
-  const uint32_t total = handshake_sets_;
-  std::vector<uint32_t> keys(kBatch);
-  std::vector<ballast_handshake_set> sets(kBatch);
-  uint32_t next = 0;
-  uint32_t done = 0;
-  while (done < total) {
-    uint32_t count = std::min(kBatch, total - done);
-    const int rc = bpf_map_lookup_batch(fd, done == 0 ? nullptr : &next, &next, keys.data(),
-                                        sets.data(), &count, nullptr);
-    // ENOENT: this batch reached the end of the map (count holds what it read).
-    if (rc != 0 && errno != ENOENT) {
-      return ErrnoStatus(errno, Cat("reading handshakes[", done, "...]"));
-    }
-    for (uint32_t i = 0; i < count; ++i) {
-      uint32_t live = 0;
-      for (const ballast_handshake& h : sets[i].way) {
-        // syn_time wraps: the age is taken modulo 2^32, as the program does.
-        if (h.backend_id == BALLAST_INVALID_ID || now - h.syn_time > idle) continue;
-        out.live.push_back(h);
-        ++live;
-      }
-      if (live == BALLAST_HANDSHAKE_WAYS) ++out.full_sets;
-    }
-    done += count;
-    if (rc != 0 || count == 0) break;
-  }
-  if (done != total) {
+  // One syscall per 1024 sets instead of one per set: 16 instead of 16,384
+  // for the default map.
+  auto read = ReadArrayInBatches<ballast_handshake_set>(
+      map_fd("handshakes"), handshake_sets_, 1024, "handshakes",
+      [&](const ballast_handshake_set& set) {
+        uint32_t live = 0;
+        for (const ballast_handshake& h : set.way) {
+          // syn_time wraps: the age is taken modulo 2^32, as the program does.
+          if (h.backend_id == BALLAST_INVALID_ID || now - h.syn_time > idle) continue;
+          out.live.push_back(h);
+          ++live;
+        }
+        if (live == BALLAST_HANDSHAKE_WAYS) ++out.full_sets;
+        return true;
+      });
+  if (!read.ok()) return read.status();
+  if (*read != handshake_sets_) {
     return absl::InternalError(
-        Cat("reading handshakes: the map gave ", done, " sets, not ", total));
+        Cat("reading handshakes: the map gave ", *read, " sets, not ", handshake_sets_));
   }
   return out;
 }

@@ -106,8 +106,11 @@ struct LatencyHistograms {
 };
 
 // The connection table's maps, one per class of flow (bpf/lib/maps.h):
-// handshake seen here, adopted mid-stream, UDP.
-inline constexpr const char* kFlowMaps[] = {"flows", "flows_adopted", "flows_udp"};
+// handshake seen here and UDP (LRU hashes, keyed by 5-tuple), adopted
+// mid-stream (kAdoptedFlowsMap: an array of 4-way sets indexed by flow hash,
+// struct ballast_adopted_set).
+inline constexpr char kAdoptedFlowsMap[] = "adopted_flows";
+inline constexpr const char* kFlowMaps[] = {"flows", kAdoptedFlowsMap, "flows_udp"};
 
 }  // namespace ballast::dataplane
 

@@ -30,6 +30,7 @@
 #define BALLAST_HANDSHAKE_WAYS 4u     /* slots per `handshakes` set (one 64-byte line) */
 #define BALLAST_HANDSHAKE_SETS 16384u /* `handshakes` entries at least (a power of two; more
                                          with a larger flow table: Options) */
+#define BALLAST_ADOPTED_WAYS 4u       /* flows per `adopted_flows` set */
 #define BALLAST_DEFAULT_TABLE_SIZE 65537u /* Maglev M, prime */
 #define BALLAST_MAX_TABLE_SIZE 1048573u   /* largest accepted M, prime */
 #define BALLAST_INVALID_ID 0u
@@ -193,7 +194,8 @@ enum ballast_flow_state {
  * sequence number, after guessing the client's address and port. */
 #define BALLAST_SEQ_WINDOW 262144u
 
-/* Value of the `flows` LRU hash. */
+/* A flow: the value of the `flows` and `flows_udp` LRU hashes, and of an
+ * `adopted_flows` way. */
 struct ballast_flow {
 	__u32 backend_id;
 	__u8 state;        /* enum ballast_flow_state */
@@ -211,6 +213,20 @@ struct ballast_flow {
 	};
 	__u64 last_seen_ns; /* refreshed at most every BALLAST_TOUCH_NS */
 	__u64 payload_ns;   /* time of the first client payload */
+};
+
+/* Value of the `adopted_flows` array: TCP flows adopted mid-stream (a packet
+ * other than a SYN with neither a `flows` entry nor a handshake slot), in
+ * one of the BALLAST_ADOPTED_WAYS ways of set hash & (number of sets - 1)
+ * of their flow hash. A new flow takes the way of its own tuple, else a
+ * free one, else the one whose last_seen_ns is oldest (that flow is
+ * forgotten: its next packet is adopted again, on the table's pick). The
+ * keys come first so that a lookup that finds nothing reads only them. A
+ * way is free while its key is all zero (a real key's family is never 0);
+ * the program writes a key's family last, after the flow. */
+struct ballast_adopted_set {
+	struct ballast_flow_key key[BALLAST_ADOPTED_WAYS];
+	struct ballast_flow flow[BALLAST_ADOPTED_WAYS];
 };
 
 /* Value of the `handshakes` array: a TCP connection whose handshake is

@@ -3,13 +3,15 @@
  * The connection table: which backend a client→VIP flow uses, and where the
  * flow is in the TCP handshake.
  *
- * Two maps (docs/dataplane.md, "The path of a packet"):
+ * The maps (docs/dataplane.md, "The path of a packet"):
  *  - `handshakes`, an array of 4-slot sets (one cache line each) indexed
  *    by flow hash, holds TCP connections whose handshake is under way: the
  *    client's SYN seen, its completing ACK not yet. A SYN writes one slot
  *    and no `flows` entry.
- *  - `flows`, the LRU hash, holds connections whose handshake completed
- *    (or that were adopted mid-stream) and UDP flows.
+ *  - `flows`, an LRU hash, holds connections whose handshake completed.
+ *  - `adopted_flows`, an array of 4-way sets indexed by flow hash
+ *    (adopted.h), holds TCP flows adopted mid-stream.
+ *  - `flows_udp`, an LRU hash, holds UDP flows.
  *
  * Rules:
  *  - A flow in `flows` (ESTABLISHED, CLOSING, UDP) stays on its backend until
@@ -77,6 +79,7 @@
 #define BALLAST_CONNTRACK_H
 
 #include "common.h"
+#include "adopted.h"
 #include "clock.h"
 #include "maps.h"
 #include "maglev.h"
@@ -173,7 +176,7 @@ static __always_inline void flow_insert(const struct ballast_vip_meta *vip, stru
 	if (cls == FLOW_UDP)
 		bpf_map_update_elem(&flows_udp, &p->key, &f, BPF_ANY);
 	else if (cls == FLOW_ADOPTED)
-		bpf_map_update_elem(&flows_adopted, &p->key, &f, BPF_ANY);
+		adopted_store(&p->key, &f, flow_hash_of(p));
 	else
 		bpf_map_update_elem(&flows, &p->key, &f, BPF_ANY);
 }
@@ -623,7 +626,7 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 		 * tuple of an adopted flow completes on its SYN's backend. */
 		if (handshake_complete(vip, p, s, now, &old))
 			return old;
-		f = bpf_map_lookup_elem(&flows_adopted, &p->key);
+		f = adopted_lookup(p);
 		if (!f)
 			return flow_restart(vip, p, now, FLOW_ADOPTED);
 		cls = FLOW_ADOPTED;
@@ -691,7 +694,7 @@ static __always_inline __u32 conntrack_peek(const struct ballast_vip_meta *vip, 
 				if (backend_usable(be))
 					return id;
 			}
-			f = bpf_map_lookup_elem(&flows_adopted, &p->key);
+			f = adopted_lookup(p);
 		}
 	}
 	if (f) {

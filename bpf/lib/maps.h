@@ -64,14 +64,19 @@ struct {
 	__array(values, struct maglev_inner); /* must be the last member */
 } maglev_tables SEC(".maps");
 
-/* client->VIP 5-tuple -> backend and TCP state. Three LRU maps, one per
- * class of flow, so that each class can only evict its own (a flood of
+/* client->VIP 5-tuple -> backend and TCP state, in three maps, one per
+ * class of flow, so that each class can only displace its own (a flood of
  * spoofed ACKs or of UDP tuples cannot push out the connections whose
  * handshake this router saw). All three are sized with the flow table.
- *  - flows: TCP connections whose handshake completed here;
- *  - flows_adopted: TCP flows adopted mid-stream (no flow and no handshake
- *    slot: ECMP moved them here, they expired, their slot was lost);
- *  - flows_udp: UDP flows. */
+ *  - flows: TCP connections whose handshake completed here (LRU hash);
+ *  - adopted_flows: TCP flows adopted mid-stream (no flow and no handshake
+ *    slot: ECMP moved them here, they expired, their slot was lost), in
+ *    4-way sets indexed by flow hash (struct ballast_adopted_set; the loader
+ *    sizes it with the flow table and sets adopted_set_mask to match). A
+ *    set takes no lock and an insert evicts within its set: a flood of new
+ *    tuples, which is what fills this class, costs about half of what the
+ *    LRU's insert and eviction cost (docs/benchmarks.md);
+ *  - flows_udp: UDP flows (LRU hash). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, BALLAST_DEFAULT_FLOWS);
@@ -80,13 +85,17 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } flows SEC(".maps");
 
+const volatile __u32 adopted_set_mask = BALLAST_DEFAULT_FLOWS / BALLAST_ADOPTED_WAYS - 1;
+
+/* Mmapable for its page-aligned layout: sets start on cache lines. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, BALLAST_DEFAULT_FLOWS);
-	__type(key, struct ballast_flow_key);
-	__type(value, struct ballast_flow);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BALLAST_DEFAULT_FLOWS / BALLAST_ADOPTED_WAYS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct ballast_adopted_set);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} flows_adopted SEC(".maps");
+} adopted_flows SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -99,7 +108,7 @@ struct {
 /* Which of the three maps a flow lives in. */
 enum flow_class {
 	FLOW_SEEN = 0,	  /* flows */
-	FLOW_ADOPTED = 1, /* flows_adopted */
+	FLOW_ADOPTED = 1, /* adopted_flows */
 	FLOW_UDP = 2,	  /* flows_udp */
 };
 

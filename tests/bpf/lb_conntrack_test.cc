@@ -323,7 +323,7 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
     CHECK(fx.BackendStats(2).handshake_count == 0);
     CHECK(fx.BackendStats(1).handshake_count == 0);
     CHECK(fx.Flow(kKey)->backend_id == 1);
-    CHECK(fx.FlowMap(kKey) == "flows_adopted");
+    CHECK(fx.FlowMap(kKey) == "adopted_flows");
   }
   SECTION("a client RST during the handshake is counted on the SYN's backend") {
     fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, isn, at(now)}}});
@@ -573,7 +573,7 @@ TEST_CASE("A mid-stream packet without a flow is adopted as established", "[lb][
   REQUIRE(f);
   CHECK(f->state == BALLAST_FLOW_ESTABLISHED);
   CHECK(f->backend_id == want);
-  CHECK(fx.FlowMap(kKey) == "flows_adopted");  // apart from flows whose handshake was seen
+  CHECK(fx.FlowMap(kKey) == "adopted_flows");  // apart from flows whose handshake was seen
   const uint32_t other = want == 1 ? 2 : 1;
   fx.SetUniformTable(kVipTcp4, other);
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 9030, 100))) == want);

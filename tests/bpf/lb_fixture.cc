@@ -200,17 +200,19 @@ uint32_t LbFixture::BackendAt(const Addr& outer_dst) const {
 }
 
 std::optional<ballast_flow> LbFixture::Flow(const ballast_flow_key& key) const {
-  ballast_flow f;
   for (const char* m : dataplane::kFlowMaps) {
-    if (bpf_map_lookup_elem(dp_->map_fd(m), &key, &f) == 0) return f;
+    auto f = dp_->LookupFlow(m, key);
+    REQUIRE(f.ok());
+    if (f->has_value()) return **f;
   }
   return std::nullopt;
 }
 
 std::string LbFixture::FlowMap(const ballast_flow_key& key) const {
-  ballast_flow f;
   for (const char* m : dataplane::kFlowMaps) {
-    if (bpf_map_lookup_elem(dp_->map_fd(m), &key, &f) == 0) return m;
+    auto f = dp_->LookupFlow(m, key);
+    REQUIRE(f.ok());
+    if (f->has_value()) return m;
   }
   return "";
 }
@@ -218,7 +220,20 @@ std::string LbFixture::FlowMap(const ballast_flow_key& key) const {
 void LbFixture::SetFlow(const ballast_flow_key& key, const ballast_flow& f) {
   std::string m = FlowMap(key);
   if (m.empty()) m = "flows";
-  REQUIRE(bpf_map_update_elem(dp_->map_fd(m.c_str()), &key, &f, BPF_ANY) == 0);
+  const int fd = dp_->map_fd(m.c_str());
+  if (m != dataplane::kAdoptedFlowsMap) {
+    REQUIRE(bpf_map_update_elem(fd, &key, &f, BPF_ANY) == 0);
+    return;
+  }
+  // The way that holds the key, rewritten with its set (no packet runs
+  // meanwhile in a test).
+  const uint32_t idx = ballast_flow_hash(&key) & (dp_->adopted_sets() - 1);
+  ballast_adopted_set set;
+  REQUIRE(bpf_map_lookup_elem(fd, &idx, &set) == 0);
+  for (uint32_t i = 0; i < BALLAST_ADOPTED_WAYS; ++i) {
+    if (std::memcmp(&set.key[i], &key, sizeof key) == 0) set.flow[i] = f;
+  }
+  REQUIRE(bpf_map_update_elem(fd, &idx, &set, BPF_ANY) == 0);
 }
 
 ballast_handshake_set LbFixture::HandshakeSet(const ballast_flow_key& key) const {

@@ -1,7 +1,7 @@
 // Floods cannot evict established flows: connections whose handshake the
-// router saw (`flows`), TCP flows adopted mid-stream (`flows_adopted`) and
-// UDP flows (`flows_udp`) live in three LRU maps, so a flood of spoofed ACKs
-// or of UDP tuples evicts only its own class.
+// router saw (`flows`), TCP flows adopted mid-stream (`adopted_flows`) and
+// UDP flows (`flows_udp`) live in three maps, so a flood of spoofed ACKs or
+// of UDP tuples evicts only its own class.
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
 #include <netinet/in.h>
@@ -51,16 +51,12 @@ uint32_t Flood(LbFixture& fx, Bytes frame, uint8_t hi0, uint32_t n) {
   return tx;
 }
 
-// Entries in the map `name`.
+// Flows in the map `name` (one of dataplane::kFlowMaps).
 size_t Entries(LbFixture& fx, const char* name) {
-  const int fd = fx.dp().map_fd(name);
-  ballast_flow_key key{}, next{};
-  size_t n = 0;
-  for (const void* prev = nullptr; bpf_map_get_next_key(fd, prev, &next) == 0; prev = &key) {
-    key = next;
-    ++n;
-  }
-  return n;
+  auto n =
+      fx.dp().ForEachFlowIn(name, SIZE_MAX, [](const ballast_flow_key&, const ballast_flow&) {});
+  REQUIRE(n.ok());
+  return *n;
 }
 
 TEST_CASE("A flood of spoofed ACKs and UDP tuples cannot evict established flows", "[lb][flood]") {
@@ -127,7 +123,7 @@ TEST_CASE("A flood of spoofed ACKs and UDP tuples cannot evict established flows
   // The floods are where they belong: each map full, `flows` holding the
   // connections only.
   CHECK(Entries(fx, "flows") == kEstablished);
-  CHECK(Entries(fx, "flows_adopted") > kCapacity * 9 / 10);
+  CHECK(Entries(fx, dataplane::kAdoptedFlowsMap) > kCapacity * 9 / 10);
   CHECK(Entries(fx, "flows_udp") > kCapacity * 9 / 10);
 }
 

@@ -224,7 +224,7 @@ TEST_CASE("A SYN spoofed on an adopted flow's tuple does not take its next packe
   // table moves the tuple to backend 2.
   fx.SetUniformTable(kVipTcp4, 1);
   REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, 900000, 5001, 10))) == 1);
-  REQUIRE(fx.FlowMap(kKey) == "flows_adopted");
+  REQUIRE(fx.FlowMap(kKey) == "adopted_flows");
   fx.SetUniformTable(kVipTcp4, 2);
   // A blind spoofer's SYN on the tuple (its own ISN) goes by the table and
   // takes a slot...
@@ -239,7 +239,7 @@ TEST_CASE("A SYN spoofed on an adopted flow's tuple does not take its next packe
   }
   CHECK(fx.BackendStats(2).handshake_count == 0);
   CHECK(fx.Handshake(kKey).has_value());
-  CHECK(fx.FlowMap(kKey) == "flows_adopted");
+  CHECK(fx.FlowMap(kKey) == "adopted_flows");
   // The ACK that does follow the SYN (a real new connection on the tuple)
   // completes it on the SYN's backend, as does one after data in the SYN
   // (TCP Fast Open, next case).
@@ -259,7 +259,7 @@ TEST_CASE("The completing ACK may follow data in the SYN (TCP Fast Open), not mo
   // More than 65,536 past the SYN's sequence number is not its ACK:
   // adopted, by the table.
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 7000 + 65537, 1))) == 2);
-  CHECK(fx.FlowMap(kKey) == "flows_adopted");
+  CHECK(fx.FlowMap(kKey) == "adopted_flows");
   // The real ACK, after the SYN's 1,000 bytes, completes on the SYN's.
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 8001, 1))) == 1);
   CHECK(fx.FlowMap(kKey) == "flows");

@@ -136,7 +136,10 @@ std::string CheckFlowInserted(const Dataplane& dp, const Bytes& out) {
   ballast_flow f;
   bool found = false;
   for (const char* m : ballast::dataplane::kFlowMaps) {  // an ACK without a slot is adopted
-    if (bpf_map_lookup_elem(dp.map_fd(m), &k, &f) == 0) {
+    auto got = dp.LookupFlow(m, k);
+    if (!got.ok()) return std::string(got.status().message());
+    if (got->has_value()) {
+      f = **got;
       found = true;
       break;
     }

@@ -489,7 +489,7 @@ int CmdFlows(const Global& g, size_t max) {
     const bool v6 = k.family == BALLAST_FAMILY_V6;
     const double idle = f.last_seen_ns < now ? (now - f.last_seen_ns) / 1e9 : 0.0;
     // A TCP flow whose handshake this router did not see lives in
-    // flows_adopted (bpf/lib/maps.h).
+    // adopted_flows (bpf/lib/maps.h).
     const bool adopted = k.proto == IPPROTO_TCP && (f.flags & BALLAST_FLOW_F_HANDSHAKE_SEEN) == 0;
     printf("%s%s%s:%u -> %s%s%s:%u %s %s%s backend %u idle %.1f s\n", v6 ? "[" : "",
            src->ToString().c_str(), v6 ? "]" : "", ntohs(k.sport), v6 ? "[" : "",

@@ -53,7 +53,7 @@ TEST_CASE("ListFlows: a VIP's live flows, by backend, limited; unknown names are
   const uint32_t vip = 0xc612000au;  // 198.18.0.10
   add("flows", vip, 80, 40002, b2, BALLAST_FLOW_ESTABLISHED, now_ns - 2'000'000'000);
   add("flows", vip, 80, 40001, b1, BALLAST_FLOW_ESTABLISHED, now_ns);
-  add("flows_adopted", vip, 80, 40003, b1, BALLAST_FLOW_CLOSING, now_ns);
+  add("adopted_flows", vip, 80, 40003, b1, BALLAST_FLOW_CLOSING, now_ns);
   add("flows", vip, 80, 40004, b1, BALLAST_FLOW_ESTABLISHED, 0);               // expired
   add("flows", vip, 81, 40005, b1, BALLAST_FLOW_ESTABLISHED, now_ns);          // another port
   add("flows", 0xc612000bu, 80, 40006, b1, BALLAST_FLOW_ESTABLISHED, now_ns);  // another VIP
@@ -80,7 +80,7 @@ TEST_CASE("ListFlows: a VIP's live flows, by backend, limited; unknown names are
   CHECK(r->flows(1).expires_in_ms() + 2000 == dataplane::Settings{}.tcp_idle_ns / 1000000);
   CHECK(r->flows(2).client_port() == 40003);
   CHECK(r->flows(2).state() == "closing");
-  CHECK(r->flows(2).table() == "flows_adopted");
+  CHECK(r->flows(2).table() == "adopted_flows");
 
   // One backend; a limit.
   req.set_backend("198.18.1.1");

@@ -699,7 +699,7 @@ TEST_CASE("Status counts each backend's live flows; a read stopped at the limit 
   CHECK(st->flow_tables(0).map() == "flows");
   CHECK(st->flow_tables(0).entries() == 8);
   CHECK(st->flow_tables(0).capacity() == 4096);
-  CHECK(st->flow_tables(1).map() == "flows_adopted");
+  CHECK(st->flow_tables(1).map() == "adopted_flows");
   CHECK(st->flow_tables(1).entries() == 0);
   CHECK(st->flow_tables(2).map() == "flows_udp");
   CHECK(st->flow_tables(2).capacity() == 4096);

@@ -214,8 +214,11 @@ TEST_CASE("Open without pinning loads the program and its maps", "[dataplane][bp
     INFO(m);
     auto flows_info = GetMapInfo(dp->map_fd(m));
     REQUIRE(flows_info.ok());
-    CHECK(flows_info->max_entries == 4096);
+    // adopted_flows: 1,024 sets of BALLAST_ADOPTED_WAYS flows
+    CHECK(flows_info->max_entries == (m == std::string_view(kAdoptedFlowsMap) ? 1024 : 4096));
+    CHECK(dp->MapCapacity(m).value_or(0) == 4096);
   }
+  CHECK(dp->adopted_sets() == 1024);
 
   // Settings: defaults round trip, validation.
   Settings s;
@@ -536,10 +539,43 @@ TEST_CASE("pinned maps are reused by a second Open and removed by Teardown", "[d
   other.flow_capacity = 4096;
   auto c = Dataplane::Open(other);
   CHECK(c.status().code() == absl::StatusCode::kFailedPrecondition);
-  CHECK(std::string(c.status().message()).find("max_entries 8192") != std::string::npos);
+  INFO(c.status().message());
+  CHECK(std::string(c.status().message())
+            .find("adopted_flows has max_entries 2048 but this build "
+                  "needs 1024") != std::string::npos);
 
   REQUIRE((*b)->Teardown().ok());
   CHECK_FALSE(PathExists(o.pin_dir));
+}
+
+TEST_CASE("an older build's flows_adopted pin is removed; adopted flows go to adopted_flows",
+          "[dataplane][bpf]") {
+  RequireRoot();
+  TempBpffs fs;
+  Options o;
+  o.pin_dir = fs.dir() + "/ballast";
+  REQUIRE(MakeDirs(o.pin_dir).ok());
+  // What a build before adopted_flows pinned: an LRU hash of flows.
+  UniqueFd old(bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "flows_adopted", sizeof(ballast_flow_key),
+                              sizeof(ballast_flow), 1024, nullptr));
+  REQUIRE(old);
+  REQUIRE(bpf_obj_pin(old.get(), (o.pin_dir + "/flows_adopted").c_str()) == 0);
+
+  auto dp = Dataplane::Open(o);
+  INFO(dp.status().ToString());
+  REQUIRE(dp.ok());
+  CHECK_FALSE(PathExists(o.pin_dir + "/flows_adopted"));
+  CHECK(PathExists(o.pin_dir + "/adopted_flows"));
+  CHECK((*dp)->adopted_sets() == AdoptedSetsFor(o.flow_capacity));
+  CHECK((*dp)->MapCapacity(kAdoptedFlowsMap).value_or(0) == BALLAST_DEFAULT_FLOWS);
+  REQUIRE((*dp)->Teardown().ok());
+}
+
+TEST_CASE("adopted_flows' sets follow the flow capacity", "[dataplane]") {
+  CHECK(AdoptedSetsFor(BALLAST_DEFAULT_FLOWS) == 65536);
+  CHECK(AdoptedSetsFor(4096) == 1024);
+  CHECK(AdoptedSetsFor(5000) == 2048);  // 1,250 rounded up to a power of two
+  CHECK(AdoptedSetsFor(1) == 16);
 }
 
 TEST_CASE("more handshake slots, also when reopened from the pins; bad sizes refused",

@@ -99,7 +99,7 @@ inline uint32_t AttachedId(const char* dev) {
 }
 
 inline const char* const kMaps[] = {"vips",          "vip_refs",  "vip_filter",    "backends",
-                                    "maglev_tables", "flows",     "flows_adopted", "flows_udp",
+                                    "maglev_tables", "flows",     "adopted_flows", "flows_udp",
                                     "handshakes",    "settings",  "icmp_budget",   "nexthops",
                                     "backend_stats", "vip_stats", "verdicts",      "clock_cache"};
 

@@ -27,7 +27,7 @@ TEST_CASE("FormatFlows: a row per flow like ipvsadm -Lnc, then the counts", "[lb
   f->set_vip_port(80);
   f->set_backend("id 7");
   f->set_state("closing");
-  f->set_table("flows_adopted");
+  f->set_table("adopted_flows");
   r.set_matched(5);
   r.set_scanned(12);
   const std::string out = FormatFlows(vip, r);
