@@ -55,8 +55,8 @@ size_t AdoptedFlows(LbFixture& fx) {
 TEST_CASE("Adopted flows: four to a set, the oldest displaced by a fifth", "[lb][adopted]") {
   LbFixture fx(4096);
   SetUpLab(fx);
-  REQUIRE(fx.dp().adopted_sets() == 1024);
-  REQUIRE(fx.dp().MapCapacity(dataplane::kAdoptedFlowsMap).value_or(0) == 4096);
+  REQUIRE(fx.dp().adopted_sets() == 2048);
+  REQUIRE(fx.dp().MapCapacity(dataplane::kAdoptedFlowsMap).value_or(0) == 8192);
   fx.SetTable(kVipTcp4, CyclingTable({1, 2, 3}));
   const std::vector<uint16_t> ports = PortsInOneSet(fx.dp().adopted_sets(), 5);
 

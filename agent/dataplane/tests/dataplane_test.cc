@@ -214,11 +214,12 @@ TEST_CASE("Open without pinning loads the program and its maps", "[dataplane][bp
     INFO(m);
     auto flows_info = GetMapInfo(dp->map_fd(m));
     REQUIRE(flows_info.ok());
-    // adopted_flows: 1,024 sets of BALLAST_ADOPTED_WAYS flows
-    CHECK(flows_info->max_entries == (m == std::string_view(kAdoptedFlowsMap) ? 1024 : 4096));
-    CHECK(dp->MapCapacity(m).value_or(0) == 4096);
+    // adopted_flows: 2,048 sets of BALLAST_ADOPTED_WAYS flows
+    const bool sets = m == std::string_view(kAdoptedFlowsMap);
+    CHECK(flows_info->max_entries == (sets ? 2048u : 4096u));
+    CHECK(dp->MapCapacity(m).value_or(0) == (sets ? 8192u : 4096u));
   }
-  CHECK(dp->adopted_sets() == 1024);
+  CHECK(dp->adopted_sets() == 2048);
 
   // Settings: defaults round trip, validation.
   Settings s;
@@ -541,8 +542,8 @@ TEST_CASE("pinned maps are reused by a second Open and removed by Teardown", "[d
   CHECK(c.status().code() == absl::StatusCode::kFailedPrecondition);
   INFO(c.status().message());
   CHECK(std::string(c.status().message())
-            .find("adopted_flows has max_entries 2048 but this build "
-                  "needs 1024") != std::string::npos);
+            .find("adopted_flows has max_entries 4096 but this build "
+                  "needs 2048") != std::string::npos);
 
   REQUIRE((*b)->Teardown().ok());
   CHECK_FALSE(PathExists(o.pin_dir));
@@ -567,14 +568,14 @@ TEST_CASE("an older build's flows_adopted pin is removed; adopted flows go to ad
   CHECK_FALSE(PathExists(o.pin_dir + "/flows_adopted"));
   CHECK(PathExists(o.pin_dir + "/adopted_flows"));
   CHECK((*dp)->adopted_sets() == AdoptedSetsFor(o.flow_capacity));
-  CHECK((*dp)->MapCapacity(kAdoptedFlowsMap).value_or(0) == BALLAST_DEFAULT_FLOWS);
+  CHECK((*dp)->MapCapacity(kAdoptedFlowsMap).value_or(0) == 2 * BALLAST_DEFAULT_FLOWS);
   REQUIRE((*dp)->Teardown().ok());
 }
 
 TEST_CASE("adopted_flows' sets follow the flow capacity", "[dataplane]") {
-  CHECK(AdoptedSetsFor(BALLAST_DEFAULT_FLOWS) == 65536);
-  CHECK(AdoptedSetsFor(4096) == 1024);
-  CHECK(AdoptedSetsFor(5000) == 2048);  // 1,250 rounded up to a power of two
+  CHECK(AdoptedSetsFor(BALLAST_DEFAULT_FLOWS) == 131072);
+  CHECK(AdoptedSetsFor(4096) == 2048);
+  CHECK(AdoptedSetsFor(5000) == 4096);  // 2,500 rounded up to a power of two
   CHECK(AdoptedSetsFor(1) == 16);
 }
 
