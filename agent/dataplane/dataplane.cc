@@ -91,8 +91,8 @@ bool GrowsCounters(const bpf_map* m, const std::string& path) {
 }  // namespace
 
 uint32_t AdoptedSetsFor(uint32_t flow_capacity) {
-  const uint64_t sets = std::bit_ceil((uint64_t{flow_capacity} + kFlowsPerAdoptedSet - 1) /
-                                      kFlowsPerAdoptedSet);
+  const uint64_t sets =
+      std::bit_ceil((uint64_t{flow_capacity} + kFlowsPerAdoptedSet - 1) / kFlowsPerAdoptedSet);
   return static_cast<uint32_t>(std::max<uint64_t>(16, sets));
 }
 
