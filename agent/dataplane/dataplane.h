@@ -310,10 +310,11 @@ class Dataplane final : public DataplanePort {
   // map (plus `addr` itself when include_addr).
   absl::Status SetVipFilterWord(const IpAddress& addr, bool include_addr);
   absl::Status ZeroPerCpu(int map_fd, uint32_t key, size_t value_size, std::string_view what);
-  // ForEachFlowIn for kAdoptedFlowsMap: the used ways of every set.
+  // ForEachFlowIn for kAdoptedFlowsMap: the used ways of every set, the
+  // sets of `batch` flows per system call.
   absl::StatusOr<size_t> ForEachAdoptedFlow(
-      size_t max,
-      const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn) const;
+      size_t max, const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
+      size_t batch) const;
   absl::Status SetIcmpBudget(uint32_t per_s, uint32_t burst);
   // Rewrites the slots of vip_id's current table that differ from `table`;
   // false when that is not possible (no table, another size, not mmapable,

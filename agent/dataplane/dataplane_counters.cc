@@ -155,7 +155,7 @@ absl::StatusOr<size_t> Dataplane::ForEachFlowIn(
     const char* map, size_t max,
     const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
     size_t batch) const {
-  if (std::string_view(map) == kAdoptedFlowsMap) return ForEachAdoptedFlow(max, fn);
+  if (std::string_view(map) == kAdoptedFlowsMap) return ForEachAdoptedFlow(max, fn, batch);
   const int fd = map_fd(map);
   size_t seen = 0;
   // Batches end at bucket boundaries: a batch needs room for a whole bucket
@@ -186,15 +186,18 @@ absl::StatusOr<size_t> Dataplane::ForEachFlowIn(
 }
 
 absl::StatusOr<size_t> Dataplane::ForEachAdoptedFlow(
-    size_t max, const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn) const {
+    size_t max, const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
+    size_t batch) const {
   const int fd = map_fd(kAdoptedFlowsMap);
   if (fd < 0) return absl::NotFoundError(Cat("no map ", kAdoptedFlowsMap));
-  // One syscall per 256 sets (256 for the default map). A way the program
+  // `batch` flows per syscall: the sets that hold them. A way the program
   // rewrites during the copy may come out half written: listings and counts
   // may be off by that flow.
+  const auto sets_per_call =
+      static_cast<uint32_t>(std::clamp<size_t>(batch / BALLAST_ADOPTED_WAYS, 1, size_t{1} << 18));
   size_t seen = 0;
   auto read = ReadArrayInBatches<ballast_adopted_set>(
-      fd, adopted_sets_, 256, kAdoptedFlowsMap, [&](const ballast_adopted_set& set) {
+      fd, adopted_sets_, sets_per_call, kAdoptedFlowsMap, [&](const ballast_adopted_set& set) {
         for (uint32_t w = 0; w < BALLAST_ADOPTED_WAYS && seen < max; ++w) {
           if (set.key[w].family == 0) continue;  // a free way
           fn(set.key[w], set.flow[w]);

@@ -61,7 +61,9 @@ __noinline int adopted_way_of(struct ballast_flow_key *key, __u32 hash)
 }
 
 /* Writes flow `f` of `key` into set hash & adopted_set_mask: into the way
- * that holds `key`, else a free one, else the one seen longest ago. */
+ * that holds `key`, else a free one, else the one seen longest ago (the
+ * smallest rank wins: 0 for the key's own way, 1 for a free one, else its
+ * last_seen_ns + 2). */
 __noinline int adopted_store(struct ballast_flow_key *key, struct ballast_flow *f, __u32 hash)
 {
 	__u32 idx = hash & adopted_set_mask, v = 0;
@@ -100,7 +102,9 @@ __noinline int adopted_store(struct ballast_flow_key *key, struct ballast_flow *
 	return 0;
 }
 
-/* The packet's adopted flow, or NULL. */
+/* The packet's adopted flow, or NULL. A global function can return only a
+ * scalar, so the set is looked up again here for the way's address (an
+ * inlined array lookup). */
 static __always_inline struct ballast_flow *adopted_lookup(struct pkt *p)
 {
 	__u32 hash = flow_hash_of(p), idx = hash & adopted_set_mask;

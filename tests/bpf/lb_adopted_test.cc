@@ -45,10 +45,15 @@ Outcome Ack(LbFixture& fx, uint16_t port) {
   return o;
 }
 
-size_t AdoptedFlows(LbFixture& fx) {
-  auto n = fx.dp().ForEachFlowIn(dataplane::kAdoptedFlowsMap, SIZE_MAX,
-                                 [](const ballast_flow_key&, const ballast_flow&) {});
+// Flows the agent's reader sees in `adopted_flows`: at most `max`, read
+// `batch` flows per system call.
+size_t AdoptedFlows(LbFixture& fx, size_t max = SIZE_MAX, size_t batch = 4096) {
+  size_t called = 0;
+  auto n = fx.dp().ForEachFlowIn(
+      dataplane::kAdoptedFlowsMap, max,
+      [&](const ballast_flow_key&, const ballast_flow&) { ++called; }, batch);
   REQUIRE(n.ok());
+  REQUIRE(*n == called);
   return *n;
 }
 
@@ -73,6 +78,8 @@ TEST_CASE("Adopted flows: four to a set, the oldest displaced by a fifth", "[lb]
   // Their next packets find them: no way is taken twice.
   for (size_t i = 0; i < 4; ++i) CHECK(BackendOf(fx, Ack(fx, ports[i])) == backend[i]);
   CHECK(AdoptedFlows(fx) == 4);
+  CHECK(AdoptedFlows(fx, SIZE_MAX, 1) == 4);  // one set per system call
+  CHECK(AdoptedFlows(fx, 2) == 2);
 
   // A fifth displaces the first (seen longest ago), and only it.
   const uint32_t fifth = BackendOf(fx, Ack(fx, ports[4]));
