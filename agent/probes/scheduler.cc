@@ -48,6 +48,11 @@ void ProbeScheduler::Shutdown() {
   }
 }
 
+Clock::time_point NextStartAfter(Clock::time_point due, Clock::duration interval,
+                                 Clock::time_point now) {
+  return due + interval * ((now - due) / interval + 1);
+}
+
 Clock::duration ProbeScheduler::NextGap(const v1::ProbeSpec& spec) {
   const int64_t interval = IntervalMsOf(spec);
   const int64_t jitter = std::min<int64_t>(spec.jitter_ms(), interval / 2);
@@ -60,6 +65,10 @@ Clock::duration ProbeScheduler::FirstGap(const v1::ProbeSpec& spec) {
   if (!options_.spread_start) return Clock::duration::zero();
   return std::chrono::milliseconds(
       std::uniform_int_distribution<int64_t>(0, IntervalMsOf(spec) - 1)(rng_));
+}
+
+bool ProbeScheduler::FellDueInPause(const Target& t, Clock::time_point now) const {
+  return pause_watch_ != nullptr && pause_watch_->PauseDuring(t.due, now) > Clock::duration::zero();
 }
 
 absl::Status ProbeScheduler::Add(const std::string& id, const ProbeTarget& target) {
@@ -132,6 +141,9 @@ void ProbeScheduler::DispatchLoop() {
     std::vector<std::pair<Clock::time_point, std::string>> due;
     for (auto& [id, t] : targets_) {
       if (t.in_flight) continue;
+      if (t.due <= now && FellDueInPause(t, now)) {
+        t.due = NextStartAfter(t.due, std::chrono::milliseconds(IntervalMsOf(t.def.spec)), now);
+      }
       if (t.due <= now) {
         due.emplace_back(t.due, id);
       } else {

@@ -16,7 +16,10 @@
 // uniform(jitter) after the previous start. A target never has two probes in
 // flight: if one is still running when the next is due, the next starts as
 // soon as it ends. Each probe's deadline is start + timeout_ms. When every
-// worker is busy, due probes wait in order of due time.
+// worker is busy, due probes wait in order of due time. Rounds that fell due
+// while this process was paused (watch_pauses) are skipped, not run on
+// waking: each target keeps its phase, so a pause does not line up every
+// probe of the agent.
 //
 // Thread-safety: every public method is thread-safe. The callback runs on a
 // worker thread, never two at once for the same target, without any
@@ -67,6 +70,12 @@ struct ProbeTarget {
 
 // Where a target's probe connects (see the file comment).
 Endpoint EndpointOf(const ProbeTarget& target, uint32_t mark_base);
+
+// The first start after `now` of a schedule every `interval` through `due`:
+// the rounds missed are skipped, the phase is kept. Requires due <= now and
+// interval > 0.
+Clock::time_point NextStartAfter(Clock::time_point due, Clock::duration interval,
+                                 Clock::time_point now);
 
 class ProbeScheduler {
  public:
@@ -122,6 +131,10 @@ class ProbeScheduler {
   void WorkerLoop();
   Clock::duration NextGap(const v1::ProbeSpec& spec);   // interval ± jitter; mu_ held
   Clock::duration FirstGap(const v1::ProbeSpec& spec);  // mu_ held
+  // The target fell due while this process was paused (PauseWatch): every
+  // target that did is late at once, and running them all on waking would
+  // put their probes side by side, then and (without jitter) ever after.
+  bool FellDueInPause(const Target& t, Clock::time_point now) const;  // mu_ held
   void WaitNotDelivering(std::unique_lock<std::mutex>& lock, const std::string& id);
 
   const Options options_;

@@ -151,6 +151,17 @@ for r in json.load(sys.stdin).get("records", []):
         print(r["unixMs"], r.get("vip", ""), r.get("backend", "") or "-")' "$@"
 }
 
+# audit_inputs ACTION: the observations behind each audit record (last 10
+# min) of ACTION, one "<unix ms> <vip> <backend> <inputs JSON>" line each: what
+# a failing test prints about a freeze or a demotion it did not expect.
+audit_inputs() {
+  lbctl --json audit --since 10m | python3 -c '
+import json, sys
+for r in json.load(sys.stdin).get("records", []):
+    if r["action"] == sys.argv[1]:
+        print(r["unixMs"], r.get("vip", ""), r.get("backend", "") or "-", r.get("inputsJson", ""))' "$1"
+}
+
 health_finish() {
   if ((FAILED)); then
     log "FAILED"

@@ -69,10 +69,13 @@ grep -q "AddressSanitizer\|ThreadSanitizer\|runtime error" "$STATE/agent/lbagent
 
 # Every backend was healthy throughout: waking up must not look like an
 # outage (probes that were in flight when the agent stopped time out, and
-# the counters cover a long interval).
+# the counters cover a long interval) nor like a pool-wide slowdown (the
+# probes that fell due in the stop, run side by side on waking, were slow
+# together: CI once saw the fleet guard freeze both pools so).
 for action in demote freeze health_weight; do
   n=$(audit_actions "$action" | wc -l)
   check "no $action record during the cycles ($n)" test "$n" = 0
+  if [[ $n != 0 ]]; then audit_inputs "$action" | head -n 4 | sed "s/^/  $action: /" >&2; fi
 done
 
 load_wait stopcont

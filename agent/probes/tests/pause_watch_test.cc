@@ -1,12 +1,15 @@
 // PauseLog (pure, time passed in) and ProbeScheduler's use of PauseWatch: a
 // probe that overlaps a stop of the whole process is delivered as discarded,
-// one that does not is counted.
+// one that does not is counted; rounds that fell due during a stop are
+// skipped, and every target keeps its phase.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <map>
 #include <mutex>
 
 #include "agent/probes/pause_watch.h"
@@ -52,6 +55,15 @@ TEST_CASE("pause log: keeps the newest pauses") {
   for (int i = 0; i <= 100; ++i) log.Beat(At(i * 100));
   CHECK(log.PauseDuring(At(9950), At(9960), At(10000)) == milliseconds(100));
   CHECK(log.PauseDuring(At(50), At(60), At(10000)) == milliseconds(0));  // forgotten
+}
+
+TEST_CASE("next start after a pause: missed rounds are skipped, the phase is kept") {
+  const auto second = milliseconds(1000);
+  CHECK(NextStartAfter(At(100), second, At(100)) == At(1100));   // due now: the next round
+  CHECK(NextStartAfter(At(100), second, At(600)) == At(1100));   // late by half a round
+  CHECK(NextStartAfter(At(100), second, At(1100)) == At(2100));  // exactly one round late
+  CHECK(NextStartAfter(At(100), second, At(5350)) == At(6100));  // five rounds missed
+  CHECK(NextStartAfter(At(250), second, At(5350)) == At(6250));  // its own phase
 }
 
 // Stops this whole process (every thread) for `stop_ms`, starting `after_ms`
@@ -113,6 +125,54 @@ TEST_CASE("scheduler: a probe the process was stopped during is delivered as dis
   CHECK_FALSE(counted.discarded);
   CHECK_FALSE(counted.ok);
   CHECK_THAT(counted.detail, Catch::Contains("SYN not answered"));
+}
+
+TEST_CASE("scheduler: rounds missed in a stop are skipped and probes stay apart") {
+  testing::HttpServer up("b1");
+  std::mutex mu;
+  std::map<std::string, std::vector<Clock::time_point>> starts;
+  ProbeScheduler sched({.workers = 4, .spread_start = false},
+                       [&](const std::string& id, const ProbeTarget&, const ProbeResult& r) {
+                         if (r.discarded) return;
+                         std::lock_guard<std::mutex> lock(mu);
+                         starts[id].push_back(Clock::now() - r.latency);
+                       });
+  // Four targets a quarter of a round apart.
+  ProbeTarget t;
+  t.vip = t.backend = *IpAddress::Parse("127.0.0.1");
+  t.port = static_cast<uint16_t>(up.port());
+  t.spec.set_kind(v1::ProbeSpec::TCP);
+  t.spec.set_interval_ms(1000);
+  t.spec.set_timeout_ms(200);
+  t.spec.set_direct(true);
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(sched.Add("t" + std::to_string(i), t).ok());
+    std::this_thread::sleep_for(milliseconds(250));
+  }
+  // Every target falls due at least once in the stop.
+  const pid_t child = StopMeLater(100, 1500);
+  REQUIRE(waitpid(child, nullptr, 0) == child);
+  const Clock::time_point woke = Clock::now();
+  std::this_thread::sleep_for(milliseconds(1300));
+  sched.Shutdown();
+
+  std::lock_guard<std::mutex> lock(mu);
+  std::vector<Clock::time_point> first_after;
+  for (int i = 0; i < 4; ++i) {
+    const auto& s = starts["t" + std::to_string(i)];
+    auto it = std::lower_bound(s.begin(), s.end(), woke);
+    REQUIRE(it != s.end());
+    first_after.push_back(*it);
+    // One probe per round after waking, not the missed rounds caught up
+    // back to back.
+    if (std::next(it) != s.end()) CHECK(*std::next(it) - *it >= milliseconds(700));
+  }
+  // On waking the targets keep their phases: no two start together (every
+  // one of them would be due at once if missed rounds were run).
+  std::sort(first_after.begin(), first_after.end());
+  for (size_t i = 1; i < first_after.size(); ++i) {
+    CHECK(first_after[i] - first_after[i - 1] >= milliseconds(125));
+  }
 }
 
 }  // namespace
