@@ -105,7 +105,7 @@ uint32_t HandshakeSetsFor(uint32_t flow_capacity);
 // their set full (Poisson, 2 flows a set on average), against about 20%
 // with one set per 4 flows. 131,072 sets (40 MiB, what the LRU hash it
 // replaced took) for the default 262,144 flows.
-inline constexpr uint32_t kFlowsPerAdoptedSet = 2;
+inline constexpr uint32_t kFlowsPerAdoptedSet = BALLAST_FLOWS_PER_ADOPTED_SET;
 uint32_t AdoptedSetsFor(uint32_t flow_capacity);
 
 class Dataplane final : public DataplanePort {

@@ -31,6 +31,8 @@
 #define BALLAST_HANDSHAKE_SETS 16384u /* `handshakes` entries at least (a power of two; more
                                          with a larger flow table: Options) */
 #define BALLAST_ADOPTED_WAYS 4u       /* flows per `adopted_flows` set */
+#define BALLAST_FLOWS_PER_ADOPTED_SET 2u /* `adopted_flows` has one set per 2 flows of
+                                         flow_capacity: room for twice it */
 #define BALLAST_DEFAULT_TABLE_SIZE 65537u /* Maglev M, prime */
 #define BALLAST_MAX_TABLE_SIZE 1048573u   /* largest accepted M, prime */
 #define BALLAST_INVALID_ID 0u

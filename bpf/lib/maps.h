@@ -85,12 +85,12 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } flows SEC(".maps");
 
-const volatile __u32 adopted_set_mask = BALLAST_DEFAULT_FLOWS / 2 - 1;
+const volatile __u32 adopted_set_mask = BALLAST_DEFAULT_FLOWS / BALLAST_FLOWS_PER_ADOPTED_SET - 1;
 
 /* Mmapable for its page-aligned layout: sets start on cache lines. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, BALLAST_DEFAULT_FLOWS / 2);
+	__uint(max_entries, BALLAST_DEFAULT_FLOWS / BALLAST_FLOWS_PER_ADOPTED_SET);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct ballast_adopted_set);

@@ -141,26 +141,22 @@ load_wait() {
 }
 
 # audit_actions ACTION [BACKEND]: audit records (last 10 min) of ACTION, as
-# "<unix ms> <vip> <backend>" lines.
+# "<unix ms> <vip> <backend>" lines; with AUDIT_INPUTS=1, each line ends with
+# the record's inputs JSON (the observations behind it).
 audit_actions() {
-  lbctl --json audit --since 10m | python3 -c '
-import json, sys
+  lbctl --json audit --since 10m | AUDIT_INPUTS=${AUDIT_INPUTS:-0} python3 -c '
+import json, os, sys
 action = sys.argv[1]; backend = sys.argv[2] if len(sys.argv) > 2 else None
 for r in json.load(sys.stdin).get("records", []):
     if r["action"] == action and (backend is None or r.get("backend") == backend):
-        print(r["unixMs"], r.get("vip", ""), r.get("backend", "") or "-")' "$@"
+        row = [r["unixMs"], r.get("vip", ""), r.get("backend", "") or "-"]
+        if os.environ["AUDIT_INPUTS"] == "1": row.append(r.get("inputsJson", ""))
+        print(*row)' "$@"
 }
 
-# audit_inputs ACTION: the observations behind each audit record (last 10
-# min) of ACTION, one "<unix ms> <vip> <backend> <inputs JSON>" line each: what
-# a failing test prints about a freeze or a demotion it did not expect.
-audit_inputs() {
-  lbctl --json audit --since 10m | python3 -c '
-import json, sys
-for r in json.load(sys.stdin).get("records", []):
-    if r["action"] == sys.argv[1]:
-        print(r["unixMs"], r.get("vip", ""), r.get("backend", "") or "-", r.get("inputsJson", ""))' "$1"
-}
+# audit_inputs ACTION: audit_actions with each record's inputs: what a failing
+# test prints about a freeze or a demotion it did not expect.
+audit_inputs() { AUDIT_INPUTS=1 audit_actions "$1"; }
 
 health_finish() {
   if ((FAILED)); then
