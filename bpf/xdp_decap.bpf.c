@@ -24,13 +24,24 @@
  *
  * Second chance (bpf/lib/bounce.h is the router's half): a client's SYN
  * that no socket on this host would take (no listener on VIP:port, no
- * request socket of the tuple; bpf_skc_lookup_tcp) would be answered with
- * a RST. Unless the router marked it as the last hop (BALLAST_ENCAP_ID_LAST
- * in the outer IPv4 identification, BALLAST_FLOW_LABEL_LAST in the outer
- * IPv6 flow label), it goes back to the router instead, encapsulated as it
- * came with the outer addresses and MACs swapped (GUE: its UDP ports as
- * they were), and the router sends it to the flow's next backend.
+ * request socket of the tuple; bpf_skc_lookup_tcp; a tuple in TIME_WAIT
+ * counts only with a listener) would be answered with a RST (or an ACK of
+ * the old connection). Unless the router marked it as the last hop
+ * (BALLAST_ENCAP_ID_LAST in the outer IPv4 identification,
+ * BALLAST_FLOW_LABEL_LAST in the outer IPv6 flow label), it goes back to
+ * the router instead, encapsulated as it came with the outer addresses and
+ * MACs swapped (GUE: its UDP ports as they were), and the router sends it
+ * to the flow's next backend.
  * BALLAST_DECAP_NO_BOUNCE turns this off.
+ *
+ * A SYN passed up because a listener would take it may still be refused: a
+ * server that dies closes its listener last (after the connections it
+ * accepted, whose clients reconnect at once), and if the listener goes
+ * between this program's lookup and TCP's, the kernel answers RST. So such
+ * a SYN is noted in `decap_syns`, and tc_decap_rst, on the same device's
+ * egress, drops the kernel's RST to it (rst_held): the client retransmits
+ * its SYN a second later, and that one finds no listener here and is
+ * bounced. A last-hop SYN is not noted (there is no other backend to try).
  *
  * The last two checks are on once their set has been given (decap_policy):
  * with them, only the routers can send packets through the tunnel, and only
@@ -45,6 +56,7 @@
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
+#include <linux/pkt_cls.h>
 #include <linux/in.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -109,6 +121,19 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } decap_stats SEC(".maps");
+
+/* SYNs passed up because a listener would take them (struct
+ * ballast_decap_syn), by hash of their tuple. Shared by all CPUs: the
+ * kernel's RST normally leaves on the CPU that took the SYN, but RPS may
+ * move it. A slot read while another CPU overwrites it can only match a
+ * RST if every field compared matches, so at worst one RST is held that
+ * would have been refused anyway by a dying listener. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BALLAST_DECAP_SYN_SLOTS);
+	__type(key, __u32);
+	__type(value, struct ballast_decap_syn);
+} decap_syns SEC(".maps");
 
 static __always_inline int count(__u32 verdict, int action)
 {
@@ -250,18 +275,62 @@ static __always_inline int outer4_ok(const struct iphdr *ip, void *data_end)
 
 #define BOUNCE_TTL 64
 
+/* The slot of `s`'s tuple in decap_syns. */
+static __always_inline __u32 syn_slot(const struct ballast_decap_syn *s)
+{
+	const __u32 *c = (const __u32 *)s->client, *v = (const __u32 *)s->vip;
+	__u32 h = c[0] ^ c[1] ^ c[2] ^ c[3] ^ v[0] ^ v[1] ^ v[2] ^ v[3];
+
+	h ^= (__u32)s->client_port << 16 | s->vip_port;
+	h *= 0x9e3779b1u;
+	return h >> 20 & (BALLAST_DECAP_SYN_SLOTS - 1);
+}
+
+/* Notes the SYN `s` (tuple and ISN) as passed up now. */
+static __always_inline void syn_note(struct ballast_decap_syn *s)
+{
+	__u32 k = syn_slot(s);
+	struct ballast_decap_syn *slot = bpf_map_lookup_elem(&decap_syns, &k);
+
+	if (!slot)
+		return;
+	s->time_ns = bpf_ktime_get_ns();
+	*slot = *s;
+}
+
+/* The state (BPF_TCP_*) of the socket that `t` finds, or 0 for none. */
+static __always_inline __u32 socket_state(struct xdp_md *ctx, struct bpf_sock_tuple *t, __u32 len)
+{
+	struct bpf_sock *sk = bpf_skc_lookup_tcp(ctx, t, len, BPF_F_CURRENT_NETNS, 0);
+	__u32 state;
+
+	if (!sk)
+		return 0;
+	state = sk->state;
+	bpf_sk_release(sk);
+	return state;
+}
+
 /* Would a socket on this host take the pure TCP SYN at data + off (inner
- * header checked by inner_ok)? 1 yes, 0 no, -1 not a pure SYN (or an
- * inner IPv6 header with extension headers, or an IPv4 fragment): not
- * asked. (An inner IPv4 header with options is not asked either: rare in
- * a SYN, and it keeps the TCP header at a fixed offset for the verifier.) */
+ * header checked by inner_ok)? SYN_LISTENER a listener (the kernel makes a
+ * new connection), SYN_OTHER another socket of the tuple (its request
+ * socket: a retransmitted SYN), 0 none, -1 not a pure SYN (or an inner IPv6
+ * header with extension headers, or an IPv4 fragment): not asked. (An
+ * inner IPv4 header with options is not asked either: rare in a SYN, and
+ * it keeps the TCP header at a fixed offset for the verifier.) A tuple in
+ * TIME_WAIT takes a new SYN only through a listener (the kernel looks one
+ * up, else answers as the old connection), so then the listener is looked
+ * for, with the client's address and port zeroed (no other socket has
+ * those). When asked, `syn` gets its tuple and ISN. */
+#define SYN_OTHER 1
+#define SYN_LISTENER 2
 static __always_inline int syn_has_socket(struct xdp_md *ctx, void *data, void *data_end,
-					  __u32 off, __u16 inner_proto)
+					  __u32 off, __u16 inner_proto,
+					  struct ballast_decap_syn *syn)
 {
 	struct bpf_sock_tuple t = {};
-	struct bpf_sock *sk;
 	struct tcphdr *th;
-	__u32 len;
+	__u32 len, state;
 	__u8 flags;
 
 	if (inner_proto == ETH_P_IP) {
@@ -279,6 +348,9 @@ static __always_inline int syn_has_socket(struct xdp_md *ctx, void *data, void *
 		t.ipv4.dport = th->dest;
 		flags = ((__u8 *)th)[13];
 		len = sizeof(t.ipv4);
+		__builtin_memcpy(syn->client, &ip->saddr, 4);
+		__builtin_memcpy(syn->vip, &ip->daddr, 4);
+		syn->family = BALLAST_FAMILY_V4;
 	} else {
 		struct ipv6hdr *ip6 = data + (off & 0x7F);
 
@@ -293,14 +365,31 @@ static __always_inline int syn_has_socket(struct xdp_md *ctx, void *data, void *
 		t.ipv6.dport = th->dest;
 		flags = ((__u8 *)th)[13];
 		len = sizeof(t.ipv6);
+		__builtin_memcpy(syn->client, &ip6->saddr, 16);
+		__builtin_memcpy(syn->vip, &ip6->daddr, 16);
+		syn->family = BALLAST_FAMILY_V6;
 	}
+	syn->client_port = th->source;
+	syn->vip_port = th->dest;
+	syn->isn = bpf_ntohl(th->seq);
 	if ((flags & 0x17) != 0x02) /* SYN, not ACK, RST or FIN */
 		return -1;
-	sk = bpf_skc_lookup_tcp(ctx, &t, len, BPF_F_CURRENT_NETNS, 0);
-	if (!sk)
+	state = socket_state(ctx, &t, len);
+	if (state == BPF_TCP_TIME_WAIT) {
+		if (inner_proto == ETH_P_IP) {
+			t.ipv4.saddr = 0;
+			t.ipv4.sport = 0;
+		} else {
+			__builtin_memset(t.ipv6.saddr, 0, 16);
+			t.ipv6.sport = 0;
+		}
+		state = socket_state(ctx, &t, len);
+		if (state != BPF_TCP_LISTEN)
+			return 0;
+	}
+	if (!state)
 		return 0;
-	bpf_sk_release(sk);
-	return 1;
+	return state == BPF_TCP_LISTEN ? SYN_LISTENER : SYN_OTHER;
 }
 
 /* Sends the frame back where it came from: outer addresses, MACs swapped,
@@ -400,11 +489,14 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l2_len, __u32
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
+	struct ballast_decap_syn syn = {};
 	int has;
 
 	if (flags & BALLAST_DECAP_NO_BOUNCE)
 		return -1;
-	has = syn_has_socket(ctx, data, data_end, l2_len + outer_len, inner_proto);
+	has = syn_has_socket(ctx, data, data_end, l2_len + outer_len, inner_proto, &syn);
+	if (has == SYN_LISTENER && !last)
+		syn_note(&syn);
 	if (has != 0)
 		return -1;
 	if (!last)
@@ -548,6 +640,72 @@ int xdp_decap(struct xdp_md *ctx)
 	if (proto == ETH_P_IPV6)
 		return decap_ipv6(ctx, l2_len);
 	return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+}
+
+/* tc egress of the decap device: drops the kernel's RST to a SYN noted in
+ * decap_syns (see the top of this file), counted as rst_held; every other
+ * packet leaves untouched. The kernel's RST to a SYN carries ACK, no SYN
+ * or FIN, and acknowledges the SYN's ISN + 1 (a SYN with data, TCP Fast
+ * Open, is not matched). */
+SEC("tc")
+int tc_decap_rst(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	struct ballast_decap_syn want = {};
+	struct ballast_decap_syn *slot;
+	const __u32 *a, *b;
+	struct tcphdr *th;
+	__u32 k;
+	__u8 flags;
+
+	if ((void *)(eth + 1) > data_end)
+		return TC_ACT_OK;
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+
+		if ((void *)(ip + 1) > data_end || ip->ihl != 5 || ip->protocol != IPPROTO_TCP ||
+		    (ip->frag_off & bpf_htons(0x3fff)))
+			return TC_ACT_OK;
+		th = (void *)(ip + 1);
+		__builtin_memcpy(want.vip, &ip->saddr, 4);
+		__builtin_memcpy(want.client, &ip->daddr, 4);
+		want.family = BALLAST_FAMILY_V4;
+	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+
+		if ((void *)(ip6 + 1) > data_end || ip6->nexthdr != IPPROTO_TCP)
+			return TC_ACT_OK;
+		th = (void *)(ip6 + 1);
+		__builtin_memcpy(want.vip, &ip6->saddr, 16);
+		__builtin_memcpy(want.client, &ip6->daddr, 16);
+		want.family = BALLAST_FAMILY_V6;
+	} else {
+		return TC_ACT_OK;
+	}
+	if ((void *)(th + 1) > data_end)
+		return TC_ACT_OK;
+	flags = ((__u8 *)th)[13];
+	if ((flags & 0x17) != 0x14) /* RST and ACK; not SYN or FIN */
+		return TC_ACT_OK;
+	want.vip_port = th->source;
+	want.client_port = th->dest;
+	k = syn_slot(&want);
+	slot = bpf_map_lookup_elem(&decap_syns, &k);
+	if (!slot || slot->family != want.family || slot->client_port != want.client_port ||
+	    slot->vip_port != want.vip_port || slot->isn + 1 != bpf_ntohl(th->ack_seq))
+		return TC_ACT_OK;
+	a = (const __u32 *)slot->client;
+	b = (const __u32 *)want.client;
+#pragma unroll
+	for (int i = 0; i < 8; i++) /* client, then vip: 32 contiguous bytes */
+		if (a[i] != b[i])
+			return TC_ACT_OK;
+	if (bpf_ktime_get_ns() - slot->time_ns > BALLAST_DECAP_RST_WINDOW_NS)
+		return TC_ACT_OK;
+	slot->family = 0; /* one RST per SYN */
+	return count(BALLAST_DECAP_V_RST_HELD, TC_ACT_SHOT);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

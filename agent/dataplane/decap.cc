@@ -18,10 +18,42 @@ namespace ballast::dataplane {
 
 using base::Cat;
 
-using base::Cat;
 namespace {
 
 constexpr char kProgName[] = "xdp_decap";
+// tc filter identity of tc_decap_rst on the egress hook ("ld"; tc_probe
+// uses 0x6c62 on egress, tc_neigh 0x6c6e on ingress).
+constexpr uint32_t kRstHandle = 0x6c64;
+constexpr uint32_t kRstPriority = 0x6c64;
+
+// Installs (or replaces) tc_decap_rst on the egress hook of `ifindex`,
+// creating the clsact qdisc if needed.
+absl::Status AttachRstFilter(int prog_fd, int ifindex, std::string_view ifname) {
+  LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_EGRESS);
+  std::string log;
+  CaptureLibLogs capture(&log);  // "exclusivity flag on" for an existing qdisc
+  if (int err = bpf_tc_hook_create(&hook); err != 0 && err != -EEXIST) {
+    return ErrnoStatus(err, Cat("creating the clsact qdisc on ", ifname, ": ", log));
+  }
+  LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE,
+              .handle = kRstHandle, .priority = kRstPriority);
+  if (int err = bpf_tc_attach(&hook, &opts); err != 0) {
+    return ErrnoStatus(err, Cat("attaching tc_decap_rst to ", ifname, " egress: ", log));
+  }
+  return absl::OkStatus();
+}
+
+// Removes tc_decap_rst from the egress hook of `ifindex`; OK if absent.
+absl::Status DetachRstFilter(int ifindex, std::string_view ifname) {
+  LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_EGRESS);
+  LIBBPF_OPTS(bpf_tc_opts, opts, .handle = kRstHandle, .priority = kRstPriority);
+  std::string log;
+  CaptureLibLogs capture(&log);
+  if (int err = bpf_tc_detach(&hook, &opts); err != 0 && err != -ENOENT && err != -EINVAL) {
+    return ErrnoStatus(err, Cat("detaching tc_decap_rst from ", ifname, " egress: ", log));
+  }
+  return absl::OkStatus();
+}
 
 ballast_decap_addr ToKey(const IpAddress& a) {
   ballast_decap_addr k = {};
@@ -162,7 +194,18 @@ absl::Status Decap::DetachFrom(std::string_view ifname) {
     return absl::FailedPreconditionError(Cat("dev ", ifname, " runs XDP program \"", st->prog_name,
                                              "\", not xdp_decap; not detaching"));
   }
-  return DetachXdp(*ifindex, ifname, st->prog_id);
+  if (absl::Status s = DetachXdp(*ifindex, ifname, st->prog_id); !s.ok()) return s;
+  return DetachRstFilter(*ifindex, ifname);
+}
+
+absl::StatusOr<bool> Decap::HoldsRsts(std::string_view ifname) {
+  auto ifindex = IfIndex(ifname);
+  if (!ifindex.ok()) return ifindex.status();
+  LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = *ifindex, .attach_point = BPF_TC_EGRESS);
+  LIBBPF_OPTS(bpf_tc_opts, opts, .handle = kRstHandle, .priority = kRstPriority);
+  std::string log;
+  CaptureLibLogs capture(&log);  // "no such filter" is the answer, not an error
+  return bpf_tc_query(&hook, &opts) == 0 && opts.prog_id != 0;
 }
 
 Decap::~Decap() {
@@ -214,18 +257,33 @@ absl::StatusOr<std::vector<IpAddress>> Decap::Addresses() const {
   return out;
 }
 
+int Decap::rst_prog_fd() const {
+  return skel_ != nullptr ? bpf_program__fd(skel_->progs.tc_decap_rst) : -1;
+}
+
 absl::StatusOr<AttachMode> Decap::Attach(std::string_view ifname, AttachMode mode) {
+  if (skel_ == nullptr) {
+    return absl::FailedPreconditionError("only a copy this process loaded can be attached");
+  }
   auto ifindex = IfIndex(ifname);
   if (!ifindex.ok()) return ifindex.status();
   auto st = QueryXdp(*ifindex);
   if (!st.ok()) return st.status();
-  if (st->prog_id != 0 && st->prog_name == kProgName) {
+  const bool replacing = st->prog_id != 0 && st->prog_name == kProgName;
+  if (st->prog_id != 0 && !replacing) {
+    // AttachXdp refuses it with the program's name; nothing is touched.
+    return AttachXdp(prog_fd_, *ifindex, ifname, mode);
+  }
+  if (absl::Status s = AttachRstFilter(rst_prog_fd(), *ifindex, ifname); !s.ok()) return s;
+  if (replacing) {
     UniqueFd old(bpf_prog_get_fd_by_id(st->prog_id));
     if (!old) return ErrnoStatus(errno, Cat("opening XDP program id ", st->prog_id));
     if (absl::Status s = ReplaceXdp(*ifindex, ifname, old.get(), prog_fd_); !s.ok()) return s;
     return st->mode;
   }
-  return AttachXdp(prog_fd_, *ifindex, ifname, mode);
+  auto attached = AttachXdp(prog_fd_, *ifindex, ifname, mode);
+  if (!attached.ok()) (void)DetachRstFilter(*ifindex, ifname);  // as it was
+  return attached;
 }
 
 absl::StatusOr<std::array<uint64_t, BALLAST_DECAP_V_MAX>> Decap::Stats() const {
@@ -235,6 +293,7 @@ absl::StatusOr<std::array<uint64_t, BALLAST_DECAP_V_MAX>> Decap::Stats() const {
   std::vector<uint64_t> per_cpu(static_cast<size_t>(*ncpus));
   for (uint32_t k = 0; k < BALLAST_DECAP_V_MAX; ++k) {
     if (bpf_map_lookup_elem(stats_fd_, &k, per_cpu.data()) != 0) {
+      if (errno == ENOENT) continue;  // an older build's program has fewer counters
       return ErrnoStatus(errno, Cat("reading decap_stats[", k, "]"));
     }
     for (uint64_t v : per_cpu) out[k] += v;

@@ -11,6 +11,12 @@
 // with the first entry; until then anything is accepted (an open tunnel,
 // which `lbdp decap attach` makes the operator choose explicitly).
 //
+// Beside it, on the same device's tc egress hook, tc_decap_rst holds back
+// the kernel's RST to a SYN the program passed up for a listener that went
+// before TCP saw the SYN (a dying server closes its listener last); the
+// client's retransmission then gets second chance. Attach() installs both,
+// DetachFrom() removes both.
+//
 // Ownership: owns its fds (and the skeleton after Load). Destruction does
 // not detach. Thread-safety: none; one owner thread.
 #ifndef BALLAST_AGENT_DATAPLANE_DECAP_H_
@@ -40,8 +46,11 @@ class Decap {
   // NotFound if the device runs no XDP program, FailedPrecondition if it
   // runs something other than xdp_decap.
   static absl::StatusOr<std::unique_ptr<Decap>> FromDevice(std::string_view ifname);
-  // Detaches the decap program from `ifname` (only if it is xdp_decap).
+  // Detaches the decap program from `ifname` (only if it is xdp_decap),
+  // and tc_decap_rst from its egress.
   static absl::Status DetachFrom(std::string_view ifname);
+  // Whether tc_decap_rst is on the egress hook of `ifname`.
+  static absl::StatusOr<bool> HoldsRsts(std::string_view ifname);
 
   ~Decap();
   Decap(const Decap&) = delete;
@@ -69,15 +78,19 @@ class Decap {
   // copy made by Load().
   absl::Status SetGuePort(uint16_t port);
 
-  // Attaches to `ifname`. If the device already runs an xdp_decap program
-  // it is replaced atomically (its address set is not carried over); any
-  // other program: FailedPrecondition. Returns the mode used.
+  // Attaches to `ifname` (and tc_decap_rst to its egress). If the device
+  // already runs an xdp_decap program it is replaced atomically (its
+  // address set is not carried over); any other program:
+  // FailedPrecondition, and nothing changes. Only on a copy made by Load().
+  // Returns the mode used.
   absl::StatusOr<AttachMode> Attach(std::string_view ifname, AttachMode mode);
 
   // Per-verdict packet counts summed over CPUs.
   absl::StatusOr<std::array<uint64_t, BALLAST_DECAP_V_MAX>> Stats() const;
 
   int prog_fd() const { return prog_fd_; }
+  // tc_decap_rst's fd on a copy made by Load(), else -1.
+  int rst_prog_fd() const;
 
  private:
   Decap() = default;

@@ -101,6 +101,8 @@ std::string_view DecapVerdictName(ballast_decap_verdict v) {
       return "refused";
     case BALLAST_DECAP_V_DECAPPED_GUE:
       return "decapped_gue";
+    case BALLAST_DECAP_V_RST_HELD:
+      return "rst_held";
     case BALLAST_DECAP_V_MAX:
       break;
   }

@@ -564,8 +564,9 @@ enum ballast_decap_verdict {
 					 dropped (the decap maps are not pinned: no layout to keep) */
 	BALLAST_DECAP_V_BAD_SOURCE,   /* for us, from a source that is no router: dropped */
 	BALLAST_DECAP_V_NOT_VIP,      /* for us, inner destination not a VIP here: dropped */
-	/* A pure SYN no socket here would take (no listener, no request socket):
-	 * sent back to the router, outer addresses swapped (XDP_TX). */
+	/* A pure SYN no socket here would take (no listener, no request socket;
+	 * a tuple in TIME_WAIT without a listener): sent back to the router,
+	 * outer addresses swapped (XDP_TX). */
 	BALLAST_DECAP_V_BOUNCED,
 	/* Same, but the router marked it as the last hop (or BALLAST_DECAP_NO_BOUNCE):
 	 * stripped and passed up; the kernel answers RST. */
@@ -573,7 +574,31 @@ enum ballast_decap_verdict {
 	/* A GUE packet (outer IP + UDP to the GUE port): outer IP and UDP headers
 	 * stripped, inner passed up (`decapped` counts IP-in-IP). */
 	BALLAST_DECAP_V_DECAPPED_GUE,
+	/* Counted by tc_decap_rst (egress): the kernel's RST to a SYN that
+	 * xdp_decap passed up because a listener would take it, and that no
+	 * socket took after all (the listener went in between): dropped, so
+	 * the client's retransmitted SYN gets its second chance. */
+	BALLAST_DECAP_V_RST_HELD,
 	BALLAST_DECAP_V_MAX
 };
+
+/* Value of the decap program's `decap_syns` array: a pure SYN that
+ * xdp_decap passed up because a listener here would take it (second chance
+ * on, not the last hop), in slot hash(tuple) & (BALLAST_DECAP_SYN_SLOTS -
+ * 1), the newest overwriting. tc_decap_rst drops the kernel's RST to it
+ * (ack = isn + 1, within BALLAST_DECAP_RST_WINDOW_NS of the SYN) and
+ * clears the slot. Addresses in network order, IPv4 in the first 4 bytes. */
+struct ballast_decap_syn {
+	__u8 client[16];
+	__u8 vip[16];
+	__be16 client_port;
+	__be16 vip_port;
+	__u8 family; /* BALLAST_FAMILY_V4 / _V6; 0 = free */
+	__u8 pad[3];
+	__u32 isn; /* the SYN's sequence number, host order */
+	__u64 time_ns; /* bpf_ktime_get_ns() when it was passed up */
+};
+#define BALLAST_DECAP_SYN_SLOTS 4096u
+#define BALLAST_DECAP_RST_WINDOW_NS 100000000ull /* 100 ms */
 
 #endif /* BALLAST_ABI_H */

@@ -336,30 +336,6 @@ TEST_CASE("A bounce never goes to a drained or evicted backend", "[lb][bounce]")
 
 // ---- the backend's half, chained with the router ----------------------------
 
-// A listening TCP socket on `port` of every address (the test's namespace).
-struct Listener {
-  int fd = -1;
-  Listener(int family, uint16_t port) {
-    fd = socket(family, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (family == AF_INET) {
-      sockaddr_in a = {};
-      a.sin_family = AF_INET;
-      a.sin_port = htons(port);
-      REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-    } else {
-      sockaddr_in6 a = {};
-      a.sin6_family = AF_INET6;
-      a.sin6_port = htons(port);
-      REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-    }
-    REQUIRE(listen(fd, 16) == 0);
-  }
-  ~Listener() { close(fd); }
-};
-
 TEST_CASE("xdp_decap bounces a SYN nobody listens for, and the router takes it",
           "[lb][bounce][decap]") {
   auto ns = pktgen::ScopedNetns::Create("ballast-bt-bounce", {});

@@ -8,6 +8,8 @@
 #include <arpa/inet.h>
 
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -360,6 +362,27 @@ pktgen::IpView CheckEncapsulated(const Bytes& out, const EncapExpect& e) {
   CHECK(cs.ok());
   return ip;
 }
+
+Listener::Listener(int family, uint16_t port) {
+  fd_ = socket(family, SOCK_STREAM, 0);
+  REQUIRE(fd_ >= 0);
+  int one = 1;
+  setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (family == AF_INET) {
+    sockaddr_in a = {};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  } else {
+    sockaddr_in6 a = {};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(port);
+    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  }
+  REQUIRE(listen(fd_, 16) == 0);
+}
+
+Listener::~Listener() { close(fd_); }
 
 std::unique_ptr<dataplane::Decap> LoadBackendDecap() {
   auto decap = dataplane::Decap::Load();

@@ -182,6 +182,19 @@ void ForEachSpreadFlow(
 // Converts a pktgen address to the data-plane library's type.
 IpAddress ToIpAddress(const Addr& a);
 
+// A listening TCP socket on `port` of every address (the test's network
+// namespace), closed when it goes.
+class Listener {
+ public:
+  Listener(int family, uint16_t port);
+  ~Listener();
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // ---- the standard lab SETUP used by most tests ----
 inline constexpr uint32_t kVipTcp4 = 1;    // 198.18.0.10:80/tcp -> IPv4 backends 1,2,3
 inline constexpr uint32_t kVipTcp6 = 2;    // [2001:db8::10]:443/tcp -> IPv6 backends 11,12,13

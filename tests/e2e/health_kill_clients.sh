@@ -90,12 +90,5 @@ check "keep-alive: at most one connection per worker cut before its first answer
 log "wrk: $(grep -E 'requests in|Socket errors|Non-2xx' "$WORK/wrk.log" | tr -s ' ' | tr '\n' ';')"
 grep -q 'requests in' "$WORK/wrk.log" || fail "wrk did not run: $(tail -n 3 "$WORK/wrk.log")"
 
-# On failure, what the router and each backend's decap counted (verdicts,
-# bounces, SYNs refused): which one answered a SYN with a RST, and why.
-if ((FAILED)); then
-  log "router: $(lab exec router "$LBDP" stats 2>&1 | grep -vE '^\s*[a-z_0-9]+\s+0$' | tr -s ' ' | tr '\n' ';')"
-  for i in 1 2 3; do
-    log "backend-$i decap: $(lab exec "be$i" "$LBDP" decap stats --dev to-router 2>&1 | tr -s ' ' | tr '\n' ';')"
-  done
-fi
+((FAILED)) && log_dataplane_counters
 health_finish

@@ -158,6 +158,17 @@ for r in json.load(sys.stdin).get("records", []):
 # test prints about a freeze or a demotion it did not expect.
 audit_inputs() { AUDIT_INPUTS=1 audit_actions "$1"; }
 
+# log_dataplane_counters: what the router and each backend's decap counted
+# (verdicts, bounces, SYNs refused, RSTs held): for a failure, which host
+# answered a SYN with a RST, and why.
+log_dataplane_counters() {
+  local i
+  log "router: $(lab exec router "$LBDP" stats 2>&1 | grep -vE '^\s*[a-z_0-9]+\s+0$' | tr -s ' ' | tr '\n' ';')"
+  for i in 1 2 3; do
+    log "backend-$i decap: $(lab exec "be$i" "$LBDP" decap stats --dev to-router 2>&1 | tr -s ' ' | tr '\n' ';')"
+  done
+}
+
 health_finish() {
   if ((FAILED)); then
     log "FAILED"

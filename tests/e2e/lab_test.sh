@@ -30,6 +30,10 @@
 #  (e) second chance through GUE: with backend 1's nginx stopped, 100 fresh
 #      IPv6 connections are all answered, by the others; backend 1's decap
 #      program bounced their SYNs (as GUE) and the router sent them on.
+#  (f) RST hold: when TCP's listener lookup fails after xdp_decap's found
+#      the listener (ballast-refuse-once), the kernel's RST is held
+#      (rst_held) and the client's retransmitted SYN is served, IPv4 and
+#      IPv6; with tc_decap_rst taken off, the client is refused.
 # (a) runs with the router's neighbour entries towards the backends flushed
 # first (health checking is off, so nothing else resolves them): the first
 # packets to each backend go out through tc_neigh and resolve them.
@@ -49,10 +53,12 @@ export LBAGENT=${LBAGENT:-$repo/build/tools/lbagent/lbagent}
 export LBCTL=${LBCTL:-$repo/build/tools/lbctl/lbctl}
 work=$(mktemp -d /tmp/ballast-e2e.XXXXXX)
 wrk_pid=""
+refuse_pids=()
 
 cleanup() {
   local rc=$?
   if [[ -n $wrk_pid ]]; then kill "$wrk_pid" 2>/dev/null; wait "$wrk_pid" 2>/dev/null; fi
+  if ((${#refuse_pids[@]})); then kill "${refuse_pids[@]}" 2>/dev/null; wait "${refuse_pids[@]}" 2>/dev/null; fi
   "${LAB[@]}" down >/dev/null 2>&1 || echo "e2e: warning: lab down failed for prefix $prefix" >&2
   rm -rf "$work"
   exit "$rc"
@@ -185,6 +191,11 @@ for ((i = 1; i <= NBACKENDS; i++)); do
   bad=$(awk '$1 == "bad_source" { print $2 }' "$work/decap.$i")
   ((${decapped:-0} >= 300 / NBACKENDS && ${bad:-1} == 0))
   check $? "backend $i: ${decapped:-?} packets decapsulated, all from the router's prefix $ROUTER_PREFIX4 (bad_source ${bad:-?})"
+  # tc_decap_rst is on the backend's egress and, with every listener up,
+  # has held no RST (it holds only the answer to a SYN a listener was seen for).
+  held=$(awk '$1 == "rst_held" { print $2 }' "$work/decap.$i")
+  grep -q "^rst hold (tc egress): on" "$work/decap.$i" && ((${held:-1} == 0))
+  check $? "backend $i: RST hold on its egress, nothing held (rst_held ${held:-?})"
 done
 proportions 6 "$VIP6_KEY" "http://[$VIP6]:$VIP_PORT/" 300
 # The IPv6 VIP is mode GUE in the lab: its packets reached the backends as
@@ -293,6 +304,72 @@ check $? "after the change: $got/100 fresh connections answered, $on_target of t
 check $? "non-VIP: ping $ROUTER4 from the client: $(grep -o '[0-9]* received' "$work/ping4")"
 "${LAB[@]}" exec client ping -6 -c 3 -i 0.2 -W 2 -q "$ROUTER6" >"$work/ping6" 2>&1
 check $? "non-VIP: ping $ROUTER6 from the client: $(grep -o '[0-9]* received' "$work/ping6")"
+
+# ---- (f) a listener that goes between xdp_decap's lookup and TCP's ---------------
+# ballast-refuse-once makes each backend's TCP listener lookup for the VIP
+# port fail the second time it is asked about a client: xdp_decap's lookup
+# finds nginx and passes the SYN up, TCP's finds nothing and the kernel
+# answers RST, as when a dying server's listener goes between the two. The
+# backend's tc_decap_rst holds that RST; the client's SYN, retransmitted a
+# second later, is served. Then, with the hold taken off every backend's
+# egress, the same refusal reaches the client: the hold is what saved it.
+# rst_held_sum: rst_held summed over the backends.
+rst_held_sum() {
+  local i n sum=0
+  for ((i = 1; i <= NBACKENDS; i++)); do
+    n=$("${LAB[@]}" exec "be$i" "$LBDP" decap stats --dev to-router | awk '$1 == "rst_held" { print $2 }')
+    sum=$((sum + ${n:-0}))
+  done
+  echo "$sum"
+}
+# connect_once FAMILY URL TAG: one fresh connection; its curl exit status and
+# time to connect (s) in $work/TAG.rc and $work/TAG.time.
+connect_once() {
+  "${LAB[@]}" exec client curl "-$1" -g -sS -o /dev/null -w '%{time_connect}' --connect-timeout 5 \
+    --max-time 8 "$2" >"$work/$3.time" 2>"$work/$3.err"
+  echo $? >"$work/$3.rc"
+}
+REFUSE_ONCE=${REFUSE_ONCE:-$repo/build/tests/e2e/ballast-refuse-once}
+[[ -x $REFUSE_ONCE ]] || fatal "$REFUSE_ONCE is not built (build it first: tools/build.sh)"
+args=()
+for ((i = 1; i <= NBACKENDS; i++)); do args+=(--netns "$prefix-be$i"); done
+"$REFUSE_ONCE" --port "$VIP_PORT" "${args[@]}" >"$work/refuse" 2>&1 &
+refuse_pids+=($!)
+for ((n = 0; n < 50; n++)); do
+  grep -q '^ready' "$work/refuse" && break
+  sleep 0.1
+done
+grep -q '^ready' "$work/refuse" || fatal "ballast-refuse-once: $(head -c 300 "$work/refuse")"
+
+held0=$(rst_held_sum)
+connect_once 4 "http://$VIP4:$VIP_PORT/" f4
+held4=$(rst_held_sum)
+connect_once 6 "http://[$VIP6]:$VIP_PORT/" f6
+held6=$(rst_held_sum)
+for fam in 4 6; do
+  rc=$(cat "$work/f$fam.rc") t=$(cat "$work/f$fam.time")
+  # served on the first retransmission (about 1 s), by the next backend
+  [[ $rc == 0 ]] && awk -v t="$t" 'BEGIN { exit !(t >= 0.9 && t < 2.5) }'
+  check $? "RST hold, IPv$fam: a SYN refused after decap saw the listener is served on its retransmission (curl exit $rc, connected after ${t:-?} s)$(errs "$work/f$fam.err")"
+done
+((held4 - held0 == 1 && held6 - held4 == 1))
+check $? "RST hold: one RST held per connection (rst_held +$((held4 - held0)), +$((held6 - held4)))"
+for ((i = 1; i <= NBACKENDS; i++)); do
+  tc -n "$prefix-be$i" filter del dev to-router egress pref $((0x6c64)) 2>/dev/null ||
+    fatal "removing tc_decap_rst from backend $i's egress failed"
+done
+connect_once 4 "http://$VIP4:$VIP_PORT/" f4off
+rc=$(cat "$work/f4off.rc")
+heldoff=$(rst_held_sum)
+# curl exit 7: could not connect (the RST), "after N ms": within a second
+[[ $rc == 7 ]] && ((heldoff == held6)) && grep -qE 'after [0-9]{1,3} ms' "$work/f4off.err"
+check $? "RST hold off: the same refusal reaches the client at once (curl exit $rc, rst_held +$((heldoff - held6)): $(head -c 100 "$work/f4off.err"))"
+kill -TERM "${refuse_pids[@]}" 2>/dev/null
+wait "${refuse_pids[@]}" 2>/dev/null
+refuse_pids=()
+refused=$(awk '$1 == "refused" { print $2 }' "$work/refuse")
+((${refused:-0} == 3))
+check $? "ballast-refuse-once failed TCP's lookup $refused times (3 connections)"
 
 # ---- (e) second chance through GUE -------------------------------------------------
 # Backend 1's nginx stopped (its host up, its decap program attached): the

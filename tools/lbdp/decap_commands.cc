@@ -165,9 +165,12 @@ int CmdDecapStats(const Global& g, const std::string& dev) {
   if (!st.ok()) return Fail(st.status());
   auto addrs = (*d)->Addresses();
   if (!addrs.ok()) return Fail(addrs.status());
+  auto holds = Decap::HoldsRsts(dev);
+  if (!holds.ok()) return Fail(holds.status());
   printf("addresses:");
   for (const IpAddress& ip : *addrs) printf(" %s", ip.ToString().c_str());
   printf("\n");
+  printf("rst hold (tc egress): %s\n", *holds ? "on" : "off");
   for (int v = 0; v < BALLAST_DECAP_V_MAX; ++v) {
     printf("%s %" PRIu64 "\n",
            std::string(DecapVerdictName(static_cast<ballast_decap_verdict>(v))).c_str(),

@@ -608,7 +608,8 @@ int main(int argc, char** argv) {
   c_decap_check->add_option("--addr", decap.addrs, "local address to decapsulate for")->required();
   c_decap_check->add_option("--from", decap.sources, "router outer source, or 'any'")->required();
   c_decap_check->add_option("--vip", decap.vips, "VIP served here, or 'any'")->required();
-  auto* c_decap_attach = c_decap->add_subcommand("attach", "load xdp_decap and attach it");
+  auto* c_decap_attach = c_decap->add_subcommand(
+      "attach", "load xdp_decap and attach it (and tc_decap_rst to the device's tc egress)");
   c_decap_attach->add_option("--dev", dev, "network device")->required();
   c_decap_attach->add_option("--addr", decap.addrs, "local address to decapsulate for")->required();
   c_decap_attach
@@ -629,7 +630,7 @@ int main(int argc, char** argv) {
       ->add_option("--gue-port", decap.gue_port,
                    "also accept GUE (a VIP with mode: GUE) on this UDP port, e.g. 6080")
       ->check(CLI::Range(1, 65535));
-  auto* c_decap_detach = c_decap->add_subcommand("detach", "detach xdp_decap");
+  auto* c_decap_detach = c_decap->add_subcommand("detach", "detach xdp_decap and tc_decap_rst");
   c_decap_detach->add_option("--dev", dev, "network device")->required();
   auto* c_decap_stats = c_decap->add_subcommand("stats", "counters of the attached xdp_decap");
   c_decap_stats->add_option("--dev", dev, "network device")->required();

@@ -161,8 +161,14 @@ expect 2 "--gue-port: Value 0 not in range" decap attach --dev lt1 --addr 198.18
 expect 0 "xdp_decap attached to dev lt1 in native mode for 198.18.1.10 2001:db8:1::10 \\(GUE on UDP port 6080\\)" decap attach --dev lt1 --addr 198.18.1.10 --addr 2001:db8:1::10 --from 198.18.0.0/24 --from 2001:db8::1 --vip 198.18.0.10 --vip 2001:db8:10::10 --gue-port 6080
 expect 0 "addresses: .*198.18.1.10" decap stats --dev lt1
 expect 0 "decapped_gue +0" decap stats --dev lt1
+expect 0 "rst_held +0" decap stats --dev lt1
+expect 0 "rst hold \\(tc egress\\): on" decap stats --dev lt1
 expect 4 "not xdp_decap" decap detach --dev lt0
 expect 0 "detached" decap detach --dev lt1
+if tc -n "$NS" filter show dev lt1 egress | grep -q tc_decap_rst; then
+  echo "FAIL: tc_decap_rst left on lt1 egress after detach"
+  failures=$((failures + 1))
+fi
 expect 3 "runs no XDP program" decap detach --dev lt1
 expect 0 "detached from dev lt0" detach --dev lt0
 expect 3 "runs no XDP program" detach --dev lt0

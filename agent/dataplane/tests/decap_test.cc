@@ -306,6 +306,8 @@ TEST_CASE("decap attaches, is found again on its device, and detaches", "[datapl
   REQUIRE(mode.ok());
   CHECK(*mode == AttachMode::kNative);
   CHECK(AttachedId("dpt1") == ProgId((*d)->prog_fd()));
+  CHECK(Decap::HoldsRsts("dpt1").value_or(false));  // tc_decap_rst on its egress
+  CHECK_FALSE(Decap::HoldsRsts("dpt0").value_or(true));
   d->reset();  // the attachment keeps program and maps alive
 
   auto found = Decap::FromDevice("dpt1");
@@ -323,7 +325,17 @@ TEST_CASE("decap attaches, is found again on its device, and detaches", "[datapl
   CHECK(Decap::FromDevice("dpt0").status().code() == absl::StatusCode::kNotFound);
   REQUIRE(Decap::DetachFrom("dpt1").ok());
   CHECK(AttachedId("dpt1") == 0);
+  CHECK_FALSE(Decap::HoldsRsts("dpt1").value_or(true));
   CHECK(Decap::DetachFrom("dpt1").code() == absl::StatusCode::kNotFound);
+  // A copy found on a device cannot be attached elsewhere (its tc program
+  // is not at hand).
+  REQUIRE((*again)->Attach("dpt1", AttachMode::kNative).ok());
+  auto found2 = Decap::FromDevice("dpt1");
+  REQUIRE(found2.ok());
+  CHECK((*found2)->Attach("dpt0", AttachMode::kNative).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
+  CHECK(AttachedId("dpt0") == 0);
+  REQUIRE(Decap::DetachFrom("dpt1").ok());
 }
 
 namespace {

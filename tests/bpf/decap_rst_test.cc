@@ -1,0 +1,270 @@
+// tc_decap_rst (bpf/xdp_decap.bpf.c): the kernel's RST to a SYN that
+// xdp_decap passed up because a listener would take it is dropped once, so
+// a listener that went in between (a dying server closes it last) costs the
+// client a retransmitted SYN, not a refused connection. The router makes
+// the encapsulated SYNs (xdp_lb), the real decap program takes them, and
+// the RSTs are the kernel's as tcp_v4_send_reset / tcp_v6_send_reset build
+// them (RST and ACK, sequence 0, the SYN's ISN + 1 acknowledged).
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <memory>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "agent/dataplane/decap.h"
+#include "tests/bpf/lb_fixture.h"
+#include "tests/lib/netns.h"
+
+namespace ballast::bpftest {
+namespace {
+
+namespace tcp = pktgen::tcp;
+
+constexpr uint32_t kIsn = 7000;
+
+// One BPF_PROG_TEST_RUN of a tc program on `frame`: its return code.
+int RunTc(int prog_fd, const Bytes& frame) {
+  Bytes out(frame.size() + 64);
+  LIBBPF_OPTS(bpf_test_run_opts, opts);
+  opts.data_in = frame.data();
+  opts.data_size_in = static_cast<uint32_t>(frame.size());
+  opts.data_out = out.data();
+  opts.data_size_out = static_cast<uint32_t>(out.size());
+  opts.repeat = 1;
+  REQUIRE(bpf_prog_test_run_opts(prog_fd, &opts) == 0);
+  return static_cast<int>(opts.retval);
+}
+
+// The decap copy of the backend side, with the routers and VIPs set, in a
+// namespace of its own (listeners are the test's sockets).
+struct Backend {
+  std::unique_ptr<dataplane::Decap> decap = LoadBackendDecap();
+
+  Backend() {
+    REQUIRE(decap->AddSource("198.18.0.1").ok());
+    REQUIRE(decap->AddSource("2001:db8::1").ok());
+    REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip4())).ok());
+    REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip6())).ok());
+    REQUIRE(decap->rst_prog_fd() >= 0);
+  }
+  int Decap(const Bytes& frame) {
+    auto r = pktgen::RunXdp(decap->prog_fd(), frame);
+    REQUIRE(r.ok());
+    return r->action;
+  }
+  int Egress(const Bytes& frame) { return RunTc(decap->rst_prog_fd(), frame); }
+  uint64_t Count(ballast_decap_verdict v) {
+    auto s = decap->Stats();
+    REQUIRE(s.ok());
+    return (*s)[v];
+  }
+};
+
+struct Family {
+  bool v6;
+  uint32_t vip_id;
+  Addr client, vip;
+  uint16_t dport;
+};
+
+Family Of(bool v6) {
+  if (v6) return {true, kVipTcp6, Lab::Client6(), Lab::Vip6(), 443};
+  return {false, kVipTcp4, Lab::Client4(), Lab::Vip4(), 80};
+}
+
+Bytes Syn(const Family& f, uint16_t port) {
+  return (f.v6 ? FromClient6() : FromClient4()).Tcp(port, f.dport, tcp::kSyn, kIsn, 0).Build();
+}
+
+// What the backend's kernel sends back for the SYN of `port` (or a packet
+// like it): from the VIP to the client.
+Bytes FromVip(const Family& f, uint16_t port, uint8_t flags, uint32_t seq, uint32_t ack,
+              const Addr* from = nullptr) {
+  pktgen::PacketBuilder b;
+  b.Eth(Lab::NexthopSmac(), Lab::NexthopDmac());
+  const Addr& src = from != nullptr ? *from : f.vip;
+  if (f.v6) {
+    b.Ip6(src, f.client);
+  } else {
+    b.Ip4(src, f.client);
+  }
+  return b.Tcp(f.dport, port, flags, seq, ack).Build();
+}
+
+Bytes Rst(const Family& f, uint16_t port) {
+  return FromVip(f, port, tcp::kRst | tcp::kAck, 0, kIsn + 1);
+}
+
+TEST_CASE("tc_decap_rst holds the kernel's RST to a SYN passed up for a listener, once",
+          "[decap][rst]") {
+  auto ns = pktgen::ScopedNetns::Create("ballast-bt-rst", {});
+  INFO(ns.status().ToString());
+  REQUIRE(ns.ok());
+  LbFixture fx;
+  SetUpLab(fx);
+  Backend be;
+  for (const bool v6 : {false, true}) {
+    INFO((v6 ? "IPv6" : "IPv4"));
+    const Family f = Of(v6);
+    const uint16_t port = 41000;
+    const uint64_t held = be.Count(BALLAST_DECAP_V_RST_HELD);
+    {
+      Listener l(v6 ? AF_INET6 : AF_INET, f.dport);
+      REQUIRE(be.Decap(fx.Run(Syn(f, port)).out) == XDP_PASS);
+    }
+    // Packets like it leave: another client port, another ACK number, a
+    // RST without ACK, an ACK without RST, a RST with SYN or FIN, a RST
+    // from another address.
+    const Addr other = v6 ? Addr::Parse("2001:db8::11") : Addr::Parse("198.18.0.11");
+    CHECK(be.Egress(Rst(f, port + 1)) == TC_ACT_OK);
+    CHECK(be.Egress(FromVip(f, port, tcp::kRst | tcp::kAck, 0, kIsn + 2)) == TC_ACT_OK);
+    CHECK(be.Egress(FromVip(f, port, tcp::kRst | tcp::kAck, 0, kIsn)) == TC_ACT_OK);
+    CHECK(be.Egress(FromVip(f, port, tcp::kRst, kIsn + 1, 0)) == TC_ACT_OK);
+    CHECK(be.Egress(FromVip(f, port, tcp::kAck, 0, kIsn + 1)) == TC_ACT_OK);
+    CHECK(be.Egress(FromVip(f, port, tcp::kSyn | tcp::kAck, 0, kIsn + 1)) == TC_ACT_OK);
+    CHECK(be.Egress(FromVip(f, port, tcp::kRst | tcp::kAck | tcp::kFin, 0, kIsn + 1)) == TC_ACT_OK);
+    CHECK(be.Egress(FromVip(f, port, tcp::kRst | tcp::kAck, 0, kIsn + 1, &other)) == TC_ACT_OK);
+    CHECK(be.Count(BALLAST_DECAP_V_RST_HELD) == held);
+    // The kernel's RST to it is held, once.
+    CHECK(be.Egress(Rst(f, port)) == TC_ACT_SHOT);
+    CHECK(be.Count(BALLAST_DECAP_V_RST_HELD) == held + 1);
+    CHECK(be.Egress(Rst(f, port)) == TC_ACT_OK);
+    CHECK(be.Count(BALLAST_DECAP_V_RST_HELD) == held + 1);
+  }
+  // Not IP at all, and a runt: left alone.
+  CHECK(be.Egress(Bytes(14, 0)) == TC_ACT_OK);
+}
+
+TEST_CASE("No RST is held for a bounced SYN, a last-hop SYN, with second chance off, or late",
+          "[decap][rst]") {
+  auto ns = pktgen::ScopedNetns::Create("ballast-bt-rst2", {});
+  INFO(ns.status().ToString());
+  REQUIRE(ns.ok());
+  LbFixture fx;
+  SetUpLab(fx);
+  Backend be;
+  const Family f4 = Of(false), f6 = Of(true);
+
+  // No listener: the SYN goes back to the router, nothing is noted.
+  REQUIRE(be.Decap(fx.Run(Syn(f4, 42000)).out) == XDP_TX);
+  CHECK(be.Egress(Rst(f4, 42000)) == TC_ACT_OK);
+
+  // The router's last hop (IPv6 outer flow label): passed up, and its
+  // refusal, if any, is the client's answer.
+  {
+    Listener l(AF_INET6, f6.dport);
+    Bytes out = fx.Run(Syn(f6, 42001)).out;
+    REQUIRE(out.size() > 14 + 40);
+    out[14 + 1] = static_cast<uint8_t>((out[14 + 1] & 0xf0) | (BALLAST_FLOW_LABEL_LAST >> 16));
+    out[14 + 2] = static_cast<uint8_t>(BALLAST_FLOW_LABEL_LAST >> 8);
+    out[14 + 3] = static_cast<uint8_t>(BALLAST_FLOW_LABEL_LAST);
+    REQUIRE(be.Decap(out) == XDP_PASS);
+  }
+  CHECK(be.Egress(Rst(f6, 42001)) == TC_ACT_OK);
+
+  // Later than BALLAST_DECAP_RST_WINDOW_NS (the kernel answers a SYN at
+  // once): not its answer.
+  {
+    Listener l(AF_INET, f4.dport);
+    REQUIRE(be.Decap(fx.Run(Syn(f4, 42002)).out) == XDP_PASS);
+  }
+  std::this_thread::sleep_for(std::chrono::nanoseconds(BALLAST_DECAP_RST_WINDOW_NS) +
+                              std::chrono::milliseconds(50));
+  CHECK(be.Egress(Rst(f4, 42002)) == TC_ACT_OK);
+
+  // Second chance off: nothing is noted.
+  REQUIRE(be.decap->SetBounce(false).ok());
+  {
+    Listener l(AF_INET, f4.dport);
+    REQUIRE(be.Decap(fx.Run(Syn(f4, 42003)).out) == XDP_PASS);
+  }
+  CHECK(be.Egress(Rst(f4, 42003)) == TC_ACT_OK);
+  CHECK(be.Count(BALLAST_DECAP_V_RST_HELD) == 0);
+}
+
+// Makes the server's end of a connection from the lab's client address to
+// VIP:80 (both on this namespace's loopback) stay in TIME_WAIT (the server
+// closes first) and closes the listener; returns the client's port.
+uint16_t ServerTimeWait() {
+  const int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  const int cfd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE((lfd >= 0 && cfd >= 0));
+  int one = 1;
+  setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in vip = {};
+  vip.sin_family = AF_INET;
+  vip.sin_port = htons(80);
+  std::memcpy(&vip.sin_addr, Lab::Vip4().b.data(), 4);
+  sockaddr_in client = {};
+  client.sin_family = AF_INET;
+  std::memcpy(&client.sin_addr, Lab::Client4().b.data(), 4);
+  REQUIRE(bind(lfd, reinterpret_cast<sockaddr*>(&vip), sizeof(vip)) == 0);
+  REQUIRE(listen(lfd, 4) == 0);
+  REQUIRE(bind(cfd, reinterpret_cast<sockaddr*>(&client), sizeof(client)) == 0);
+  REQUIRE(connect(cfd, reinterpret_cast<sockaddr*>(&vip), sizeof(vip)) == 0);
+  const int afd = accept(lfd, nullptr, nullptr);
+  REQUIRE(afd >= 0);
+  socklen_t len = sizeof(client);
+  REQUIRE(getsockname(cfd, reinterpret_cast<sockaddr*>(&client), &len) == 0);
+  close(afd);  // the server's FIN first
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  close(cfd);
+  close(lfd);
+  const uint16_t port = ntohs(client.sin_port);
+  // The server's end is in TIME_WAIT (loopback delivers at once; waited for anyway).
+  const std::string want = "198.18.100.1:" + std::to_string(port);
+  std::string out;
+  for (int i = 0; i < 50 && out.find(want) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    out.clear();
+    FILE* ss = popen("ss -Htan state time-wait 'sport = :80'", "r");
+    REQUIRE(ss != nullptr);
+    char buf[512];
+    while (fgets(buf, sizeof(buf), ss) != nullptr) out += buf;
+    pclose(ss);
+  }
+  INFO(out);
+  REQUIRE(out.find(want) != std::string::npos);
+  return port;
+}
+
+TEST_CASE("A tuple in TIME_WAIT takes a SYN only with a listener: bounced without, noted with",
+          "[decap][rst][bounce]") {
+  auto ns = pktgen::ScopedNetns::Create("ballast-bt-rst3",
+                                        {"ip -n ballast-bt-rst3 link set lo up",
+                                         "ip -n ballast-bt-rst3 addr add 198.18.0.10/32 dev lo",
+                                         "ip -n ballast-bt-rst3 addr add 198.18.100.1/32 dev lo"});
+  INFO(ns.status().ToString());
+  REQUIRE(ns.ok());
+  LbFixture fx;
+  SetUpLab(fx);
+  Backend be;
+  const Family f = Of(false);
+  const uint16_t port = ServerTimeWait();
+  INFO("client port " << port);
+  // No listener: the kernel would answer the SYN with a RST (or an ACK of
+  // the old connection), so it is bounced like any SYN nobody takes.
+  CHECK(be.Decap(fx.Run(Syn(f, port)).out) == XDP_TX);
+  CHECK(be.Egress(Rst(f, port)) == TC_ACT_OK);
+  // With a listener the kernel makes the new connection: passed up, and a
+  // RST to it (the listener gone in between) held.
+  {
+    Listener l(AF_INET, 80);
+    CHECK(be.Decap(fx.Run(Syn(f, port)).out) == XDP_PASS);
+  }
+  CHECK(be.Egress(Rst(f, port)) == TC_ACT_SHOT);
+}
+
+}  // namespace
+}  // namespace ballast::bpftest
