@@ -294,7 +294,7 @@ static __always_inline void syn_note(struct ballast_decap_syn *s)
 
 	if (!slot)
 		return;
-	s->time_ns = bpf_ktime_get_ns();
+	s->time_ns = bpf_ktime_get_coarse_ns(); /* a jiffy is fine against the window */
 	*slot = *s;
 }
 
@@ -328,11 +328,12 @@ static __always_inline int syn_has_socket(struct xdp_md *ctx, void *data, void *
 					  __u32 off, __u16 inner_proto,
 					  struct ballast_decap_syn *syn)
 {
-	struct bpf_sock_tuple t = {};
+	struct bpf_sock_tuple t;
 	struct tcphdr *th;
 	__u32 len, state;
-	__u8 flags;
 
+	/* Only a pure SYN (not ACK, RST or FIN) is asked: every other packet
+	 * leaves before anything is written. */
 	if (inner_proto == ETH_P_IP) {
 		struct iphdr *ip = data + (off & 0x7F);
 
@@ -340,14 +341,14 @@ static __always_inline int syn_has_socket(struct xdp_md *ctx, void *data, void *
 		    (ip->frag_off & bpf_htons(0x3fff)))
 			return -1;
 		th = (void *)(ip + 1);
-		if ((void *)(th + 1) > data_end)
+		if ((void *)(th + 1) > data_end || (((__u8 *)th)[13] & 0x17) != 0x02)
 			return -1;
 		t.ipv4.saddr = ip->saddr;
 		t.ipv4.daddr = ip->daddr;
 		t.ipv4.sport = th->source;
 		t.ipv4.dport = th->dest;
-		flags = ((__u8 *)th)[13];
 		len = sizeof(t.ipv4);
+		__builtin_memset(syn, 0, sizeof(*syn));
 		__builtin_memcpy(syn->client, &ip->saddr, 4);
 		__builtin_memcpy(syn->vip, &ip->daddr, 4);
 		syn->family = BALLAST_FAMILY_V4;
@@ -357,14 +358,14 @@ static __always_inline int syn_has_socket(struct xdp_md *ctx, void *data, void *
 		if ((void *)(ip6 + 1) > data_end || ip6->nexthdr != IPPROTO_TCP)
 			return -1;
 		th = (void *)(ip6 + 1);
-		if ((void *)(th + 1) > data_end)
+		if ((void *)(th + 1) > data_end || (((__u8 *)th)[13] & 0x17) != 0x02)
 			return -1;
 		__builtin_memcpy(t.ipv6.saddr, &ip6->saddr, 16);
 		__builtin_memcpy(t.ipv6.daddr, &ip6->daddr, 16);
 		t.ipv6.sport = th->source;
 		t.ipv6.dport = th->dest;
-		flags = ((__u8 *)th)[13];
 		len = sizeof(t.ipv6);
+		__builtin_memset(syn, 0, sizeof(*syn));
 		__builtin_memcpy(syn->client, &ip6->saddr, 16);
 		__builtin_memcpy(syn->vip, &ip6->daddr, 16);
 		syn->family = BALLAST_FAMILY_V6;
@@ -372,8 +373,6 @@ static __always_inline int syn_has_socket(struct xdp_md *ctx, void *data, void *
 	syn->client_port = th->source;
 	syn->vip_port = th->dest;
 	syn->isn = bpf_ntohl(th->seq);
-	if ((flags & 0x17) != 0x02) /* SYN, not ACK, RST or FIN */
-		return -1;
 	state = socket_state(ctx, &t, len);
 	if (state == BPF_TCP_TIME_WAIT) {
 		if (inner_proto == ETH_P_IP) {
@@ -489,7 +488,7 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l2_len, __u32
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct ballast_decap_syn syn = {};
+	struct ballast_decap_syn syn; /* written by syn_has_socket when it asks */
 	int has;
 
 	if (flags & BALLAST_DECAP_NO_BOUNCE)
@@ -702,7 +701,7 @@ int tc_decap_rst(struct __sk_buff *skb)
 	for (int i = 0; i < 8; i++) /* client, then vip: 32 contiguous bytes */
 		if (a[i] != b[i])
 			return TC_ACT_OK;
-	if (bpf_ktime_get_ns() - slot->time_ns > BALLAST_DECAP_RST_WINDOW_NS)
+	if (bpf_ktime_get_coarse_ns() - slot->time_ns > BALLAST_DECAP_RST_WINDOW_NS)
 		return TC_ACT_OK;
 	slot->family = 0; /* one RST per SYN */
 	return count(BALLAST_DECAP_V_RST_HELD, TC_ACT_SHOT);

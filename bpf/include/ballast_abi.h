@@ -596,7 +596,7 @@ struct ballast_decap_syn {
 	__u8 family; /* BALLAST_FAMILY_V4 / _V6; 0 = free */
 	__u8 pad[3];
 	__u32 isn; /* the SYN's sequence number, host order */
-	__u64 time_ns; /* bpf_ktime_get_ns() when it was passed up */
+	__u64 time_ns; /* bpf_ktime_get_coarse_ns() when it was passed up */
 };
 #define BALLAST_DECAP_SYN_SLOTS 4096u
 #define BALLAST_DECAP_RST_WINDOW_NS 100000000ull /* 100 ms */

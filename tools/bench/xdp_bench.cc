@@ -50,6 +50,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
+#include <linux/pkt_cls.h>
 #include <netinet/in.h>
 
 #include <algorithm>
@@ -334,8 +335,11 @@ int SecondChance(const Harness& h, const Flags& f, int cpu) {
                         .Tcp(40000, 80, tcp::kSyn, 1000)
                         .TcpOptions({2, 4, 5, 180})
                         .Build();
+  // An ACK of another connection (client port 40001): on the SYN's own
+  // tuple it would make a flow, and the loop's first SYN would be guarded.
   Bytes ack = syn;
   ack[34 + 13] = tcp::kAck;  // the lb does not check the TCP checksum
+  ack[34 + 1] = 0x41;        // source port 40000 (0x9c40) -> 40001
   auto run = [](int fd, const Bytes& frame, int want) {
     auto r = pktgen::RunXdp(fd, frame);
     if (!r.ok()) Die("BPF_PROG_TEST_RUN: " + r.status().ToString());
@@ -355,14 +359,55 @@ int SecondChance(const Harness& h, const Flags& f, int cpu) {
     const char* name;
     double sum = 0;
   };
-  enum { kRef, kSyn, kBounce, kDecapNoCheck, kDecapAck, kDecapListener, kDecapNoListener, kCases };
+  // The backend's egress (tc_decap_rst): its kernel's RST to the SYN, held
+  // (the SYN was just noted), and a reply that is not a RST.
+  const Bytes rst = PacketBuilder()
+                        .Eth(kRouterMac, kTorMac)
+                        .Ip4(kVip4, kClient4)
+                        .Tcp(80, 40000, tcp::kRst | tcp::kAck, 0, 1001)
+                        .Build();
+  const Bytes reply = PacketBuilder()
+                          .Eth(kRouterMac, kTorMac)
+                          .Ip4(kVip4, kClient4)
+                          .Tcp(80, 40000, tcp::kAck | tcp::kPsh, 5000, 1001)
+                          .Payload(Bytes(100, 'x'))
+                          .Build();
+  const int rst_fd = (*decap)->rst_prog_fd();
+  auto run_tc = [rst_fd](const Bytes& frame, int want) {
+    Bytes out(frame.size() + 64);
+    LIBBPF_OPTS(bpf_test_run_opts, opts);
+    opts.data_in = frame.data();
+    opts.data_size_in = static_cast<uint32_t>(frame.size());
+    opts.data_out = out.data();
+    opts.data_size_out = static_cast<uint32_t>(out.size());
+    opts.repeat = 1;
+    if (bpf_prog_test_run_opts(rst_fd, &opts) != 0)
+      Die(absl::StrCat("BPF_PROG_TEST_RUN (tc): ", strerror(errno)));
+    if (static_cast<int>(opts.retval) != want)
+      Die(absl::StrCat("tc_decap_rst returned ", opts.retval, ", want ", want));
+    return opts.duration;
+  };
+  enum {
+    kRef,
+    kSyn,
+    kBounce,
+    kDecapNoCheck,
+    kDecapAck,
+    kDecapListener,
+    kDecapNoListener,
+    kRstHeld,
+    kReply,
+    kCases
+  };
   Case cases[kCases] = {{"reference: xdp_reflect (the timing's floor)"},
                         {"router: SYN (retransmitted: slot found)"},
                         {"router: bounce -> next choice"},
                         {"decap: SYN, second chance off"},
                         {"decap: ACK (not asked)"},
-                        {"decap: SYN, listener found"},
-                        {"decap: SYN, no listener: bounced"}};
+                        {"decap: SYN, listener found (noted)"},
+                        {"decap: SYN, no listener: bounced"},
+                        {"tc egress: the kernel's RST to it, held"},
+                        {"tc egress: a reply (not a RST)"}};
   const int listener = Listen(80);
   for (int i = 0; i < f.second_chance; ++i) {
     cases[kRef].sum += run(h.reflect_fd(), syn, XDP_TX).duration_ns;
@@ -370,6 +415,8 @@ int SecondChance(const Harness& h, const Flags& f, int cpu) {
     cases[kBounce].sum += run(lb_fd, bounce, XDP_TX).duration_ns;
     cases[kDecapListener].sum += run(decap_fd, to_backend, XDP_PASS).duration_ns;
     cases[kDecapAck].sum += run(decap_fd, ack_to_backend, XDP_PASS).duration_ns;
+    cases[kRstHeld].sum += run_tc(rst, TC_ACT_SHOT);  // last: the others run as before it
+    cases[kReply].sum += run_tc(reply, TC_ACT_OK);
   }
   close(listener);
   for (int i = 0; i < f.second_chance; ++i) {
@@ -383,9 +430,18 @@ int SecondChance(const Harness& h, const Flags& f, int cpu) {
   if (!verdicts0.ok() || !verdicts1.ok()) Die("reading verdict counters");
   for (const ballast_verdict v : {BALLAST_V_TX, BALLAST_V_BOUNCE_TX}) {
     const uint64_t moved = (*verdicts1)[v] - (*verdicts0)[v];
-    if (moved != static_cast<uint64_t>(f.second_chance))
+    if (moved != static_cast<uint64_t>(f.second_chance)) {
+      std::string all;
+      for (int k = 0; k < BALLAST_V_MAX; ++k) {
+        const uint64_t d = (*verdicts1)[k] - (*verdicts0)[k];
+        if (d != 0)
+          absl::StrAppend(&all, " ",
+                          std::string(dataplane::VerdictName(static_cast<ballast_verdict>(k))),
+                          " +", d);
+      }
       Die(absl::StrCat(std::string(dataplane::VerdictName(v)), " moved by ", moved, ", want ",
-                       f.second_chance));
+                       f.second_chance, " (moved:", all, ")"));
+    }
   }
   const double n = f.second_chance;
   if (f.json) {
