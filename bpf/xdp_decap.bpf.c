@@ -20,6 +20,9 @@
  *   for us, inner destination not in decap_vips  -> XDP_DROP         (not_vip)
  *   for us, a pure TCP SYN no socket here takes   -> XDP_TX back      (bounced)
  *     ... marked by the router as the last hop    -> strip, XDP_PASS  (refused)
+ *   (tc egress) the kernel's RST to a SYN passed
+ *     up for a listener that went                 -> TC_ACT_SHOT      (rst_held)
+ *   (tc egress) a TIME_WAIT's ACK to a refused SYN -> made its RST    (tw_refused)
  *   anything else                                 -> XDP_PASS as is   (pass)
  *
  * Second chance (bpf/lib/bounce.h is the router's half): a client's SYN
@@ -41,7 +44,16 @@
  * a SYN is noted in `decap_syns`, and tc_decap_rst, on the same device's
  * egress, drops the kernel's RST to it (rst_held): the client retransmits
  * its SYN a second later, and that one finds no listener here and is
- * bounced. A last-hop SYN is not noted (there is no other backend to try).
+ * bounced. A last-hop SYN is not noted for this (there is no other backend
+ * to try).
+ *
+ * The last hop's refusal can miss too: when the tuple is in TIME_WAIT here
+ * (the client reused a port) and no listener takes the SYN, the kernel
+ * answers with an ACK of the old connection, not a RST; the client answers
+ * that with a RST (which the router sends to the flow's first choice, not
+ * here), sends its SYN again, gets the same ACK, and then waits a second.
+ * So such a SYN is noted too, and tc_decap_rst rewrites that ACK into the
+ * RST the kernel would send with no socket at all (tw_refused).
  *
  * The last two checks are on once their set has been given (decap_policy):
  * with them, only the routers can send packets through the tunnel, and only
@@ -286,14 +298,16 @@ static __always_inline __u32 syn_slot(const struct ballast_decap_syn *s)
 	return h >> 20 & (BALLAST_DECAP_SYN_SLOTS - 1);
 }
 
-/* Notes the SYN `s` (tuple and ISN) as passed up now. */
-static __always_inline void syn_note(struct ballast_decap_syn *s)
+/* Notes the SYN `s` (tuple and ISN) as passed up now, for tc_decap_rst to
+ * mend the kernel's answer as `kind` (BALLAST_DECAP_SYN_*) says. */
+static __always_inline void syn_note(struct ballast_decap_syn *s, __u8 kind)
 {
 	__u32 k = syn_slot(s);
 	struct ballast_decap_syn *slot = bpf_map_lookup_elem(&decap_syns, &k);
 
 	if (!slot)
 		return;
+	s->kind = kind;
 	s->time_ns = bpf_ktime_get_coarse_ns(); /* a jiffy is fine against the window */
 	*slot = *s;
 }
@@ -314,16 +328,18 @@ static __always_inline __u32 socket_state(struct xdp_md *ctx, struct bpf_sock_tu
 /* Would a socket on this host take the pure TCP SYN at data + off (inner
  * header checked by inner_ok)? SYN_LISTENER a listener (the kernel makes a
  * new connection), SYN_OTHER another socket of the tuple (its request
- * socket: a retransmitted SYN), 0 none, -1 not a pure SYN (or an inner IPv6
- * header with extension headers, or an IPv4 fragment): not asked. (An
- * inner IPv4 header with options is not asked either: rare in a SYN, and
- * it keeps the TCP header at a fixed offset for the verifier.) A tuple in
- * TIME_WAIT takes a new SYN only through a listener (the kernel looks one
- * up, else answers as the old connection), so then the listener is looked
- * for, with the client's address and port zeroed (no other socket has
- * those). When asked, `syn` gets its tuple and ISN. */
+ * socket: a retransmitted SYN), 0 none, SYN_TIME_WAIT none but the tuple
+ * is in TIME_WAIT, -1 not a pure SYN (or an inner IPv6 header with
+ * extension headers, or an IPv4 fragment): not asked. (An inner IPv4
+ * header with options is not asked either: rare in a SYN, and it keeps the
+ * TCP header at a fixed offset for the verifier.) A tuple in TIME_WAIT
+ * takes a new SYN only through a listener (the kernel looks one up, else
+ * answers with an ACK of the old connection), so then the listener is
+ * looked for, with the client's address and port zeroed (no other socket
+ * has those). When asked, `syn` gets its tuple and ISN. */
 #define SYN_OTHER 1
 #define SYN_LISTENER 2
+#define SYN_TIME_WAIT 3
 static __always_inline int syn_has_socket(struct xdp_md *ctx, void *data, void *data_end,
 					  __u32 off, __u16 inner_proto,
 					  struct ballast_decap_syn *syn)
@@ -384,7 +400,7 @@ static __always_inline int syn_has_socket(struct xdp_md *ctx, void *data, void *
 		}
 		state = socket_state(ctx, &t, len);
 		if (state != BPF_TCP_LISTEN)
-			return 0;
+			return SYN_TIME_WAIT;
 	}
 	if (!state)
 		return 0;
@@ -495,12 +511,16 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l2_len, __u32
 		return -1;
 	has = syn_has_socket(ctx, data, data_end, l2_len + outer_len, inner_proto, &syn);
 	if (has == SYN_LISTENER && !last)
-		syn_note(&syn);
-	if (has != 0)
+		syn_note(&syn, BALLAST_DECAP_SYN_HOLD);
+	if (has != 0 && has != SYN_TIME_WAIT)
 		return -1;
+	/* no socket here would take it */
 	if (!last)
 		return bounce(ctx, l2_len, outer_v4);
-	/* passed up: the kernel answers RST (counted apart from decapped) */
+	/* passed up: the kernel answers RST (counted apart from decapped), or,
+	 * in TIME_WAIT, an ACK that tc_decap_rst turns into that RST */
+	if (has == SYN_TIME_WAIT)
+		syn_note(&syn, BALLAST_DECAP_SYN_REFUSE);
 	return strip_outer(ctx, l2_len, outer_len, inner_proto, BALLAST_DECAP_V_REFUSED);
 }
 
@@ -641,11 +661,52 @@ int xdp_decap(struct xdp_md *ctx)
 	return count(BALLAST_DECAP_V_PASS, XDP_PASS);
 }
 
-/* tc egress of the decap device: drops the kernel's RST to a SYN noted in
- * decap_syns (see the top of this file), counted as rst_held; every other
- * packet leaves untouched. The kernel's RST to a SYN carries ACK, no SYN
- * or FIN, and acknowledges the SYN's ISN + 1 (a SYN with data, TCP Fast
- * Open, is not matched). */
+/* Rewrites the pure ACK whose TCP header is at `off` (its words as read:
+ * sequence and acknowledgment numbers, data offset and flags, window) into
+ * the kernel's refusal of a SYN with ISN `isn`: RST and ACK, sequence 0,
+ * acknowledging isn + 1, window 0, and its options (`opt_len` bytes) made
+ * NOPs: a timestamp echoing the old connection's would make the client
+ * drop the RST (PAWS). The TCP checksum follows each word (an skb whose
+ * checksum is left to the device needs nothing: the helper knows). */
+static __always_inline int refuse(struct __sk_buff *skb, __u32 off, __be32 seq, __be32 ack,
+				  __be16 flags_word, __be16 window, __u32 isn, __u32 opt_len)
+{
+	__u32 csum = off + offsetof(struct tcphdr, check);
+	__be32 new_seq = 0, new_ack = bpf_htonl(isn + 1), nops = 0x01010101;
+	__be16 new_window = 0, new_flags = flags_word;
+
+#pragma unroll
+	for (__u32 i = 0; i < 10; i++) { /* at most 40 bytes of options */
+		__be32 old;
+
+		if (i * 4 >= opt_len)
+			break;
+		if (bpf_skb_load_bytes(skb, off + sizeof(struct tcphdr) + i * 4, &old, 4) ||
+		    bpf_l4_csum_replace(skb, csum, old, nops, 4) ||
+		    bpf_skb_store_bytes(skb, off + sizeof(struct tcphdr) + i * 4, &nops, 4, 0))
+			return TC_ACT_OK; /* cannot happen: the header is in the linear part */
+	}
+	((__u8 *)&new_flags)[1] = 0x14; /* RST, ACK; the data offset kept */
+	if (bpf_l4_csum_replace(skb, csum, seq, new_seq, 4) ||
+	    bpf_l4_csum_replace(skb, csum, ack, new_ack, 4) ||
+	    bpf_l4_csum_replace(skb, csum, flags_word, new_flags, 2) ||
+	    bpf_l4_csum_replace(skb, csum, window, new_window, 2) ||
+	    bpf_skb_store_bytes(skb, off + 4, &new_seq, 4, 0) ||
+	    bpf_skb_store_bytes(skb, off + 8, &new_ack, 4, 0) ||
+	    bpf_skb_store_bytes(skb, off + 12, &new_flags, 2, 0) ||
+	    bpf_skb_store_bytes(skb, off + 14, &new_window, 2, 0))
+		return TC_ACT_OK; /* cannot happen: the header is in the linear part */
+	return count(BALLAST_DECAP_V_TW_REFUSED, TC_ACT_OK);
+}
+
+/* tc egress of the decap device: mends the kernel's answer to a SYN noted
+ * in decap_syns (see the top of this file); every other packet leaves
+ * untouched.
+ *  - HOLD: the kernel's RST to it (RST and ACK, no SYN or FIN,
+ *    acknowledging the ISN + 1; a SYN with data, TCP Fast Open, is not
+ *    matched) is dropped, counted rst_held;
+ *  - REFUSE: the TIME_WAIT's answer to it (an ACK alone, no data) becomes
+ *    the RST a SYN nobody takes gets, counted tw_refused. */
 SEC("tc")
 int tc_decap_rst(struct __sk_buff *skb)
 {
@@ -656,8 +717,8 @@ int tc_decap_rst(struct __sk_buff *skb)
 	struct ballast_decap_syn *slot;
 	const __u32 *a, *b;
 	struct tcphdr *th;
-	__u32 k;
-	__u8 flags;
+	__u32 k, off, l4_len;
+	__u8 flags, kind;
 
 	if ((void *)(eth + 1) > data_end)
 		return TC_ACT_OK;
@@ -671,6 +732,7 @@ int tc_decap_rst(struct __sk_buff *skb)
 		__builtin_memcpy(want.vip, &ip->saddr, 4);
 		__builtin_memcpy(want.client, &ip->daddr, 4);
 		want.family = BALLAST_FAMILY_V4;
+		l4_len = bpf_ntohs(ip->tot_len) - sizeof(*ip);
 	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
 
@@ -680,20 +742,27 @@ int tc_decap_rst(struct __sk_buff *skb)
 		__builtin_memcpy(want.vip, &ip6->saddr, 16);
 		__builtin_memcpy(want.client, &ip6->daddr, 16);
 		want.family = BALLAST_FAMILY_V6;
+		l4_len = bpf_ntohs(ip6->payload_len);
 	} else {
 		return TC_ACT_OK;
 	}
 	if ((void *)(th + 1) > data_end)
 		return TC_ACT_OK;
 	flags = ((__u8 *)th)[13];
-	if ((flags & 0x17) != 0x14) /* RST and ACK; not SYN or FIN */
+	if ((flags & 0x17) == 0x14) /* RST and ACK; not SYN or FIN */
+		kind = BALLAST_DECAP_SYN_HOLD;
+	else if ((flags & 0x17) == 0x10 && th->doff >= 5 && l4_len == th->doff * 4u) /* an ACK alone */
+		kind = BALLAST_DECAP_SYN_REFUSE;
+	else
 		return TC_ACT_OK;
 	want.vip_port = th->source;
 	want.client_port = th->dest;
 	k = syn_slot(&want);
 	slot = bpf_map_lookup_elem(&decap_syns, &k);
-	if (!slot || slot->family != want.family || slot->client_port != want.client_port ||
-	    slot->vip_port != want.vip_port || slot->isn + 1 != bpf_ntohl(th->ack_seq))
+	if (!slot || slot->family != want.family || slot->kind != kind ||
+	    slot->client_port != want.client_port || slot->vip_port != want.vip_port)
+		return TC_ACT_OK;
+	if (kind == BALLAST_DECAP_SYN_HOLD && slot->isn + 1 != bpf_ntohl(th->ack_seq))
 		return TC_ACT_OK;
 	a = (const __u32 *)slot->client;
 	b = (const __u32 *)want.client;
@@ -703,8 +772,12 @@ int tc_decap_rst(struct __sk_buff *skb)
 			return TC_ACT_OK;
 	if (bpf_ktime_get_coarse_ns() - slot->time_ns > BALLAST_DECAP_RST_WINDOW_NS)
 		return TC_ACT_OK;
-	slot->family = 0; /* one RST per SYN */
-	return count(BALLAST_DECAP_V_RST_HELD, TC_ACT_SHOT);
+	slot->family = 0; /* one answer per SYN */
+	if (kind == BALLAST_DECAP_SYN_HOLD)
+		return count(BALLAST_DECAP_V_RST_HELD, TC_ACT_SHOT);
+	off = (__u32)((void *)th - data);
+	return refuse(skb, off, th->seq, th->ack_seq, *(__be16 *)((__u8 *)th + 12), th->window,
+		      slot->isn, th->doff * 4u - sizeof(*th));
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

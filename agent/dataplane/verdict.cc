@@ -103,6 +103,8 @@ std::string_view DecapVerdictName(ballast_decap_verdict v) {
       return "decapped_gue";
     case BALLAST_DECAP_V_RST_HELD:
       return "rst_held";
+    case BALLAST_DECAP_V_TW_REFUSED:
+      return "tw_refused";
     case BALLAST_DECAP_V_MAX:
       break;
   }

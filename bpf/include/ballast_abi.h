@@ -579,22 +579,35 @@ enum ballast_decap_verdict {
 	 * socket took after all (the listener went in between): dropped, so
 	 * the client's retransmitted SYN gets its second chance. */
 	BALLAST_DECAP_V_RST_HELD,
+	/* Counted by tc_decap_rst (egress): the kernel's ACK of an old
+	 * connection in TIME_WAIT answering a last-hop SYN that no listener
+	 * takes, rewritten into the RST the router meant the client to get
+	 * (it would otherwise resend its SYN to the same TIME_WAIT). */
+	BALLAST_DECAP_V_TW_REFUSED,
 	BALLAST_DECAP_V_MAX
 };
 
 /* Value of the decap program's `decap_syns` array: a pure SYN that
- * xdp_decap passed up because a listener here would take it (second chance
- * on, not the last hop), in slot hash(tuple) & (BALLAST_DECAP_SYN_SLOTS -
- * 1), the newest overwriting. tc_decap_rst drops the kernel's RST to it
- * (ack = isn + 1, within BALLAST_DECAP_RST_WINDOW_NS of the SYN) and
- * clears the slot. Addresses in network order, IPv4 in the first 4 bytes. */
+ * xdp_decap passed up (second chance on), in slot hash(tuple) &
+ * (BALLAST_DECAP_SYN_SLOTS - 1), the newest overwriting, for tc_decap_rst
+ * to mend the kernel's answer to it within BALLAST_DECAP_RST_WINDOW_NS:
+ *  - BALLAST_DECAP_SYN_HOLD: a listener would take it (not the last hop):
+ *    the kernel's RST to it (ack = isn + 1) is dropped;
+ *  - BALLAST_DECAP_SYN_REFUSE: the last hop, the tuple in TIME_WAIT and no
+ *    listener: the kernel's ACK of the old connection is rewritten into a
+ *    RST (seq 0, ack = isn + 1).
+ * Either clears the slot. Addresses in network order, IPv4 in the first 4
+ * bytes. */
+#define BALLAST_DECAP_SYN_HOLD 1
+#define BALLAST_DECAP_SYN_REFUSE 2
 struct ballast_decap_syn {
 	__u8 client[16];
 	__u8 vip[16];
 	__be16 client_port;
 	__be16 vip_port;
 	__u8 family; /* BALLAST_FAMILY_V4 / _V6; 0 = free */
-	__u8 pad[3];
+	__u8 kind;   /* BALLAST_DECAP_SYN_HOLD / _REFUSE */
+	__u8 pad[2];
 	__u32 isn; /* the SYN's sequence number, host order */
 	__u64 time_ns; /* bpf_ktime_get_coarse_ns() when it was passed up */
 };

@@ -33,8 +33,13 @@ namespace tcp = pktgen::tcp;
 
 constexpr uint32_t kIsn = 7000;
 
-// One BPF_PROG_TEST_RUN of a tc program on `frame`: its return code.
-int RunTc(int prog_fd, const Bytes& frame) {
+struct TcResult {
+  int action = -1;
+  Bytes out;  // the frame as the program left it
+};
+
+// One BPF_PROG_TEST_RUN of a tc program on `frame`.
+TcResult RunTc(int prog_fd, const Bytes& frame) {
   Bytes out(frame.size() + 64);
   LIBBPF_OPTS(bpf_test_run_opts, opts);
   opts.data_in = frame.data();
@@ -43,7 +48,29 @@ int RunTc(int prog_fd, const Bytes& frame) {
   opts.data_size_out = static_cast<uint32_t>(out.size());
   opts.repeat = 1;
   REQUIRE(bpf_prog_test_run_opts(prog_fd, &opts) == 0);
-  return static_cast<int>(opts.retval);
+  out.resize(opts.data_size_out);
+  return {static_cast<int>(opts.retval), out};
+}
+
+// The router's encapsulated frame marked as the last hop (outer IPv4
+// identification, its header checksum redone; outer IPv6 flow label).
+Bytes LastHop(Bytes out) {
+  REQUIRE(out.size() > 14 + 40);
+  if (out[12] == 0x08 && out[13] == 0x00) {
+    out[14 + 4] = static_cast<uint8_t>(BALLAST_ENCAP_ID_LAST >> 8);
+    out[14 + 5] = static_cast<uint8_t>(BALLAST_ENCAP_ID_LAST);
+    out[14 + 10] = out[14 + 11] = 0;
+    uint32_t sum = 0;
+    for (size_t i = 14; i < 34; i += 2) sum += (out[i] << 8) | out[i + 1];
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    out[14 + 10] = static_cast<uint8_t>(~sum >> 8);
+    out[14 + 11] = static_cast<uint8_t>(~sum);
+  } else {
+    out[14 + 1] = static_cast<uint8_t>((out[14 + 1] & 0xf0) | (BALLAST_FLOW_LABEL_LAST >> 16));
+    out[14 + 2] = static_cast<uint8_t>(BALLAST_FLOW_LABEL_LAST >> 8);
+    out[14 + 3] = static_cast<uint8_t>(BALLAST_FLOW_LABEL_LAST);
+  }
+  return out;
 }
 
 // The decap copy of the backend side, with the routers and VIPs set, in a
@@ -63,7 +90,8 @@ struct Backend {
     REQUIRE(r.ok());
     return r->action;
   }
-  int Egress(const Bytes& frame) { return RunTc(decap->rst_prog_fd(), frame); }
+  int Egress(const Bytes& frame) { return RunTc(decap->rst_prog_fd(), frame).action; }
+  TcResult EgressFrame(const Bytes& frame) { return RunTc(decap->rst_prog_fd(), frame); }
   uint64_t Count(ballast_decap_verdict v) {
     auto s = decap->Stats();
     REQUIRE(s.ok());
@@ -90,7 +118,7 @@ Bytes Syn(const Family& f, uint16_t port) {
 // What the backend's kernel sends back for the SYN of `port` (or a packet
 // like it): from the VIP to the client.
 Bytes FromVip(const Family& f, uint16_t port, uint8_t flags, uint32_t seq, uint32_t ack,
-              const Addr* from = nullptr) {
+              const Addr* from = nullptr, const Bytes& payload = {}) {
   pktgen::PacketBuilder b;
   b.Eth(Lab::NexthopSmac(), Lab::NexthopDmac());
   const Addr& src = from != nullptr ? *from : f.vip;
@@ -99,7 +127,9 @@ Bytes FromVip(const Family& f, uint16_t port, uint8_t flags, uint32_t seq, uint3
   } else {
     b.Ip4(src, f.client);
   }
-  return b.Tcp(f.dport, port, flags, seq, ack).Build();
+  b.Tcp(f.dport, port, flags, seq, ack);
+  if (!payload.empty()) b.Payload(payload);
+  return b.Build();
 }
 
 Bytes Rst(const Family& f, uint16_t port) {
@@ -164,12 +194,7 @@ TEST_CASE("No RST is held for a bounced SYN, a last-hop SYN, with second chance 
   // refusal, if any, is the client's answer.
   {
     Listener l(AF_INET6, f6.dport);
-    Bytes out = fx.Run(Syn(f6, 42001)).out;
-    REQUIRE(out.size() > 14 + 40);
-    out[14 + 1] = static_cast<uint8_t>((out[14 + 1] & 0xf0) | (BALLAST_FLOW_LABEL_LAST >> 16));
-    out[14 + 2] = static_cast<uint8_t>(BALLAST_FLOW_LABEL_LAST >> 8);
-    out[14 + 3] = static_cast<uint8_t>(BALLAST_FLOW_LABEL_LAST);
-    REQUIRE(be.Decap(out) == XDP_PASS);
+    REQUIRE(be.Decap(LastHop(fx.Run(Syn(f6, 42001)).out)) == XDP_PASS);
   }
   CHECK(be.Egress(Rst(f6, 42001)) == TC_ACT_OK);
 
@@ -264,6 +289,70 @@ TEST_CASE("A tuple in TIME_WAIT takes a SYN only with a listener: bounced withou
     CHECK(be.Decap(fx.Run(Syn(f, port)).out) == XDP_PASS);
   }
   CHECK(be.Egress(Rst(f, port)) == TC_ACT_SHOT);
+}
+
+TEST_CASE("At the last hop, a TIME_WAIT's answer to a SYN nobody takes becomes the RST meant",
+          "[decap][rst]") {
+  auto ns = pktgen::ScopedNetns::Create("ballast-bt-rst4",
+                                        {"ip -n ballast-bt-rst4 link set lo up",
+                                         "ip -n ballast-bt-rst4 addr add 198.18.0.10/32 dev lo",
+                                         "ip -n ballast-bt-rst4 addr add 198.18.100.1/32 dev lo"});
+  INFO(ns.status().ToString());
+  REQUIRE(ns.ok());
+  LbFixture fx;
+  SetUpLab(fx);
+  Backend be;
+  const Family f = Of(false);
+  const uint16_t port = ServerTimeWait();
+  INFO("client port " << port);
+  const uint64_t refused = be.Count(BALLAST_DECAP_V_REFUSED);
+  // The last hop, no listener: passed up to be refused. The kernel answers
+  // from the TIME_WAIT with an ACK of the old connection instead (the
+  // client would answer RST and send the SYN again, to the same TIME_WAIT).
+  REQUIRE(be.Decap(LastHop(fx.Run(Syn(f, port)).out)) == XDP_PASS);
+  CHECK(be.Count(BALLAST_DECAP_V_REFUSED) == refused + 1);
+  // Not that answer: an ACK with data, an ACK with FIN, a RST (not held:
+  // this SYN was not passed up for a listener).
+  constexpr uint32_t kOldSeq = 900000, kOldAck = 500000;
+  CHECK(be.Egress(FromVip(f, port, tcp::kAck, kOldSeq, kOldAck, nullptr, Bytes(10, 'x'))) ==
+        TC_ACT_OK);
+  CHECK(be.Egress(FromVip(f, port, tcp::kAck | tcp::kFin, kOldSeq, kOldAck)) == TC_ACT_OK);
+  CHECK(be.Egress(Rst(f, port)) == TC_ACT_OK);
+  CHECK(be.Count(BALLAST_DECAP_V_TW_REFUSED) == 0);
+  // The TIME_WAIT's ACK (with a timestamp echoing the old connection, as
+  // the kernel sends it) leaves as the RST: sequence 0, the SYN's ISN + 1
+  // acknowledged, window 0, the options NOPs (the client would drop a RST
+  // whose timestamp echo is not its SYN's), its checksum right.
+  const Bytes tw_ack = pktgen::PacketBuilder()
+                           .Eth(Lab::NexthopSmac(), Lab::NexthopDmac())
+                           .Ip4(f.vip, f.client)
+                           .Tcp(f.dport, port, tcp::kAck, kOldSeq, kOldAck)
+                           .TcpOptions({1, 1, 8, 10, 0, 0, 1, 2, 0, 3, 4, 5})
+                           .Build();
+  const TcResult r = be.EgressFrame(tw_ack);
+  CHECK(r.action == TC_ACT_OK);
+  CHECK(be.Count(BALLAST_DECAP_V_TW_REFUSED) == 1);
+  auto v = pktgen::ParseFrame(r.out);
+  REQUIRE(v.ok());
+  REQUIRE(v->ip.has_value());
+  REQUIRE(v->ip->l4.has_value());
+  CHECK(v->ip->l4->flags == (tcp::kRst | tcp::kAck));
+  CHECK(v->ip->l4->seq == 0);
+  CHECK(v->ip->l4->ack == kIsn + 1);
+  CHECK(v->ip->l4->sport == f.dport);
+  CHECK(v->ip->l4->dport == port);
+  CHECK(r.out[14 + 20 + 14] == 0);  // window
+  CHECK(r.out[14 + 20 + 15] == 0);
+  CHECK(Bytes(r.out.begin() + 14 + 20 + 20, r.out.end()) == Bytes(12, 1));  // options: NOPs
+  CHECK(pktgen::CheckChecksums(*v->ip).ok());
+  CHECK(r.out.size() == tw_ack.size());
+  // Once per SYN.
+  CHECK(be.EgressFrame(tw_ack).out == tw_ack);
+  CHECK(be.Count(BALLAST_DECAP_V_TW_REFUSED) == 1);
+  // Not the last hop: the same SYN is bounced (above), nothing is noted.
+  REQUIRE(be.Decap(fx.Run(Syn(f, port)).out) == XDP_TX);
+  CHECK(be.EgressFrame(tw_ack).out == tw_ack);
+  CHECK(be.Count(BALLAST_DECAP_V_TW_REFUSED) == 1);
 }
 
 }  // namespace

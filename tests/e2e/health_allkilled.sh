@@ -63,11 +63,12 @@ log "all killed: $attempts attempts, $refused refused, $timeouts timed out, $oth
 check "all killed: clients are refused (RST), none waits for a timeout ($refused of $attempts refused, $timeouts timed out)" \
   test "$refused" -gt 100 -a "$timeouts" = 0 -a "$other" = 0
 # Two bounces per SYN (first -> second -> third, marked last): never more.
-# There are more SYNs than attempts: a last hop that holds the tuple in
-# TIME_WAIT (the load reuses client ports) answers the SYN with an ACK of
-# the old connection, and the client answers that with a RST and sends its
-# SYN again at once (about 1 attempt in 10 here). Every SYN's way ends at a
-# last hop, so those count the SYNs.
+# Every SYN's way ends at a last hop, so those count the SYNs (probes too):
+# a client may send a SYN more than once (a retransmission), and a last hop
+# that held the tuple in TIME_WAIT made it (the load reuses client ports):
+# the kernel answered with an ACK of the old connection, the client with a
+# RST and its SYN again. tc_decap_rst now makes that ACK the RST
+# (tw_refused), so the count stays close to the attempts.
 check "all killed: at most two bounces per SYN ($bounced for $last SYNs at their last hop, $attempts attempts)" \
   test "$bounced" -le $((2 * last)) -a "$bounced" -ge "$refused"
 check "all killed: no bounce past the budget ($budget)" test "$budget" = 0

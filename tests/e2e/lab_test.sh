@@ -306,10 +306,11 @@ check $? "non-VIP: ping $ROUTER4 from the client: $(grep -o '[0-9]* received' "$
 check $? "non-VIP: ping $ROUTER6 from the client: $(grep -o '[0-9]* received' "$work/ping6")"
 
 # ---- (f) a listener that goes between xdp_decap's lookup and TCP's ---------------
-# ballast-refuse-once makes each backend's TCP listener lookup for the VIP
-# port fail the second time it is asked about a client: xdp_decap's lookup
-# finds nginx and passes the SYN up, TCP's finds nothing and the kernel
-# answers RST, as when a dying server's listener goes between the two. The
+# ballast-refuse-once makes the backends' TCP listener lookup for the VIP
+# port fail the second time one of them is asked about a client (one count
+# for all three: a retransmitted SYN goes to the next backend): xdp_decap's
+# lookup finds nginx and passes the SYN up, TCP's finds nothing and the
+# kernel answers RST, as when a dying server's listener goes between the two. The
 # backend's tc_decap_rst holds that RST; the client's SYN, retransmitted a
 # second later, is served. Then, with the hold taken off every backend's
 # egress, the same refusal reaches the client: the hold is what saved it.
