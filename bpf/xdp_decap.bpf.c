@@ -55,7 +55,7 @@
  * So such a SYN is noted too, and tc_decap_rst rewrites that ACK into the
  * RST the kernel would send with no socket at all (tw_refused).
  *
- * The last two checks are on once their set has been given (decap_policy):
+ * The source and VIP checks are on once their set has been given (decap_policy):
  * with them, only the routers can send packets through the tunnel, and only
  * to the VIPs this host serves; without them it is an open tunnel.
  *
@@ -68,7 +68,6 @@
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
-#include <linux/pkt_cls.h>
 #include <linux/in.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -134,23 +133,12 @@ struct {
 	__type(value, __u64);
 } decap_stats SEC(".maps");
 
-/* SYNs passed up because a listener would take them (struct
- * ballast_decap_syn), by hash of their tuple. Shared by all CPUs: the
- * kernel's RST normally leaves on the CPU that took the SYN, but RPS may
- * move it. A slot read while another CPU overwrites it can only match a
- * RST if every field compared matches, so at worst one RST is held that
- * would have been refused anyway by a dying listener. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, BALLAST_DECAP_SYN_SLOTS);
-	__type(key, __u32);
-	__type(value, struct ballast_decap_syn);
-} decap_syns SEC(".maps");
-
 static __always_inline int count(__u32 verdict, int action)
 {
 	return count_verdict(&decap_stats, verdict, action);
 }
+
+#include "decap_syns.h" /* decap_syns, syn_note(), tc_decap_rst (uses count()) */
 
 static __always_inline int is_local(const void *addr, __u32 len, __u8 family)
 {
@@ -286,31 +274,6 @@ static __always_inline int outer4_ok(const struct iphdr *ip, void *data_end)
 }
 
 #define BOUNCE_TTL 64
-
-/* The slot of `s`'s tuple in decap_syns. */
-static __always_inline __u32 syn_slot(const struct ballast_decap_syn *s)
-{
-	const __u32 *c = (const __u32 *)s->client, *v = (const __u32 *)s->vip;
-	__u32 h = c[0] ^ c[1] ^ c[2] ^ c[3] ^ v[0] ^ v[1] ^ v[2] ^ v[3];
-
-	h ^= (__u32)s->client_port << 16 | s->vip_port;
-	h *= 0x9e3779b1u;
-	return h >> 20 & (BALLAST_DECAP_SYN_SLOTS - 1);
-}
-
-/* Notes the SYN `s` (tuple and ISN) as passed up now, for tc_decap_rst to
- * mend the kernel's answer as `kind` (BALLAST_DECAP_SYN_*) says. */
-static __always_inline void syn_note(struct ballast_decap_syn *s, __u8 kind)
-{
-	__u32 k = syn_slot(s);
-	struct ballast_decap_syn *slot = bpf_map_lookup_elem(&decap_syns, &k);
-
-	if (!slot)
-		return;
-	s->kind = kind;
-	s->time_ns = bpf_ktime_get_coarse_ns(); /* a jiffy is fine against the window */
-	*slot = *s;
-}
 
 /* The state (BPF_TCP_*) of the socket that `t` finds, or 0 for none. */
 static __always_inline __u32 socket_state(struct xdp_md *ctx, struct bpf_sock_tuple *t, __u32 len)
@@ -659,125 +622,6 @@ int xdp_decap(struct xdp_md *ctx)
 	if (proto == ETH_P_IPV6)
 		return decap_ipv6(ctx, l2_len);
 	return count(BALLAST_DECAP_V_PASS, XDP_PASS);
-}
-
-/* Rewrites the pure ACK whose TCP header is at `off` (its words as read:
- * sequence and acknowledgment numbers, data offset and flags, window) into
- * the kernel's refusal of a SYN with ISN `isn`: RST and ACK, sequence 0,
- * acknowledging isn + 1, window 0, and its options (`opt_len` bytes) made
- * NOPs: a timestamp echoing the old connection's would make the client
- * drop the RST (PAWS). The TCP checksum follows each word (an skb whose
- * checksum is left to the device needs nothing: the helper knows). */
-static __always_inline int refuse(struct __sk_buff *skb, __u32 off, __be32 seq, __be32 ack,
-				  __be16 flags_word, __be16 window, __u32 isn, __u32 opt_len)
-{
-	__u32 csum = off + offsetof(struct tcphdr, check);
-	__be32 new_seq = 0, new_ack = bpf_htonl(isn + 1), nops = 0x01010101;
-	__be16 new_window = 0, new_flags = flags_word;
-
-#pragma unroll
-	for (__u32 i = 0; i < 10; i++) { /* at most 40 bytes of options */
-		__be32 old;
-
-		if (i * 4 >= opt_len)
-			break;
-		if (bpf_skb_load_bytes(skb, off + sizeof(struct tcphdr) + i * 4, &old, 4) ||
-		    bpf_l4_csum_replace(skb, csum, old, nops, 4) ||
-		    bpf_skb_store_bytes(skb, off + sizeof(struct tcphdr) + i * 4, &nops, 4, 0))
-			return TC_ACT_OK; /* cannot happen: the header is in the linear part */
-	}
-	((__u8 *)&new_flags)[1] = 0x14; /* RST, ACK; the data offset kept */
-	if (bpf_l4_csum_replace(skb, csum, seq, new_seq, 4) ||
-	    bpf_l4_csum_replace(skb, csum, ack, new_ack, 4) ||
-	    bpf_l4_csum_replace(skb, csum, flags_word, new_flags, 2) ||
-	    bpf_l4_csum_replace(skb, csum, window, new_window, 2) ||
-	    bpf_skb_store_bytes(skb, off + 4, &new_seq, 4, 0) ||
-	    bpf_skb_store_bytes(skb, off + 8, &new_ack, 4, 0) ||
-	    bpf_skb_store_bytes(skb, off + 12, &new_flags, 2, 0) ||
-	    bpf_skb_store_bytes(skb, off + 14, &new_window, 2, 0))
-		return TC_ACT_OK; /* cannot happen: the header is in the linear part */
-	return count(BALLAST_DECAP_V_TW_REFUSED, TC_ACT_OK);
-}
-
-/* tc egress of the decap device: mends the kernel's answer to a SYN noted
- * in decap_syns (see the top of this file); every other packet leaves
- * untouched.
- *  - HOLD: the kernel's RST to it (RST and ACK, no SYN or FIN,
- *    acknowledging the ISN + 1; a SYN with data, TCP Fast Open, is not
- *    matched) is dropped, counted rst_held;
- *  - REFUSE: the TIME_WAIT's answer to it (an ACK alone, no data) becomes
- *    the RST a SYN nobody takes gets, counted tw_refused. */
-SEC("tc")
-int tc_decap_rst(struct __sk_buff *skb)
-{
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
-	struct ballast_decap_syn want = {};
-	struct ballast_decap_syn *slot;
-	const __u32 *a, *b;
-	struct tcphdr *th;
-	__u32 k, off, l4_len;
-	__u8 flags, kind;
-
-	if ((void *)(eth + 1) > data_end)
-		return TC_ACT_OK;
-	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = (void *)(eth + 1);
-
-		if ((void *)(ip + 1) > data_end || ip->ihl != 5 || ip->protocol != IPPROTO_TCP ||
-		    (ip->frag_off & bpf_htons(0x3fff)))
-			return TC_ACT_OK;
-		th = (void *)(ip + 1);
-		__builtin_memcpy(want.vip, &ip->saddr, 4);
-		__builtin_memcpy(want.client, &ip->daddr, 4);
-		want.family = BALLAST_FAMILY_V4;
-		l4_len = bpf_ntohs(ip->tot_len) - sizeof(*ip);
-	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6 = (void *)(eth + 1);
-
-		if ((void *)(ip6 + 1) > data_end || ip6->nexthdr != IPPROTO_TCP)
-			return TC_ACT_OK;
-		th = (void *)(ip6 + 1);
-		__builtin_memcpy(want.vip, &ip6->saddr, 16);
-		__builtin_memcpy(want.client, &ip6->daddr, 16);
-		want.family = BALLAST_FAMILY_V6;
-		l4_len = bpf_ntohs(ip6->payload_len);
-	} else {
-		return TC_ACT_OK;
-	}
-	if ((void *)(th + 1) > data_end)
-		return TC_ACT_OK;
-	flags = ((__u8 *)th)[13];
-	if ((flags & 0x17) == 0x14) /* RST and ACK; not SYN or FIN */
-		kind = BALLAST_DECAP_SYN_HOLD;
-	else if ((flags & 0x17) == 0x10 && th->doff >= 5 && l4_len == th->doff * 4u) /* an ACK alone */
-		kind = BALLAST_DECAP_SYN_REFUSE;
-	else
-		return TC_ACT_OK;
-	want.vip_port = th->source;
-	want.client_port = th->dest;
-	k = syn_slot(&want);
-	slot = bpf_map_lookup_elem(&decap_syns, &k);
-	if (!slot || slot->family != want.family || slot->kind != kind ||
-	    slot->client_port != want.client_port || slot->vip_port != want.vip_port)
-		return TC_ACT_OK;
-	if (kind == BALLAST_DECAP_SYN_HOLD && slot->isn + 1 != bpf_ntohl(th->ack_seq))
-		return TC_ACT_OK;
-	a = (const __u32 *)slot->client;
-	b = (const __u32 *)want.client;
-#pragma unroll
-	for (int i = 0; i < 8; i++) /* client, then vip: 32 contiguous bytes */
-		if (a[i] != b[i])
-			return TC_ACT_OK;
-	if (bpf_ktime_get_coarse_ns() - slot->time_ns > BALLAST_DECAP_RST_WINDOW_NS)
-		return TC_ACT_OK;
-	slot->family = 0; /* one answer per SYN */
-	if (kind == BALLAST_DECAP_SYN_HOLD)
-		return count(BALLAST_DECAP_V_RST_HELD, TC_ACT_SHOT);
-	off = (__u32)((void *)th - data);
-	return refuse(skb, off, th->seq, th->ack_seq, *(__be16 *)((__u8 *)th + 12), th->window,
-		      slot->isn, th->doff * 4u - sizeof(*th));
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
