@@ -19,12 +19,14 @@
 #include <string>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "agent/dataplane/decap.h"
 #include "tests/bpf/lb_fixture.h"
 #include "tests/lib/netns.h"
+#include "tests/lib/xdp_run.h"
 
 namespace ballast::bpftest {
 namespace {
@@ -32,25 +34,6 @@ namespace {
 namespace tcp = pktgen::tcp;
 
 constexpr uint32_t kIsn = 7000;
-
-struct TcResult {
-  int action = -1;
-  Bytes out;  // the frame as the program left it
-};
-
-// One BPF_PROG_TEST_RUN of a tc program on `frame`.
-TcResult RunTc(int prog_fd, const Bytes& frame) {
-  Bytes out(frame.size() + 64);
-  LIBBPF_OPTS(bpf_test_run_opts, opts);
-  opts.data_in = frame.data();
-  opts.data_size_in = static_cast<uint32_t>(frame.size());
-  opts.data_out = out.data();
-  opts.data_size_out = static_cast<uint32_t>(out.size());
-  opts.repeat = 1;
-  REQUIRE(bpf_prog_test_run_opts(prog_fd, &opts) == 0);
-  out.resize(opts.data_size_out);
-  return {static_cast<int>(opts.retval), out};
-}
 
 // The router's encapsulated frame marked as the last hop (outer IPv4
 // identification, its header checksum redone; outer IPv6 flow label).
@@ -90,8 +73,13 @@ struct Backend {
     REQUIRE(r.ok());
     return r->action;
   }
-  int Egress(const Bytes& frame) { return RunTc(decap->rst_prog_fd(), frame).action; }
-  TcResult EgressFrame(const Bytes& frame) { return RunTc(decap->rst_prog_fd(), frame); }
+  pktgen::TcResult EgressFrame(const Bytes& frame) {
+    auto r = pktgen::RunTc(decap->rst_prog_fd(), frame);
+    INFO(r.status().ToString());
+    REQUIRE(r.ok());
+    return *r;
+  }
+  int Egress(const Bytes& frame) { return EgressFrame(frame).action; }
   uint64_t Count(ballast_decap_verdict v) {
     auto s = decap->Stats();
     REQUIRE(s.ok());
@@ -136,11 +124,25 @@ Bytes Rst(const Family& f, uint16_t port) {
   return FromVip(f, port, tcp::kRst | tcp::kAck, 0, kIsn + 1);
 }
 
-TEST_CASE("tc_decap_rst holds the kernel's RST to a SYN passed up for a listener, once",
-          "[decap][rst]") {
-  auto ns = pktgen::ScopedNetns::Create("ballast-bt-rst", {});
+// A network namespace of the test's own (the listeners are the test's
+// sockets); with `on_lo`, the VIP and the lab's client address on its
+// loopback (for ServerTimeWait).
+std::unique_ptr<pktgen::ScopedNetns> OwnNetns(const std::string& name, bool on_lo = false) {
+  std::vector<std::string> setup;
+  if (on_lo) {
+    setup = {"ip -n " + name + " link set lo up",
+             "ip -n " + name + " addr add 198.18.0.10/32 dev lo",
+             "ip -n " + name + " addr add 198.18.100.1/32 dev lo"};
+  }
+  auto ns = pktgen::ScopedNetns::Create(name, setup);
   INFO(ns.status().ToString());
   REQUIRE(ns.ok());
+  return *std::move(ns);
+}
+
+TEST_CASE("tc_decap_rst holds the kernel's RST to a SYN passed up for a listener, once",
+          "[decap][rst]") {
+  auto ns = OwnNetns("ballast-bt-rst");
   LbFixture fx;
   SetUpLab(fx);
   Backend be;
@@ -178,9 +180,7 @@ TEST_CASE("tc_decap_rst holds the kernel's RST to a SYN passed up for a listener
 
 TEST_CASE("No RST is held for a bounced SYN, a last-hop SYN, with second chance off, or late",
           "[decap][rst]") {
-  auto ns = pktgen::ScopedNetns::Create("ballast-bt-rst2", {});
-  INFO(ns.status().ToString());
-  REQUIRE(ns.ok());
+  auto ns = OwnNetns("ballast-bt-rst2");
   LbFixture fx;
   SetUpLab(fx);
   Backend be;
@@ -266,12 +266,7 @@ uint16_t ServerTimeWait() {
 
 TEST_CASE("A tuple in TIME_WAIT takes a SYN only with a listener: bounced without, noted with",
           "[decap][rst][bounce]") {
-  auto ns = pktgen::ScopedNetns::Create("ballast-bt-rst3",
-                                        {"ip -n ballast-bt-rst3 link set lo up",
-                                         "ip -n ballast-bt-rst3 addr add 198.18.0.10/32 dev lo",
-                                         "ip -n ballast-bt-rst3 addr add 198.18.100.1/32 dev lo"});
-  INFO(ns.status().ToString());
-  REQUIRE(ns.ok());
+  auto ns = OwnNetns("ballast-bt-rst3", /*on_lo=*/true);
   LbFixture fx;
   SetUpLab(fx);
   Backend be;
@@ -293,12 +288,7 @@ TEST_CASE("A tuple in TIME_WAIT takes a SYN only with a listener: bounced withou
 
 TEST_CASE("At the last hop, a TIME_WAIT's answer to a SYN nobody takes becomes the RST meant",
           "[decap][rst]") {
-  auto ns = pktgen::ScopedNetns::Create("ballast-bt-rst4",
-                                        {"ip -n ballast-bt-rst4 link set lo up",
-                                         "ip -n ballast-bt-rst4 addr add 198.18.0.10/32 dev lo",
-                                         "ip -n ballast-bt-rst4 addr add 198.18.100.1/32 dev lo"});
-  INFO(ns.status().ToString());
-  REQUIRE(ns.ok());
+  auto ns = OwnNetns("ballast-bt-rst4", /*on_lo=*/true);
   LbFixture fx;
   SetUpLab(fx);
   Backend be;
@@ -329,7 +319,7 @@ TEST_CASE("At the last hop, a TIME_WAIT's answer to a SYN nobody takes becomes t
                            .Tcp(f.dport, port, tcp::kAck, kOldSeq, kOldAck)
                            .TcpOptions({1, 1, 8, 10, 0, 0, 1, 2, 0, 3, 4, 5})
                            .Build();
-  const TcResult r = be.EgressFrame(tw_ack);
+  const pktgen::TcResult r = be.EgressFrame(tw_ack);
   CHECK(r.action == TC_ACT_OK);
   CHECK(be.Count(BALLAST_DECAP_V_TW_REFUSED) == 1);
   auto v = pktgen::ParseFrame(r.out);

@@ -52,6 +52,26 @@ absl::StatusOr<XdpResult> RunXdp(int prog_fd, const Bytes& frame, const XdpRunOp
   return r;
 }
 
+absl::StatusOr<TcResult> RunTc(int prog_fd, const Bytes& frame) {
+  if (frame.size() < 14)
+    return absl::InvalidArgumentError(
+        "BPF_PROG_TEST_RUN refuses frames shorter than an Ethernet header");
+  Bytes out(frame.size() + 256);
+  LIBBPF_OPTS(bpf_test_run_opts, opts);
+  opts.data_in = frame.data();
+  opts.data_size_in = static_cast<uint32_t>(frame.size());
+  opts.data_out = out.data();
+  opts.data_size_out = static_cast<uint32_t>(out.size());
+  opts.repeat = 1;
+  if (bpf_prog_test_run_opts(prog_fd, &opts) != 0) {
+    const int err = errno;
+    return absl::InternalError(
+        absl::StrCat("BPF_PROG_TEST_RUN (tc) on a ", frame.size(), "-byte frame: ", strerror(err)));
+  }
+  out.resize(opts.data_size_out);
+  return TcResult{static_cast<int>(opts.retval), std::move(out), opts.duration};
+}
+
 const char* XdpActionName(int action) {
   switch (action) {
     case XDP_ABORTED:

@@ -1,4 +1,4 @@
-// One BPF_PROG_TEST_RUN of an XDP program on a frame.
+// One BPF_PROG_TEST_RUN of an XDP (or tc) program on a frame.
 //
 // RunXdp() hands `frame` to the program as if it had arrived on
 // `ingress_ifindex` (default 1, the loopback device of the current network
@@ -33,6 +33,15 @@ struct XdpResult {
 
 absl::StatusOr<XdpResult> RunXdp(int prog_fd, const Bytes& frame,
                                  const XdpRunOptions& options = {});
+
+// One BPF_PROG_TEST_RUN of a tc (sched_cls) program on `frame`, as if it
+// left through the loopback device.
+struct TcResult {
+  int action = -1;  // TC_ACT_OK, TC_ACT_SHOT, ...
+  Bytes out;        // the frame as the program left it
+  uint32_t duration_ns = 0;
+};
+absl::StatusOr<TcResult> RunTc(int prog_fd, const Bytes& frame);
 
 // "XDP_TX", "XDP_PASS", ... for messages.
 const char* XdpActionName(int action);

@@ -374,18 +374,10 @@ int SecondChance(const Harness& h, const Flags& f, int cpu) {
                           .Build();
   const int rst_fd = (*decap)->rst_prog_fd();
   auto run_tc = [rst_fd](const Bytes& frame, int want) {
-    Bytes out(frame.size() + 64);
-    LIBBPF_OPTS(bpf_test_run_opts, opts);
-    opts.data_in = frame.data();
-    opts.data_size_in = static_cast<uint32_t>(frame.size());
-    opts.data_out = out.data();
-    opts.data_size_out = static_cast<uint32_t>(out.size());
-    opts.repeat = 1;
-    if (bpf_prog_test_run_opts(rst_fd, &opts) != 0)
-      Die(absl::StrCat("BPF_PROG_TEST_RUN (tc): ", strerror(errno)));
-    if (static_cast<int>(opts.retval) != want)
-      Die(absl::StrCat("tc_decap_rst returned ", opts.retval, ", want ", want));
-    return opts.duration;
+    auto r = pktgen::RunTc(rst_fd, frame);
+    if (!r.ok()) Die(r.status().ToString());
+    if (r->action != want) Die(absl::StrCat("tc_decap_rst returned ", r->action, ", want ", want));
+    return r->duration_ns;
   };
   enum {
     kRef,
