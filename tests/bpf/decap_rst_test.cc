@@ -132,7 +132,9 @@ std::unique_ptr<pktgen::ScopedNetns> OwnNetns(const std::string& name, bool on_l
   if (on_lo) {
     setup = {"ip -n " + name + " link set lo up",
              "ip -n " + name + " addr add 198.18.0.10/32 dev lo",
-             "ip -n " + name + " addr add 198.18.100.1/32 dev lo"};
+             "ip -n " + name + " addr add 198.18.100.1/32 dev lo",
+             "ip -n " + name + " addr add 2001:db8::10/128 dev lo",
+             "ip -n " + name + " addr add 2001:db8:100::1/128 dev lo"};
   }
   auto ns = pktgen::ScopedNetns::Create(name, setup);
   INFO(ns.status().ToString());
@@ -219,41 +221,58 @@ TEST_CASE("No RST is held for a bounced SYN, a last-hop SYN, with second chance 
 }
 
 // Makes the server's end of a connection from the lab's client address to
-// VIP:80 (both on this namespace's loopback) stay in TIME_WAIT (the server
-// closes first) and closes the listener; returns the client's port.
-uint16_t ServerTimeWait() {
-  const int lfd = socket(AF_INET, SOCK_STREAM, 0);
-  const int cfd = socket(AF_INET, SOCK_STREAM, 0);
+// the VIP's port (both on this namespace's loopback) of family `f` stay in
+// TIME_WAIT (the server closes first) and closes the listener; returns the
+// client's port.
+uint16_t ServerTimeWait(const Family& f) {
+  const int af = f.v6 ? AF_INET6 : AF_INET;
+  const int lfd = socket(af, SOCK_STREAM, 0);
+  const int cfd = socket(af, SOCK_STREAM, 0);
   REQUIRE((lfd >= 0 && cfd >= 0));
   int one = 1;
   setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in vip = {};
-  vip.sin_family = AF_INET;
-  vip.sin_port = htons(80);
-  std::memcpy(&vip.sin_addr, Lab::Vip4().b.data(), 4);
-  sockaddr_in client = {};
-  client.sin_family = AF_INET;
-  std::memcpy(&client.sin_addr, Lab::Client4().b.data(), 4);
-  REQUIRE(bind(lfd, reinterpret_cast<sockaddr*>(&vip), sizeof(vip)) == 0);
+  sockaddr_storage vip = {}, client = {};
+  socklen_t len = 0;
+  if (f.v6) {
+    auto* v = reinterpret_cast<sockaddr_in6*>(&vip);
+    auto* c = reinterpret_cast<sockaddr_in6*>(&client);
+    v->sin6_family = c->sin6_family = AF_INET6;
+    v->sin6_port = htons(f.dport);
+    std::memcpy(&v->sin6_addr, f.vip.b.data(), 16);
+    std::memcpy(&c->sin6_addr, f.client.b.data(), 16);
+    len = sizeof(sockaddr_in6);
+  } else {
+    auto* v = reinterpret_cast<sockaddr_in*>(&vip);
+    auto* c = reinterpret_cast<sockaddr_in*>(&client);
+    v->sin_family = c->sin_family = AF_INET;
+    v->sin_port = htons(f.dport);
+    std::memcpy(&v->sin_addr, f.vip.b.data(), 4);
+    std::memcpy(&c->sin_addr, f.client.b.data(), 4);
+    len = sizeof(sockaddr_in);
+  }
+  REQUIRE(bind(lfd, reinterpret_cast<sockaddr*>(&vip), len) == 0);
   REQUIRE(listen(lfd, 4) == 0);
-  REQUIRE(bind(cfd, reinterpret_cast<sockaddr*>(&client), sizeof(client)) == 0);
-  REQUIRE(connect(cfd, reinterpret_cast<sockaddr*>(&vip), sizeof(vip)) == 0);
+  REQUIRE(bind(cfd, reinterpret_cast<sockaddr*>(&client), len) == 0);
+  REQUIRE(connect(cfd, reinterpret_cast<sockaddr*>(&vip), len) == 0);
   const int afd = accept(lfd, nullptr, nullptr);
   REQUIRE(afd >= 0);
-  socklen_t len = sizeof(client);
-  REQUIRE(getsockname(cfd, reinterpret_cast<sockaddr*>(&client), &len) == 0);
+  socklen_t got = sizeof(client);
+  REQUIRE(getsockname(cfd, reinterpret_cast<sockaddr*>(&client), &got) == 0);
   close(afd);  // the server's FIN first
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   close(cfd);
   close(lfd);
-  const uint16_t port = ntohs(client.sin_port);
+  const uint16_t port = ntohs(f.v6 ? reinterpret_cast<sockaddr_in6*>(&client)->sin6_port
+                                   : reinterpret_cast<sockaddr_in*>(&client)->sin_port);
   // The server's end is in TIME_WAIT (loopback delivers at once; waited for anyway).
-  const std::string want = "198.18.100.1:" + std::to_string(port);
+  const std::string want =
+      (f.v6 ? "[" + f.client.ToString() + "]" : f.client.ToString()) + ":" + std::to_string(port);
+  const std::string cmd = "ss -Htan state time-wait 'sport = :" + std::to_string(f.dport) + "'";
   std::string out;
   for (int i = 0; i < 50 && out.find(want) == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     out.clear();
-    FILE* ss = popen("ss -Htan state time-wait 'sport = :80'", "r");
+    FILE* ss = popen(cmd.c_str(), "r");
     REQUIRE(ss != nullptr);
     char buf[512];
     while (fgets(buf, sizeof(buf), ss) != nullptr) out += buf;
@@ -271,7 +290,7 @@ TEST_CASE("A tuple in TIME_WAIT takes a SYN only with a listener: bounced withou
   SetUpLab(fx);
   Backend be;
   const Family f = Of(false);
-  const uint16_t port = ServerTimeWait();
+  const uint16_t port = ServerTimeWait(f);
   INFO("client port " << port);
   // No listener: the kernel would answer the SYN with a RST (or an ACK of
   // the old connection), so it is bounced like any SYN nobody takes.
@@ -292,57 +311,67 @@ TEST_CASE("At the last hop, a TIME_WAIT's answer to a SYN nobody takes becomes t
   LbFixture fx;
   SetUpLab(fx);
   Backend be;
-  const Family f = Of(false);
-  const uint16_t port = ServerTimeWait();
-  INFO("client port " << port);
-  const uint64_t refused = be.Count(BALLAST_DECAP_V_REFUSED);
-  // The last hop, no listener: passed up to be refused. The kernel answers
-  // from the TIME_WAIT with an ACK of the old connection instead (the
-  // client would answer RST and send the SYN again, to the same TIME_WAIT).
-  REQUIRE(be.Decap(LastHop(fx.Run(Syn(f, port)).out)) == XDP_PASS);
-  CHECK(be.Count(BALLAST_DECAP_V_REFUSED) == refused + 1);
-  // Not that answer: an ACK with data, an ACK with FIN, a RST (not held:
-  // this SYN was not passed up for a listener).
-  constexpr uint32_t kOldSeq = 900000, kOldAck = 500000;
-  CHECK(be.Egress(FromVip(f, port, tcp::kAck, kOldSeq, kOldAck, nullptr, Bytes(10, 'x'))) ==
-        TC_ACT_OK);
-  CHECK(be.Egress(FromVip(f, port, tcp::kAck | tcp::kFin, kOldSeq, kOldAck)) == TC_ACT_OK);
-  CHECK(be.Egress(Rst(f, port)) == TC_ACT_OK);
-  CHECK(be.Count(BALLAST_DECAP_V_TW_REFUSED) == 0);
-  // The TIME_WAIT's ACK (with a timestamp echoing the old connection, as
-  // the kernel sends it) leaves as the RST: sequence 0, the SYN's ISN + 1
-  // acknowledged, window 0, the options NOPs (the client would drop a RST
-  // whose timestamp echo is not its SYN's), its checksum right.
-  const Bytes tw_ack = pktgen::PacketBuilder()
-                           .Eth(Lab::NexthopSmac(), Lab::NexthopDmac())
-                           .Ip4(f.vip, f.client)
-                           .Tcp(f.dport, port, tcp::kAck, kOldSeq, kOldAck)
-                           .TcpOptions({1, 1, 8, 10, 0, 0, 1, 2, 0, 3, 4, 5})
-                           .Build();
-  const pktgen::TcResult r = be.EgressFrame(tw_ack);
-  CHECK(r.action == TC_ACT_OK);
-  CHECK(be.Count(BALLAST_DECAP_V_TW_REFUSED) == 1);
-  auto v = pktgen::ParseFrame(r.out);
-  REQUIRE(v.ok());
-  REQUIRE(v->ip.has_value());
-  REQUIRE(v->ip->l4.has_value());
-  CHECK(v->ip->l4->flags == (tcp::kRst | tcp::kAck));
-  CHECK(v->ip->l4->seq == 0);
-  CHECK(v->ip->l4->ack == kIsn + 1);
-  CHECK(v->ip->l4->sport == f.dport);
-  CHECK(v->ip->l4->dport == port);
-  CHECK(r.out[14 + 20 + 14] == 0);  // window
-  CHECK(r.out[14 + 20 + 15] == 0);
-  CHECK(Bytes(r.out.begin() + 14 + 20 + 20, r.out.end()) == Bytes(12, 1));  // options: NOPs
-  CHECK(pktgen::CheckChecksums(*v->ip).ok());
-  CHECK(r.out.size() == tw_ack.size());
-  // Once per SYN.
-  CHECK(be.EgressFrame(tw_ack).out == tw_ack);
-  CHECK(be.Count(BALLAST_DECAP_V_TW_REFUSED) == 1);
-  // Not the last hop: the same SYN is bounced (above), nothing is noted.
-  REQUIRE(be.Decap(fx.Run(Syn(f, port)).out) == XDP_TX);
-  CHECK(be.EgressFrame(tw_ack).out == tw_ack);
-  CHECK(be.Count(BALLAST_DECAP_V_TW_REFUSED) == 1);
+  for (const bool v6 : {false, true}) {
+    INFO((v6 ? "IPv6" : "IPv4"));
+    const Family f = Of(v6);
+    const uint16_t port = ServerTimeWait(f);
+    INFO("client port " << port);
+    const uint64_t tw_refused = be.Count(BALLAST_DECAP_V_TW_REFUSED);
+    const uint64_t refused = be.Count(BALLAST_DECAP_V_REFUSED);
+    // The last hop, no listener: passed up to be refused. The kernel answers
+    // from the TIME_WAIT with an ACK of the old connection instead (the
+    // client would answer RST and send the SYN again, to the same TIME_WAIT).
+    REQUIRE(be.Decap(LastHop(fx.Run(Syn(f, port)).out)) == XDP_PASS);
+    CHECK(be.Count(BALLAST_DECAP_V_REFUSED) == refused + 1);
+    // Not that answer: an ACK with data, an ACK with FIN, a RST (not held:
+    // this SYN was not passed up for a listener).
+    constexpr uint32_t kOldSeq = 900000, kOldAck = 500000;
+    CHECK(be.Egress(FromVip(f, port, tcp::kAck, kOldSeq, kOldAck, nullptr, Bytes(10, 'x'))) ==
+          TC_ACT_OK);
+    CHECK(be.Egress(FromVip(f, port, tcp::kAck | tcp::kFin, kOldSeq, kOldAck)) == TC_ACT_OK);
+    CHECK(be.Egress(Rst(f, port)) == TC_ACT_OK);
+    CHECK(be.Count(BALLAST_DECAP_V_TW_REFUSED) == tw_refused);
+    // The TIME_WAIT's ACK (with a timestamp echoing the old connection, as
+    // the kernel sends it) leaves as the RST: sequence 0, the SYN's ISN + 1
+    // acknowledged, window 0, the options NOPs (the client would drop a RST
+    // whose timestamp echo is not its SYN's), its checksum right.
+    pktgen::PacketBuilder b;
+    b.Eth(Lab::NexthopSmac(), Lab::NexthopDmac());
+    if (v6) {
+      b.Ip6(f.vip, f.client);
+    } else {
+      b.Ip4(f.vip, f.client);
+    }
+    const Bytes tw_ack = b.Tcp(f.dport, port, tcp::kAck, kOldSeq, kOldAck)
+                             .TcpOptions({1, 1, 8, 10, 0, 0, 1, 2, 0, 3, 4, 5})
+                             .Build();
+    const size_t th = 14 + (v6 ? 40 : 20);  // the TCP header's offset
+    const pktgen::TcResult r = be.EgressFrame(tw_ack);
+    CHECK(r.action == TC_ACT_OK);
+    CHECK(be.Count(BALLAST_DECAP_V_TW_REFUSED) == tw_refused + 1);
+    auto v = pktgen::ParseFrame(r.out);
+    REQUIRE(v.ok());
+    REQUIRE(v->ip.has_value());
+    REQUIRE(v->ip->l4.has_value());
+    CHECK(v->ip->l4->flags == (tcp::kRst | tcp::kAck));
+    CHECK(v->ip->l4->seq == 0);
+    CHECK(v->ip->l4->ack == kIsn + 1);
+    CHECK(v->ip->l4->sport == f.dport);
+    CHECK(v->ip->l4->dport == port);
+    CHECK(r.out[th + 14] == 0);  // window
+    CHECK(r.out[th + 15] == 0);
+    CHECK(Bytes(r.out.begin() + static_cast<long>(th) + 20, r.out.end()) ==
+          Bytes(12, 1));  // options: NOPs
+    CHECK(pktgen::CheckChecksums(*v->ip).ok());
+    CHECK(r.out.size() == tw_ack.size());
+    // Once per SYN.
+    CHECK(be.EgressFrame(tw_ack).out == tw_ack);
+    CHECK(be.Count(BALLAST_DECAP_V_TW_REFUSED) == tw_refused + 1);
+    // Not the last hop: the same SYN is bounced (above), nothing is noted.
+    REQUIRE(be.Decap(fx.Run(Syn(f, port)).out) == XDP_TX);
+    CHECK(be.EgressFrame(tw_ack).out == tw_ack);
+    CHECK(be.Count(BALLAST_DECAP_V_TW_REFUSED) == tw_refused + 1);
+  }
 }
 
 }  // namespace
