@@ -12,6 +12,7 @@
 #include "agent/base/ip_prefix.h"
 #include "agent/base/strcat.h"
 #include "agent/dataplane/bpf_util.h"
+#include "agent/dataplane/tc_filter.h"
 #include "xdp_decap.skel.h"
 
 namespace ballast::dataplane {
@@ -21,39 +22,9 @@ using base::Cat;
 namespace {
 
 constexpr char kProgName[] = "xdp_decap";
-// tc filter identity of tc_decap_rst on the egress hook ("ld"; tc_probe
-// uses 0x6c62 on egress, tc_neigh 0x6c6e on ingress).
-constexpr uint32_t kRstHandle = 0x6c64;
-constexpr uint32_t kRstPriority = 0x6c64;
-
-// Installs (or replaces) tc_decap_rst on the egress hook of `ifindex`,
-// creating the clsact qdisc if needed.
-absl::Status AttachRstFilter(int prog_fd, int ifindex, std::string_view ifname) {
-  LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_EGRESS);
-  std::string log;
-  CaptureLibLogs capture(&log);  // "exclusivity flag on" for an existing qdisc
-  if (int err = bpf_tc_hook_create(&hook); err != 0 && err != -EEXIST) {
-    return ErrnoStatus(err, Cat("creating the clsact qdisc on ", ifname, ": ", log));
-  }
-  LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE,
-              .handle = kRstHandle, .priority = kRstPriority);
-  if (int err = bpf_tc_attach(&hook, &opts); err != 0) {
-    return ErrnoStatus(err, Cat("attaching tc_decap_rst to ", ifname, " egress: ", log));
-  }
-  return absl::OkStatus();
-}
-
-// Removes tc_decap_rst from the egress hook of `ifindex`; OK if absent.
-absl::Status DetachRstFilter(int ifindex, std::string_view ifname) {
-  LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_EGRESS);
-  LIBBPF_OPTS(bpf_tc_opts, opts, .handle = kRstHandle, .priority = kRstPriority);
-  std::string log;
-  CaptureLibLogs capture(&log);
-  if (int err = bpf_tc_detach(&hook, &opts); err != 0 && err != -ENOENT && err != -EINVAL) {
-    return ErrnoStatus(err, Cat("detaching tc_decap_rst from ", ifname, " egress: ", log));
-  }
-  return absl::OkStatus();
-}
+// tc_decap_rst on the egress hook ("ld"; tc_probe uses 0x6c62 on egress,
+// tc_neigh 0x6c6e on ingress).
+constexpr TcFilter kRstFilter = {.egress = true, .handle = 0x6c64, .name = "tc_decap_rst"};
 
 ballast_decap_addr ToKey(const IpAddress& a) {
   ballast_decap_addr k = {};
@@ -195,17 +166,13 @@ absl::Status Decap::DetachFrom(std::string_view ifname) {
                                              "\", not xdp_decap; not detaching"));
   }
   if (absl::Status s = DetachXdp(*ifindex, ifname, st->prog_id); !s.ok()) return s;
-  return DetachRstFilter(*ifindex, ifname);
+  return DetachTcFilter(kRstFilter, *ifindex, ifname);
 }
 
 absl::StatusOr<bool> Decap::HoldsRsts(std::string_view ifname) {
   auto ifindex = IfIndex(ifname);
   if (!ifindex.ok()) return ifindex.status();
-  LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = *ifindex, .attach_point = BPF_TC_EGRESS);
-  LIBBPF_OPTS(bpf_tc_opts, opts, .handle = kRstHandle, .priority = kRstPriority);
-  std::string log;
-  CaptureLibLogs capture(&log);  // "no such filter" is the answer, not an error
-  return bpf_tc_query(&hook, &opts) == 0 && opts.prog_id != 0;
+  return TcFilterAttached(kRstFilter, *ifindex);
 }
 
 Decap::~Decap() {
@@ -274,7 +241,8 @@ absl::StatusOr<AttachMode> Decap::Attach(std::string_view ifname, AttachMode mod
     // AttachXdp refuses it with the program's name; nothing is touched.
     return AttachXdp(prog_fd_, *ifindex, ifname, mode);
   }
-  if (absl::Status s = AttachRstFilter(rst_prog_fd(), *ifindex, ifname); !s.ok()) return s;
+  if (absl::Status s = AttachTcFilter(kRstFilter, rst_prog_fd(), *ifindex, ifname); !s.ok())
+    return s;
   if (replacing) {
     UniqueFd old(bpf_prog_get_fd_by_id(st->prog_id));
     if (!old) return ErrnoStatus(errno, Cat("opening XDP program id ", st->prog_id));
@@ -282,7 +250,7 @@ absl::StatusOr<AttachMode> Decap::Attach(std::string_view ifname, AttachMode mod
     return st->mode;
   }
   auto attached = AttachXdp(prog_fd_, *ifindex, ifname, mode);
-  if (!attached.ok()) (void)DetachRstFilter(*ifindex, ifname);  // as it was
+  if (!attached.ok()) (void)DetachTcFilter(kRstFilter, *ifindex, ifname);  // as it was
   return attached;
 }
 

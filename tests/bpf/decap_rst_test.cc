@@ -224,6 +224,23 @@ TEST_CASE("No RST is held for a bounced SYN, a last-hop SYN, with second chance 
 // the VIP's port (both on this namespace's loopback) of family `f` stay in
 // TIME_WAIT (the server closes first) and closes the listener; returns the
 // client's port.
+// `a`:`port` as a socket address; its length.
+socklen_t SockAddr(const Addr& a, uint16_t port, sockaddr_storage* out) {
+  *out = {};
+  if (a.family == 6) {
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(out);
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(port);
+    std::memcpy(&s6->sin6_addr, a.b.data(), 16);
+    return sizeof(sockaddr_in6);
+  }
+  auto* s4 = reinterpret_cast<sockaddr_in*>(out);
+  s4->sin_family = AF_INET;
+  s4->sin_port = htons(port);
+  std::memcpy(&s4->sin_addr, a.b.data(), 4);
+  return sizeof(sockaddr_in);
+}
+
 uint16_t ServerTimeWait(const Family& f) {
   const int af = f.v6 ? AF_INET6 : AF_INET;
   const int lfd = socket(af, SOCK_STREAM, 0);
@@ -231,25 +248,9 @@ uint16_t ServerTimeWait(const Family& f) {
   REQUIRE((lfd >= 0 && cfd >= 0));
   int one = 1;
   setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_storage vip = {}, client = {};
-  socklen_t len = 0;
-  if (f.v6) {
-    auto* v = reinterpret_cast<sockaddr_in6*>(&vip);
-    auto* c = reinterpret_cast<sockaddr_in6*>(&client);
-    v->sin6_family = c->sin6_family = AF_INET6;
-    v->sin6_port = htons(f.dport);
-    std::memcpy(&v->sin6_addr, f.vip.b.data(), 16);
-    std::memcpy(&c->sin6_addr, f.client.b.data(), 16);
-    len = sizeof(sockaddr_in6);
-  } else {
-    auto* v = reinterpret_cast<sockaddr_in*>(&vip);
-    auto* c = reinterpret_cast<sockaddr_in*>(&client);
-    v->sin_family = c->sin_family = AF_INET;
-    v->sin_port = htons(f.dport);
-    std::memcpy(&v->sin_addr, f.vip.b.data(), 4);
-    std::memcpy(&c->sin_addr, f.client.b.data(), 4);
-    len = sizeof(sockaddr_in);
-  }
+  sockaddr_storage vip, client;
+  const socklen_t len = SockAddr(f.vip, f.dport, &vip);
+  SockAddr(f.client, 0, &client);
   REQUIRE(bind(lfd, reinterpret_cast<sockaddr*>(&vip), len) == 0);
   REQUIRE(listen(lfd, 4) == 0);
   REQUIRE(bind(cfd, reinterpret_cast<sockaddr*>(&client), len) == 0);
@@ -259,7 +260,8 @@ uint16_t ServerTimeWait(const Family& f) {
   socklen_t got = sizeof(client);
   REQUIRE(getsockname(cfd, reinterpret_cast<sockaddr*>(&client), &got) == 0);
   close(afd);  // the server's FIN first
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  char byte;
+  REQUIRE(recv(cfd, &byte, 1, 0) == 0);  // the client has it (end of stream)
   close(cfd);
   close(lfd);
   const uint16_t port = ntohs(f.v6 ? reinterpret_cast<sockaddr_in6*>(&client)->sin6_port
