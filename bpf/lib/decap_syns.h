@@ -83,7 +83,7 @@ static __always_inline int refuse(struct __sk_buff *skb, __u32 off, __be32 seq, 
 		if (bpf_skb_load_bytes(skb, off + sizeof(struct tcphdr) + i * 4, &old, 4) ||
 		    bpf_l4_csum_replace(skb, csum, old, nops, 4) ||
 		    bpf_skb_store_bytes(skb, off + sizeof(struct tcphdr) + i * 4, &nops, 4, 0))
-			return TC_ACT_OK; /* cannot happen: the header is in the linear part */
+			return TC_ACT_SHOT; /* cannot happen (see below) */
 	}
 	((__u8 *)&new_flags)[1] = 0x14; /* RST, ACK; the data offset kept */
 	if (bpf_l4_csum_replace(skb, csum, seq, new_seq, 4) ||
@@ -94,7 +94,10 @@ static __always_inline int refuse(struct __sk_buff *skb, __u32 off, __be32 seq, 
 	    bpf_skb_store_bytes(skb, off + 8, &new_ack, 4, 0) ||
 	    bpf_skb_store_bytes(skb, off + 12, &new_flags, 2, 0) ||
 	    bpf_skb_store_bytes(skb, off + 14, &new_window, 2, 0))
-		return TC_ACT_OK; /* cannot happen: the header is in the linear part */
+		/* Cannot happen: the header is in the linear part. Were it to,
+		 * a half-rewritten ACK must not leave: dropped, like a held
+		 * RST (the client resends its SYN). */
+		return TC_ACT_SHOT;
 	return count(BALLAST_DECAP_V_TW_REFUSED, TC_ACT_OK);
 }
 
