@@ -627,6 +627,11 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 		if (handshake_complete(vip, p, s, now, &old))
 			return old;
 		f = adopted_lookup(p);
+		if (!f && (p->tcp_flags & TCP_RST))
+			/* A RST starts nothing to keep: it goes by the table and
+			 * is not adopted, so a flood of them cannot displace
+			 * adopted flows. */
+			return maglev_pick(vip->vip_id, p);
 		if (!f)
 			return flow_restart(vip, p, now, FLOW_ADOPTED);
 		cls = FLOW_ADOPTED;

@@ -1,7 +1,8 @@
 // Floods cannot evict established flows: connections whose handshake the
 // router saw (`flows`), TCP flows adopted mid-stream (`adopted_flows`) and
 // UDP flows (`flows_udp`) live in three maps, so a flood of spoofed ACKs or
-// of UDP tuples evicts only its own class.
+// of UDP tuples evicts only its own class, and a RST on a tuple with no
+// state is not adopted at all.
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
 #include <netinet/in.h>
@@ -125,6 +126,63 @@ TEST_CASE("A flood of spoofed ACKs and UDP tuples cannot evict established flows
   CHECK(Entries(fx, "flows") == kEstablished);
   CHECK(Entries(fx, dataplane::kAdoptedFlowsMap) > kCapacity * 9 / 10);
   CHECK(Entries(fx, "flows_udp") > kCapacity * 9 / 10);
+}
+
+TEST_CASE("A flood of spoofed RSTs adopts nothing and displaces no adopted flow", "[lb][flood]") {
+  constexpr uint32_t kAdopted = 2000, kRsts = 200000;
+  LbFixture fx(kCapacity);
+  SetUpLab(fx);
+  fx.SetTable(kVipTcp4, CyclingTable({1, 2, 3}));
+
+  // 2,000 connections adopted mid-stream (ECMP moved them here): 20 clients
+  // x 100 ports. The few that a set with a fifth flow gave up are left out.
+  const auto key = [](int lo, int port) {
+    return FlowKey(Client(70, static_cast<uint8_t>(lo)), Lab::Vip4(), static_cast<uint16_t>(port),
+                   80, IPPROTO_TCP);
+  };
+  const auto data = [](int lo, int port) {
+    return pktgen::PacketBuilder()
+        .Eth(Lab::TorMac(), Lab::RouterMac())
+        .Ip4(Client(70, static_cast<uint8_t>(lo)), Lab::Vip4())
+        .Tcp(static_cast<uint16_t>(port), 80, tcp::kAck | tcp::kPsh, 7000, 1)
+        .PayloadSize(20)
+        .Build();
+  };
+  std::map<std::pair<int, int>, uint32_t> backend_of;
+  for (uint32_t i = 0; i < kAdopted; ++i) {
+    const int lo = static_cast<int>(i / 100), port = 30000 + static_cast<int>(i % 100);
+    const Outcome o = fx.Run(data(lo, port));
+    REQUIRE(o.verdict == BALLAST_V_TX);
+    backend_of[{lo, port}] = BackendOf(fx, o.out);
+  }
+  std::erase_if(backend_of, [&](const auto& kv) {
+    return fx.FlowMap(key(kv.first.first, kv.first.second)) != dataplane::kAdoptedFlowsMap;
+  });
+  const size_t adopted = backend_of.size();
+  REQUIRE(adopted >= kAdopted - 10);
+  REQUIRE(Entries(fx, dataplane::kAdoptedFlowsMap) == adopted);
+
+  // 200,000 RSTs, each on a tuple the router has no state for: each goes by
+  // the table, and none is adopted.
+  const Bytes rst = pktgen::PacketBuilder()
+                        .Eth(Lab::TorMac(), Lab::RouterMac())
+                        .Ip4(Client(80, 0), Lab::Vip4())
+                        .Tcp(1024, 80, tcp::kRst | tcp::kAck, 9000, 1)
+                        .Build();
+  CHECK(Flood(fx, rst, 80, kRsts) == kRsts);
+  CHECK(Entries(fx, dataplane::kAdoptedFlowsMap) == adopted);
+  CHECK(Entries(fx, "flows") == 0);
+
+  // After a table change (every slot's backend moves) each adopted
+  // connection still reaches its backend.
+  fx.SetTable(kVipTcp4, CyclingTable({2, 3, 1}));
+  uint32_t kept = 0;
+  for (const auto& [client, backend] : backend_of) {
+    const Outcome o = fx.Run(data(client.first, client.second));
+    REQUIRE(o.verdict == BALLAST_V_TX);
+    if (BackendOf(fx, o.out) == backend) ++kept;
+  }
+  CHECK(kept == adopted);
 }
 
 }  // namespace
