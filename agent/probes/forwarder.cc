@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "agent/dataplane/bpf_util.h"
+#include "agent/dataplane/tc_filter.h"
 #include "agent/base/strcat.h"
 #include "agent/probes/rtnl.h"
 #include "ballast_abi.h"
@@ -22,9 +23,8 @@ using base::Cat;
 using dataplane::ErrnoStatus;
 using dataplane::LoadFailure;
 
-// tc filter identity of the probe program on the device's egress hook.
-constexpr uint32_t kTcHandle = 0x6c62;
-constexpr uint32_t kTcPriority = 0x6c62;
+// The probe program's tc filter on the device's egress hook.
+constexpr dataplane::TcFilter kTcFilter = {.egress = true, .handle = 0x6c62, .name = "tc_probe"};
 constexpr uint32_t kEncapRoom = 40;  // largest outer header (IPv6)
 
 }  // namespace
@@ -88,20 +88,10 @@ ProbeForwarder::~ProbeForwarder() { tc_probe__destroy(skel_); }
 absl::Status ProbeForwarder::Attach() {
   auto ifindex = rtnl::IfIndex(options_.device);
   if (!ifindex.ok()) return ifindex.status();
-  LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = *ifindex, .attach_point = BPF_TC_EGRESS);
-  std::string log;
-  {
-    // libbpf logs the kernel's "exclusivity flag on" for an existing
-    // clsact qdisc, which is the normal case on a restart.
-    dataplane::CaptureLibLogs capture(&log);
-    if (int err = bpf_tc_hook_create(&hook); err != 0 && err != -EEXIST) {
-      return ErrnoStatus(err, Cat("creating the clsact qdisc on ", options_.device, ": ", log));
-    }
-    LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = bpf_program__fd(skel_->progs.tc_probe),
-                .flags = BPF_TC_F_REPLACE, .handle = kTcHandle, .priority = kTcPriority);
-    if (int err = bpf_tc_attach(&hook, &opts); err != 0) {
-      return ErrnoStatus(err, Cat("attaching tc_probe to ", options_.device, " egress: ", log));
-    }
+  if (absl::Status s = dataplane::AttachTcFilter(kTcFilter, bpf_program__fd(skel_->progs.tc_probe),
+                                                 *ifindex, options_.device);
+      !s.ok()) {
+    return s;
   }
   if (!options_.manage_routing) return absl::OkStatus();
   return InstallRouting(*ifindex);
@@ -169,11 +159,7 @@ absl::Status ProbeForwarder::Detach() {
   absl::Status first;
   auto ifindex = rtnl::IfIndex(options_.device);
   if (ifindex.ok()) {
-    LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = *ifindex, .attach_point = BPF_TC_EGRESS);
-    LIBBPF_OPTS(bpf_tc_opts, opts, .handle = kTcHandle, .priority = kTcPriority);
-    if (int err = bpf_tc_detach(&hook, &opts); err != 0 && err != -ENOENT) {
-      first.Update(ErrnoStatus(err, Cat("detaching tc_probe from ", options_.device)));
-    }
+    first.Update(dataplane::DetachTcFilter(kTcFilter, *ifindex, options_.device));
   } else if (!absl::IsNotFound(ifindex.status())) {
     first.Update(ifindex.status());
   }
