@@ -23,6 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/base/strcat.h"
+#include "agent/dataplane/adopted_carry.h"
 #include "agent/dataplane/bpf_util.h"
 #include "agent/dataplane/dataplane_internal.h"
 #include "xdp_lb.skel.h"
@@ -211,11 +212,22 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
   if (pinning) {
     if (absl::Status s = dp->AdoptOrPinProgram(); !s.ok()) return s;
     // Builds before adopted_flows kept adopted flows in an LRU hash of this
-    // name. The program that uses it keeps it until Attach() replaces that
-    // program; its flows are adopted again on the same table pick.
+    // name (adopted_carry.h). The program that uses it keeps it until
+    // Attach() replaces that program: its flows are carried into the sets
+    // now, while no program uses them, and again after each Attach() for
+    // the flows it adopted in between.
     const std::string old_adopted = Cat(dp->pin_dir_, "/flows_adopted");
-    if (PathExists(old_adopted) && unlink(old_adopted.c_str()) != 0) {
-      return ErrnoStatus(errno, Cat("unpinning ", old_adopted));
+    if (PathExists(old_adopted)) {
+      dp->old_adopted_fd_ = bpf_obj_get(old_adopted.c_str());
+      if (dp->old_adopted_fd_ < 0) {
+        fprintf(stderr, "warning: opening %s: %s; its flows are adopted again\n",
+                old_adopted.c_str(), strerror(errno));
+      } else {
+        dp->CarryOldAdoptedFlows(/*evict=*/true);
+      }
+      if (unlink(old_adopted.c_str()) != 0) {
+        return ErrnoStatus(errno, Cat("unpinning ", old_adopted));
+      }
     }
   }
   return dp;
@@ -332,6 +344,7 @@ Dataplane::~Dataplane() {
   }
   if (adopted_fd_ >= 0) close(adopted_fd_);
   if (stale_fd_ >= 0) close(stale_fd_);
+  if (old_adopted_fd_ >= 0) close(old_adopted_fd_);
 }
 
 bool Dataplane::IsOurs(uint32_t prog_id) const {
@@ -380,6 +393,7 @@ absl::Status Dataplane::Attach(std::string_view ifname, AttachMode mode) {
     fprintf(stderr, "note: dev %.*s: replaced program id %u by id %u (no interruption)\n",
             static_cast<int>(ifname.size()), ifname.data(), st->prog_id, mine->id);
     attached_[std::string(ifname)] = st->mode;
+    CarryOldAdoptedFlows(/*evict=*/false);
     return absl::OkStatus();
   }
   auto used = AttachXdp(prog_fd_, *ifindex, ifname, mode);
@@ -388,7 +402,23 @@ absl::Status Dataplane::Attach(std::string_view ifname, AttachMode mode) {
     if (absl::Status s = PinAtomically(prog_fd_, prog_pin); !s.ok()) return s;
   }
   attached_[std::string(ifname)] = *used;
+  CarryOldAdoptedFlows(/*evict=*/false);
   return absl::OkStatus();
+}
+
+void Dataplane::CarryOldAdoptedFlows(bool evict) {
+  if (old_adopted_fd_ < 0) return;
+  auto n = CarryAdoptedFlows(old_adopted_fd_, map_fd(kAdoptedFlowsMap), adopted_sets_, evict);
+  if (!n.ok()) {
+    fprintf(stderr, "warning: carrying flows_adopted into %s: %s; those flows are adopted again\n",
+            kAdoptedFlowsMap, std::string(n.status().message()).c_str());
+    return;
+  }
+  if (n->carried == 0 && n->full == 0) return;
+  fprintf(stderr,
+          "note: carried %zu of the %zu flows of an older build's flows_adopted into %s (%zu "
+          "already there, %zu found their set full and will be adopted again)\n",
+          n->carried, n->read, kAdoptedFlowsMap, n->present, n->full);
 }
 
 absl::StatusOr<AttachMode> Dataplane::AttachedMode(std::string_view ifname) const {

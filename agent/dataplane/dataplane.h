@@ -27,8 +27,9 @@
 //    vip_stats, verdicts, clock_cache). Open()
 //    reuses the pinned maps when they exist (their contents, including the flow table, survive) and
 //    pins the ones that do not. The program is pinned at <pin_dir>/prog_xdp_lb. An older build's
-//    `flows_adopted` (an LRU hash; adopted flows now live in `adopted_flows`) is unpinned: its
-//    flows are adopted again, on the same table pick.
+//    `flows_adopted` (an LRU hash; adopted flows now live in `adopted_flows`) is unpinned, and
+//    its flows are copied into `adopted_flows` (again after each Attach(), for those the
+//    old program adopted meanwhile), so they stay on their backends (adopted_carry.h).
 //  - Restart with the same build: the pinned program is *adopted* (prog_fd()
 //    is the running program) and Attach() on a device that already runs it
 //    is a no-op. Nothing is detached or re-attached; no packet is lost.
@@ -323,6 +324,10 @@ class Dataplane final : public DataplanePort {
   // Returns after an RCU grace period if a slot was rewritten in place
   // since the last one.
   absl::Status WaitForSlotReaders();
+  // Copies the flows of old_adopted_fd_, if any, into adopted_flows
+  // (adopted_carry.h); `evict` only while no program uses the sets. Failures
+  // are warnings: those flows are adopted again.
+  void CarryOldAdoptedFlows(bool evict);
   template <typename T>
   absl::StatusOr<std::vector<T>> ReadPerCpu(int map_fd, uint32_t key, std::string_view what) const;
 
@@ -335,8 +340,9 @@ class Dataplane final : public DataplanePort {
   uint32_t last_in_place_vip_ = 0;        // the VIP of the last such write
   std::string pin_dir_;
   int prog_fd_ = -1;
-  int adopted_fd_ = -1;  // owned: pinned program of the same build, adopted
-  int stale_fd_ = -1;    // owned: pinned program of another build, to be replaced
+  int adopted_fd_ = -1;      // owned: pinned program of the same build, adopted
+  int stale_fd_ = -1;        // owned: pinned program of another build, to be replaced
+  int old_adopted_fd_ = -1;  // owned: an older build's flows_adopted (unpinned by Open())
   std::map<std::string, AttachMode, std::less<>> attached_;
   std::unique_ptr<NeighHandoff> neigh_;  // loaded by the first Attach()
   // Serialises the writers of `vips` / `vip_refs` entries (see the

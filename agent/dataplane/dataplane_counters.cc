@@ -156,7 +156,12 @@ absl::StatusOr<size_t> Dataplane::ForEachFlowIn(
     const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
     size_t batch) const {
   if (std::string_view(map) == kAdoptedFlowsMap) return ForEachAdoptedFlow(max, fn, batch);
-  const int fd = map_fd(map);
+  return ForEachHashFlow(map_fd(map), map, max, fn, batch);
+}
+
+absl::StatusOr<size_t> internal::ForEachHashFlow(
+    int fd, std::string_view map, size_t max,
+    const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn, size_t batch) {
   size_t seen = 0;
   // Batches end at bucket boundaries: a batch needs room for a whole bucket
   // (ENOSPC with nothing read otherwise; the batch then grows).

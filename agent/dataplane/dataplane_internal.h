@@ -1,7 +1,8 @@
 // Helpers shared by the Dataplane's files (dataplane.cc, dataplane_maps.cc,
-// dataplane_counters.cc): the ABI form of a VIP key, the vip_refs map's
-// upkeep, per-CPU reads. Not an API; nothing outside
-// agent/dataplane includes it. Thread-safety: as Dataplane's.
+// dataplane_counters.cc, adopted_carry.cc): the ABI form of a VIP key, the
+// vip_refs map's upkeep, per-CPU reads, walking a hash map of flows. Not an
+// API; nothing outside agent/dataplane includes it. Thread-safety: as
+// Dataplane's.
 #ifndef BALLAST_AGENT_DATAPLANE_DATAPLANE_INTERNAL_H_
 #define BALLAST_AGENT_DATAPLANE_DATAPLANE_INTERNAL_H_
 
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -41,6 +43,13 @@ absl::Status PublishVipRef(int fd, const ballast_vip_key& key, const ballast_vip
 // Advances vip_refs[vip_id].gen; with `retire`, also marks the id unused.
 // A no-op for an entry that does not describe a VIP.
 absl::Status BumpVipRef(int fd, uint32_t vip_id, bool retire);
+
+// Calls fn(key, flow) for up to `max` entries of the hash map of flows
+// `fd` (named `map` in messages), `batch` per system call (more when a
+// bucket needs it). Returns how many it visited.
+absl::StatusOr<size_t> ForEachHashFlow(
+    int fd, std::string_view map, size_t max,
+    const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn, size_t batch);
 
 // Sums a per-CPU value made only of __u64 fields.
 template <typename T>

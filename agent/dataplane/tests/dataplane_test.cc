@@ -549,29 +549,6 @@ TEST_CASE("pinned maps are reused by a second Open and removed by Teardown", "[d
   CHECK_FALSE(PathExists(o.pin_dir));
 }
 
-TEST_CASE("an older build's flows_adopted pin is removed; adopted flows go to adopted_flows",
-          "[dataplane][bpf]") {
-  RequireRoot();
-  TempBpffs fs;
-  Options o;
-  o.pin_dir = fs.dir() + "/ballast";
-  REQUIRE(MakeDirs(o.pin_dir).ok());
-  // What a build before adopted_flows pinned: an LRU hash of flows.
-  UniqueFd old(bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "flows_adopted", sizeof(ballast_flow_key),
-                              sizeof(ballast_flow), 1024, nullptr));
-  REQUIRE(old);
-  REQUIRE(bpf_obj_pin(old.get(), (o.pin_dir + "/flows_adopted").c_str()) == 0);
-
-  auto dp = Dataplane::Open(o);
-  INFO(dp.status().ToString());
-  REQUIRE(dp.ok());
-  CHECK_FALSE(PathExists(o.pin_dir + "/flows_adopted"));
-  CHECK(PathExists(o.pin_dir + "/adopted_flows"));
-  CHECK((*dp)->adopted_sets() == AdoptedSetsFor(o.flow_capacity));
-  CHECK((*dp)->MapCapacity(kAdoptedFlowsMap).value_or(0) == 2 * BALLAST_DEFAULT_FLOWS);
-  REQUIRE((*dp)->Teardown().ok());
-}
-
 TEST_CASE("adopted_flows' sets follow the flow capacity", "[dataplane]") {
   CHECK(AdoptedSetsFor(BALLAST_DEFAULT_FLOWS) == 131072);
   CHECK(AdoptedSetsFor(4096) == 2048);

@@ -1,0 +1,148 @@
+// An upgrade from a build with `flows_adopted` (an LRU hash) carries its
+// flows into `adopted_flows` (adopted_carry.h): the way choice alone, then
+// Open() and Attach() against the real kernel (root, a private bpffs and a
+// test network namespace; RAII cleanup).
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <netinet/in.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "agent/dataplane/adopted_carry.h"
+#include "agent/dataplane/tests/test_util.h"
+
+namespace ballast::dataplane {
+namespace {
+
+using testing::RequireRoot;
+using testing::TempBpffs;
+using testing::TestNetns;
+
+// Client 198.18.1.<n>:<port> to the VIP 198.18.0.10:80, TCP.
+ballast_flow_key Key(uint8_t n, uint16_t port) {
+  ballast_flow_key k = {};
+  const uint8_t client[4] = {198, 18, 1, n}, vip[4] = {198, 18, 0, 10};
+  std::memcpy(k.src, client, 4);
+  std::memcpy(k.dst, vip, 4);
+  k.sport = htons(port);
+  k.dport = htons(80);
+  k.proto = IPPROTO_TCP;
+  k.family = BALLAST_FAMILY_V4;
+  return k;
+}
+
+ballast_flow Flow(uint32_t backend, uint64_t last_seen) {
+  ballast_flow f = {};
+  f.backend_id = backend;
+  f.state = BALLAST_FLOW_ESTABLISHED;
+  f.last_seen_ns = last_seen;
+  return f;
+}
+
+bool Holds(const ballast_adopted_set& set, uint32_t way, const ballast_flow_key& k) {
+  return std::memcmp(&set.key[way], &k, sizeof k) == 0;
+}
+
+TEST_CASE("PlaceAdopted chooses ways as the program does", "[dataplane]") {
+  ballast_adopted_set set = {};
+  // Free ways first, in order.
+  for (uint8_t i = 0; i < BALLAST_ADOPTED_WAYS; ++i) {
+    CHECK(PlaceAdopted(set, Key(i, 1000), Flow(i, 100 + i), /*evict=*/false) == Placed::kFree);
+    CHECK(Holds(set, i, Key(i, 1000)));
+  }
+  // The key's own way is left as it is, whatever the flow says.
+  CHECK(PlaceAdopted(set, Key(2, 1000), Flow(9, 500), true) == Placed::kPresent);
+  CHECK(set.flow[2].backend_id == 2);
+  // A full set: not written without `evict`; with it, over the oldest way.
+  set.flow[3].last_seen_ns = 50;
+  CHECK(PlaceAdopted(set, Key(7, 1000), Flow(7, 600), false) == Placed::kFull);
+  CHECK(set.flow[3].backend_id == 3);
+  CHECK(PlaceAdopted(set, Key(7, 1000), Flow(7, 600), true) == Placed::kEvicted);
+  CHECK(Holds(set, 3, Key(7, 1000)));
+  CHECK(set.flow[3].backend_id == 7);
+  CHECK(set.flow[0].backend_id == 0);  // the others untouched
+  CHECK(set.flow[1].backend_id == 1);
+}
+
+// What a build before adopted_flows pinned: an LRU hash of flows.
+UniqueFd PinOldAdopted(const std::string& pin_dir, uint32_t value_size = sizeof(ballast_flow)) {
+  UniqueFd old(bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "flows_adopted", sizeof(ballast_flow_key),
+                              value_size, 1024, nullptr));
+  REQUIRE(old);
+  REQUIRE(bpf_obj_pin(old.get(), (pin_dir + "/flows_adopted").c_str()) == 0);
+  return old;
+}
+
+void Put(int fd, const ballast_flow_key& k, const ballast_flow& f) {
+  REQUIRE(bpf_map_update_elem(fd, &k, &f, BPF_ANY) == 0);
+}
+
+std::optional<uint32_t> AdoptedBackend(const Dataplane& dp, const ballast_flow_key& k) {
+  auto f = dp.LookupFlow(kAdoptedFlowsMap, k);
+  REQUIRE(f.ok());
+  if (!f->has_value()) return std::nullopt;
+  return (*f)->backend_id;
+}
+
+TEST_CASE("an older build's adopted flows are carried into adopted_flows, on their backends",
+          "[dataplane][bpf][netns]") {
+  RequireRoot();
+  TempBpffs fs;
+  Options o;
+  o.pin_dir = fs.dir() + "/ballast";
+  REQUIRE(MakeDirs(o.pin_dir).ok());
+  UniqueFd old = PinOldAdopted(o.pin_dir);
+  // 300 flows the old program adopted, each on the backend the table gave
+  // it then.
+  for (uint16_t p = 0; p < 300; ++p) Put(old.get(), Key(1, 20000 + p), Flow(p % 7 + 1, p));
+
+  auto dp = Dataplane::Open(o);
+  INFO(dp.status().ToString());
+  REQUIRE(dp.ok());
+  CHECK_FALSE(PathExists(o.pin_dir + "/flows_adopted"));
+  for (uint16_t p = 0; p < 300; ++p) CHECK(AdoptedBackend(**dp, Key(1, 20000 + p)) == p % 7 + 1);
+  auto n = (*dp)->ForEachFlowIn(kAdoptedFlowsMap, SIZE_MAX,
+                                [](const ballast_flow_key&, const ballast_flow&) {});
+  REQUIRE(n.ok());
+  CHECK(*n == 300);
+
+  // Until Attach() replaces it, the old program goes on adopting (a new
+  // flow) and updating (a flow already carried, which stays as carried).
+  Put(old.get(), Key(2, 30000), Flow(5, 1000));
+  Put(old.get(), Key(1, 20000), Flow(6, 1000));
+  CHECK_FALSE(AdoptedBackend(**dp, Key(2, 30000)).has_value());
+  TestNetns ns;
+  REQUIRE((*dp)->Attach("dpt0", AttachMode::kAuto).ok());
+  CHECK(AdoptedBackend(**dp, Key(2, 30000)) == 5u);
+  CHECK(AdoptedBackend(**dp, Key(1, 20000)) == 1u);
+  REQUIRE((*dp)->Detach("dpt0").ok());
+  REQUIRE((*dp)->Teardown().ok());
+}
+
+TEST_CASE("an older flows_adopted of another layout is unpinned and its flows not carried",
+          "[dataplane][bpf]") {
+  RequireRoot();
+  TempBpffs fs;
+  Options o;
+  o.pin_dir = fs.dir() + "/ballast";
+  REQUIRE(MakeDirs(o.pin_dir).ok());
+  UniqueFd old = PinOldAdopted(o.pin_dir, sizeof(ballast_flow) + 8);
+  std::string value(sizeof(ballast_flow) + 8, '\x01');
+  const ballast_flow_key k = Key(3, 40000);
+  REQUIRE(bpf_map_update_elem(old.get(), &k, value.data(), BPF_ANY) == 0);
+
+  auto dp = Dataplane::Open(o);
+  INFO(dp.status().ToString());
+  REQUIRE(dp.ok());
+  CHECK_FALSE(PathExists(o.pin_dir + "/flows_adopted"));
+  CHECK_FALSE(AdoptedBackend(**dp, k).has_value());
+  CHECK((*dp)->adopted_sets() == AdoptedSetsFor(o.flow_capacity));
+  CHECK((*dp)->MapCapacity(kAdoptedFlowsMap).value_or(0) == 2 * BALLAST_DEFAULT_FLOWS);
+  REQUIRE((*dp)->Teardown().ok());
+}
+
+}  // namespace
+}  // namespace ballast::dataplane
