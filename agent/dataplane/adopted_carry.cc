@@ -16,26 +16,41 @@ namespace ballast::dataplane {
 using base::Cat;
 
 Placed PlaceAdopted(ballast_adopted_set& set, const ballast_flow_key& key, const ballast_flow& flow,
-                    bool evict) {
-  uint32_t free_way = BALLAST_ADOPTED_WAYS, oldest_way = 0;
+                    bool exclusive) {
+  uint32_t own = BALLAST_ADOPTED_WAYS, free_way = BALLAST_ADOPTED_WAYS, oldest_way = 0;
   uint64_t oldest = std::numeric_limits<uint64_t>::max();
   for (uint32_t w = 0; w < BALLAST_ADOPTED_WAYS; ++w) {
-    if (std::memcmp(&set.key[w], &key, sizeof key) == 0) return Placed::kPresent;
-    if (set.key[w].family == 0) {
+    if (std::memcmp(&set.key[w], &key, sizeof key) == 0) {
+      own = w;
+    } else if (set.key[w].family == 0) {
       if (free_way == BALLAST_ADOPTED_WAYS) free_way = w;
     } else if (set.flow[w].last_seen_ns < oldest) {
       oldest = set.flow[w].last_seen_ns;
       oldest_way = w;
     }
   }
-  if (free_way == BALLAST_ADOPTED_WAYS && !evict) return Placed::kFull;
-  const uint32_t w = free_way != BALLAST_ADOPTED_WAYS ? free_way : oldest_way;
+  Placed placed;
+  uint32_t w;
+  if (own != BALLAST_ADOPTED_WAYS) {
+    if (!exclusive) return Placed::kPresent;
+    placed = Placed::kReplaced;
+    w = own;
+  } else if (free_way != BALLAST_ADOPTED_WAYS) {
+    placed = Placed::kFree;
+    w = free_way;
+  } else if (exclusive) {
+    placed = Placed::kEvicted;
+    w = oldest_way;
+  } else {
+    return Placed::kFull;
+  }
   set.key[w] = key;
   set.flow[w] = flow;
-  return free_way != BALLAST_ADOPTED_WAYS ? Placed::kFree : Placed::kEvicted;
+  return placed;
 }
 
-absl::StatusOr<CarryCount> CarryAdoptedFlows(int from_fd, int sets_fd, uint32_t sets, bool evict) {
+absl::StatusOr<CarryCount> CarryAdoptedFlows(int from_fd, int sets_fd, uint32_t sets,
+                                             bool exclusive) {
   auto info = GetMapInfo(from_fd);
   if (!info.ok()) return info.status();
   if (info->key_size != sizeof(ballast_flow_key) || info->value_size != sizeof(ballast_flow)) {
@@ -59,13 +74,14 @@ absl::StatusOr<CarryCount> CarryAdoptedFlows(int from_fd, int sets_fd, uint32_t 
           failed = ErrnoStatus(errno, Cat("reading adopted_flows[", idx, "]"));
           return;
         }
-        switch (PlaceAdopted(set, key, flow, evict)) {
+        switch (PlaceAdopted(set, key, flow, exclusive)) {
           case Placed::kPresent:
             ++n.present;
             return;
           case Placed::kFull:
             ++n.full;
             return;
+          case Placed::kReplaced:
           case Placed::kFree:
           case Placed::kEvicted:
             break;

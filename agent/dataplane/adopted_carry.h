@@ -20,35 +20,38 @@
 namespace ballast::dataplane {
 
 enum class Placed {
-  kPresent,  // the set already holds the key: left as it is
-  kFree,     // written into a free way
-  kEvicted,  // written over the way seen longest ago (`evict` only)
-  kFull,     // no free way and not `evict`: not written
+  kPresent,   // the set already holds the key: left as it is (not `exclusive`)
+  kReplaced,  // the key's own way rewritten (`exclusive`)
+  kFree,      // written into a free way
+  kEvicted,   // written over the way seen longest ago (`exclusive`)
+  kFull,      // no free way and not `exclusive`: not written
 };
 
-// Writes (key, flow) into `set` as the program would: never over the key's
-// own way (kPresent), else into a free way, else, with `evict`, over the way
-// whose last_seen_ns is oldest.
+// Writes (key, flow) into `set` as the program would, where `exclusive`
+// says no program uses the sets yet, so the old map is the truth: into the
+// key's own way if it has one (rewritten only when `exclusive`), else a free
+// way, else, when `exclusive`, over the way whose last_seen_ns is oldest.
 Placed PlaceAdopted(ballast_adopted_set& set, const ballast_flow_key& key, const ballast_flow& flow,
-                    bool evict);
+                    bool exclusive);
 
 struct CarryCount {
   size_t read = 0;     // flows in the old map
-  size_t carried = 0;  // written into a free way, or over the oldest
-  size_t present = 0;  // already in the sets
-  size_t full = 0;     // their set had no free way and `evict` was off
+  size_t carried = 0;  // written: into their own way, a free one, or over the oldest
+  size_t present = 0;  // already in the sets, left as they were
+  size_t full = 0;     // their set had no free way: not written
 };
 
 // Copies every flow of `from_fd` (an LRU hash of ballast_flow_key →
 // ballast_flow) into the `sets` sets of the adopted_flows array `sets_fd`
 // (PlaceAdopted; a flow's set is its ballast_flow_hash & (sets - 1)).
-// Each set is read and written back whole: with a running program using the
-// sets, pass `evict` false (only free ways are taken), and a way the program
-// writes in the microseconds between the read and the write-back of its set
-// is lost (that flow is adopted again, on the table of that moment).
+// Each set is read and written back whole. With a program using the sets
+// (not `exclusive`), only free ways are taken, and a way the program writes
+// in the microseconds between the read and the write-back of its set is
+// lost (that flow is adopted again, on the table of that moment).
 // Fails without writing anything if the old map's key or value size is not
 // this build's.
-absl::StatusOr<CarryCount> CarryAdoptedFlows(int from_fd, int sets_fd, uint32_t sets, bool evict);
+absl::StatusOr<CarryCount> CarryAdoptedFlows(int from_fd, int sets_fd, uint32_t sets,
+                                             bool exclusive);
 
 }  // namespace ballast::dataplane
 

@@ -223,7 +223,7 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
         fprintf(stderr, "warning: opening %s: %s; its flows are adopted again\n",
                 old_adopted.c_str(), strerror(errno));
       } else {
-        dp->CarryOldAdoptedFlows(/*evict=*/true);
+        dp->CarryOldAdoptedFlows(/*exclusive=*/true);
       }
       if (unlink(old_adopted.c_str()) != 0) {
         return ErrnoStatus(errno, Cat("unpinning ", old_adopted));
@@ -393,7 +393,7 @@ absl::Status Dataplane::Attach(std::string_view ifname, AttachMode mode) {
     fprintf(stderr, "note: dev %.*s: replaced program id %u by id %u (no interruption)\n",
             static_cast<int>(ifname.size()), ifname.data(), st->prog_id, mine->id);
     attached_[std::string(ifname)] = st->mode;
-    CarryOldAdoptedFlows(/*evict=*/false);
+    CarryOldAdoptedFlows(/*exclusive=*/false);
     return absl::OkStatus();
   }
   auto used = AttachXdp(prog_fd_, *ifindex, ifname, mode);
@@ -402,13 +402,13 @@ absl::Status Dataplane::Attach(std::string_view ifname, AttachMode mode) {
     if (absl::Status s = PinAtomically(prog_fd_, prog_pin); !s.ok()) return s;
   }
   attached_[std::string(ifname)] = *used;
-  CarryOldAdoptedFlows(/*evict=*/false);
+  CarryOldAdoptedFlows(/*exclusive=*/false);
   return absl::OkStatus();
 }
 
-void Dataplane::CarryOldAdoptedFlows(bool evict) {
+void Dataplane::CarryOldAdoptedFlows(bool exclusive) {
   if (old_adopted_fd_ < 0) return;
-  auto n = CarryAdoptedFlows(old_adopted_fd_, map_fd(kAdoptedFlowsMap), adopted_sets_, evict);
+  auto n = CarryAdoptedFlows(old_adopted_fd_, map_fd(kAdoptedFlowsMap), adopted_sets_, exclusive);
   if (!n.ok()) {
     fprintf(stderr, "warning: carrying flows_adopted into %s: %s; those flows are adopted again\n",
             kAdoptedFlowsMap, std::string(n.status().message()).c_str());

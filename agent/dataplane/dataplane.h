@@ -325,9 +325,9 @@ class Dataplane final : public DataplanePort {
   // since the last one.
   absl::Status WaitForSlotReaders();
   // Copies the flows of old_adopted_fd_, if any, into adopted_flows
-  // (adopted_carry.h); `evict` only while no program uses the sets. Failures
+  // (adopted_carry.h); `exclusive` while no program uses the sets. Failures
   // are warnings: those flows are adopted again.
-  void CarryOldAdoptedFlows(bool evict);
+  void CarryOldAdoptedFlows(bool exclusive);
   template <typename T>
   absl::StatusOr<std::vector<T>> ReadPerCpu(int map_fd, uint32_t key, std::string_view what) const;
 

@@ -50,13 +50,18 @@ TEST_CASE("PlaceAdopted chooses ways as the program does", "[dataplane]") {
   ballast_adopted_set set = {};
   // Free ways first, in order.
   for (uint8_t i = 0; i < BALLAST_ADOPTED_WAYS; ++i) {
-    CHECK(PlaceAdopted(set, Key(i, 1000), Flow(i, 100 + i), /*evict=*/false) == Placed::kFree);
+    CHECK(PlaceAdopted(set, Key(i, 1000), Flow(i, 100 + i), /*exclusive=*/false) == Placed::kFree);
     CHECK(Holds(set, i, Key(i, 1000)));
   }
-  // The key's own way is left as it is, whatever the flow says.
-  CHECK(PlaceAdopted(set, Key(2, 1000), Flow(9, 500), true) == Placed::kPresent);
+  // The key's own way: left as it is while a program uses the sets (it may
+  // have moved on); rewritten when the old map is the truth.
+  CHECK(PlaceAdopted(set, Key(2, 1000), Flow(9, 500), false) == Placed::kPresent);
   CHECK(set.flow[2].backend_id == 2);
-  // A full set: not written without `evict`; with it, over the oldest way.
+  CHECK(PlaceAdopted(set, Key(2, 1000), Flow(9, 500), true) == Placed::kReplaced);
+  CHECK(Holds(set, 2, Key(2, 1000)));
+  CHECK(set.flow[2].backend_id == 9);
+  // A full set: not written while a program uses the sets; else over the
+  // oldest way.
   set.flow[3].last_seen_ns = 50;
   CHECK(PlaceAdopted(set, Key(7, 1000), Flow(7, 600), false) == Placed::kFull);
   CHECK(set.flow[3].backend_id == 3);
@@ -119,6 +124,32 @@ TEST_CASE("an older build's adopted flows are carried into adopted_flows, on the
   CHECK(AdoptedBackend(**dp, Key(2, 30000)) == 5u);
   CHECK(AdoptedBackend(**dp, Key(1, 20000)) == 1u);
   REQUIRE((*dp)->Detach("dpt0").ok());
+  REQUIRE((*dp)->Teardown().ok());
+}
+
+TEST_CASE("after a downgrade and an upgrade again, flows_adopted wins over adopted_flows",
+          "[dataplane][bpf]") {
+  RequireRoot();
+  TempBpffs fs;
+  Options o;
+  o.pin_dir = fs.dir() + "/ballast";
+  REQUIRE(MakeDirs(o.pin_dir).ok());
+  {
+    UniqueFd old = PinOldAdopted(o.pin_dir);
+    Put(old.get(), Key(4, 50000), Flow(2, 10));
+    auto dp = Dataplane::Open(o);  // the upgrade; its pins stay
+    INFO(dp.status().ToString());
+    REQUIRE(dp.ok());
+    CHECK(AdoptedBackend(**dp, Key(4, 50000)) == 2u);
+  }
+  // An older build ran again (it knows nothing of adopted_flows) and
+  // adopted the flow anew, on another table's pick.
+  UniqueFd old = PinOldAdopted(o.pin_dir);
+  Put(old.get(), Key(4, 50000), Flow(3, 20));
+  auto dp = Dataplane::Open(o);
+  INFO(dp.status().ToString());
+  REQUIRE(dp.ok());
+  CHECK(AdoptedBackend(**dp, Key(4, 50000)) == 3u);
   REQUIRE((*dp)->Teardown().ok());
 }
 
