@@ -328,9 +328,10 @@ rst_held_sum() {
 # The client port is above the ephemeral range that (a) drew from: its
 # connections (`Connection: close`, so the server closes first) left
 # TIME_WAITs on the backends, and a SYN that meets one is taken by it and
-# never asks for the listener the way this test needs (seen in about 1 run
-# in 20 before the fixed range).
+# never asks for the listener the way this test needs (3 runs of 65 failed
+# so before the fixed range).
 connect_once() {
+  local t port
   "${LAB[@]}" exec client curl "-$1" -g -sS -o /dev/null -w '%{time_connect} %{local_port}' \
     --local-port 61000-61999 --connect-timeout 5 --max-time 8 "$2" >"$work/$3.out" 2>"$work/$3.err"
   echo $? >"$work/$3.rc"

@@ -8,8 +8,10 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "agent/dataplane/adopted_carry.h"
 #include "agent/dataplane/tests/test_util.h"
@@ -72,6 +74,21 @@ TEST_CASE("PlaceAdopted chooses ways as the program does", "[dataplane]") {
   CHECK(set.flow[1].backend_id == 1);
 }
 
+// Options that pin under a private bpffs, in a directory made for them.
+Options PinnedIn(const TempBpffs& fs) {
+  Options o;
+  o.pin_dir = fs.dir() + "/ballast";
+  REQUIRE(MakeDirs(o.pin_dir).ok());
+  return o;
+}
+
+std::unique_ptr<Dataplane> OpenOk(const Options& o) {
+  auto dp = Dataplane::Open(o);
+  INFO(dp.status().ToString());
+  REQUIRE(dp.ok());
+  return std::move(*dp);
+}
+
 // What a build before adopted_flows pinned: an LRU hash of flows.
 UniqueFd PinOldAdopted(const std::string& pin_dir, uint32_t value_size = sizeof(ballast_flow)) {
   UniqueFd old(bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "flows_adopted", sizeof(ballast_flow_key),
@@ -96,21 +113,17 @@ TEST_CASE("an older build's adopted flows are carried into adopted_flows, on the
           "[dataplane][bpf][netns]") {
   RequireRoot();
   TempBpffs fs;
-  Options o;
-  o.pin_dir = fs.dir() + "/ballast";
-  REQUIRE(MakeDirs(o.pin_dir).ok());
+  const Options o = PinnedIn(fs);
   UniqueFd old = PinOldAdopted(o.pin_dir);
   // 300 flows the old program adopted, each on the backend the table gave
   // it then.
   for (uint16_t p = 0; p < 300; ++p) Put(old.get(), Key(1, 20000 + p), Flow(p % 7 + 1, p));
 
-  auto dp = Dataplane::Open(o);
-  INFO(dp.status().ToString());
-  REQUIRE(dp.ok());
+  auto dp = OpenOk(o);
   CHECK_FALSE(PathExists(o.pin_dir + "/flows_adopted"));
-  for (uint16_t p = 0; p < 300; ++p) CHECK(AdoptedBackend(**dp, Key(1, 20000 + p)) == p % 7 + 1);
-  auto n = (*dp)->ForEachFlowIn(kAdoptedFlowsMap, SIZE_MAX,
-                                [](const ballast_flow_key&, const ballast_flow&) {});
+  for (uint16_t p = 0; p < 300; ++p) CHECK(AdoptedBackend(*dp, Key(1, 20000 + p)) == p % 7 + 1);
+  auto n = dp->ForEachFlowIn(kAdoptedFlowsMap, SIZE_MAX,
+                             [](const ballast_flow_key&, const ballast_flow&) {});
   REQUIRE(n.ok());
   CHECK(*n == 300);
 
@@ -118,61 +131,51 @@ TEST_CASE("an older build's adopted flows are carried into adopted_flows, on the
   // flow) and updating (a flow already carried, which stays as carried).
   Put(old.get(), Key(2, 30000), Flow(5, 1000));
   Put(old.get(), Key(1, 20000), Flow(6, 1000));
-  CHECK_FALSE(AdoptedBackend(**dp, Key(2, 30000)).has_value());
+  CHECK_FALSE(AdoptedBackend(*dp, Key(2, 30000)).has_value());
   TestNetns ns;
-  REQUIRE((*dp)->Attach("dpt0", AttachMode::kAuto).ok());
-  CHECK(AdoptedBackend(**dp, Key(2, 30000)) == 5u);
-  CHECK(AdoptedBackend(**dp, Key(1, 20000)) == 1u);
-  REQUIRE((*dp)->Detach("dpt0").ok());
-  REQUIRE((*dp)->Teardown().ok());
+  REQUIRE(dp->Attach("dpt0", AttachMode::kAuto).ok());
+  CHECK(AdoptedBackend(*dp, Key(2, 30000)) == 5u);
+  CHECK(AdoptedBackend(*dp, Key(1, 20000)) == 1u);
+  REQUIRE(dp->Detach("dpt0").ok());
+  REQUIRE(dp->Teardown().ok());
 }
 
 TEST_CASE("after a downgrade and an upgrade again, flows_adopted wins over adopted_flows",
           "[dataplane][bpf]") {
   RequireRoot();
   TempBpffs fs;
-  Options o;
-  o.pin_dir = fs.dir() + "/ballast";
-  REQUIRE(MakeDirs(o.pin_dir).ok());
+  const Options o = PinnedIn(fs);
   {
     UniqueFd old = PinOldAdopted(o.pin_dir);
     Put(old.get(), Key(4, 50000), Flow(2, 10));
-    auto dp = Dataplane::Open(o);  // the upgrade; its pins stay
-    INFO(dp.status().ToString());
-    REQUIRE(dp.ok());
-    CHECK(AdoptedBackend(**dp, Key(4, 50000)) == 2u);
+    auto dp = OpenOk(o);  // the upgrade; its pins stay
+    CHECK(AdoptedBackend(*dp, Key(4, 50000)) == 2u);
   }
   // An older build ran again (it knows nothing of adopted_flows) and
   // adopted the flow anew, on another table's pick.
   UniqueFd old = PinOldAdopted(o.pin_dir);
   Put(old.get(), Key(4, 50000), Flow(3, 20));
-  auto dp = Dataplane::Open(o);
-  INFO(dp.status().ToString());
-  REQUIRE(dp.ok());
-  CHECK(AdoptedBackend(**dp, Key(4, 50000)) == 3u);
-  REQUIRE((*dp)->Teardown().ok());
+  auto dp = OpenOk(o);
+  CHECK(AdoptedBackend(*dp, Key(4, 50000)) == 3u);
+  REQUIRE(dp->Teardown().ok());
 }
 
 TEST_CASE("an older flows_adopted of another layout is unpinned and its flows not carried",
           "[dataplane][bpf]") {
   RequireRoot();
   TempBpffs fs;
-  Options o;
-  o.pin_dir = fs.dir() + "/ballast";
-  REQUIRE(MakeDirs(o.pin_dir).ok());
+  const Options o = PinnedIn(fs);
   UniqueFd old = PinOldAdopted(o.pin_dir, sizeof(ballast_flow) + 8);
   std::string value(sizeof(ballast_flow) + 8, '\x01');
   const ballast_flow_key k = Key(3, 40000);
   REQUIRE(bpf_map_update_elem(old.get(), &k, value.data(), BPF_ANY) == 0);
 
-  auto dp = Dataplane::Open(o);
-  INFO(dp.status().ToString());
-  REQUIRE(dp.ok());
+  auto dp = OpenOk(o);
   CHECK_FALSE(PathExists(o.pin_dir + "/flows_adopted"));
-  CHECK_FALSE(AdoptedBackend(**dp, k).has_value());
-  CHECK((*dp)->adopted_sets() == AdoptedSetsFor(o.flow_capacity));
-  CHECK((*dp)->MapCapacity(kAdoptedFlowsMap).value_or(0) == 2 * BALLAST_DEFAULT_FLOWS);
-  REQUIRE((*dp)->Teardown().ok());
+  CHECK_FALSE(AdoptedBackend(*dp, k).has_value());
+  CHECK(dp->adopted_sets() == AdoptedSetsFor(o.flow_capacity));
+  CHECK(dp->MapCapacity(kAdoptedFlowsMap).value_or(0) == 2 * BALLAST_DEFAULT_FLOWS);
+  REQUIRE(dp->Teardown().ok());
 }
 
 }  // namespace
