@@ -74,13 +74,20 @@ TEST_CASE("PlaceAdopted chooses ways as the program does", "[dataplane]") {
   CHECK(set.flow[1].backend_id == 1);
 }
 
-// Options that pin under a private bpffs, in a directory made for them.
-Options PinnedIn(const TempBpffs& fs) {
-  Options o;
-  o.pin_dir = fs.dir() + "/ballast";
-  REQUIRE(MakeDirs(o.pin_dir).ok());
-  return o;
-}
+// Options that pin under a private bpffs, in a directory made for them
+// (root checked first: mounting needs it).
+struct Pins {
+  Pins() : options(Make(fs)) {}
+  static Options Make(const TempBpffs& fs) {
+    Options o;
+    o.pin_dir = fs.dir() + "/ballast";
+    REQUIRE(MakeDirs(o.pin_dir).ok());
+    return o;
+  }
+  bool root = (RequireRoot(), true);
+  TempBpffs fs;
+  Options options;
+};
 
 std::unique_ptr<Dataplane> OpenOk(const Options& o) {
   auto dp = Dataplane::Open(o);
@@ -111,9 +118,8 @@ std::optional<uint32_t> AdoptedBackend(const Dataplane& dp, const ballast_flow_k
 
 TEST_CASE("an older build's adopted flows are carried into adopted_flows, on their backends",
           "[dataplane][bpf][netns]") {
-  RequireRoot();
-  TempBpffs fs;
-  const Options o = PinnedIn(fs);
+  Pins pins;
+  const Options& o = pins.options;
   UniqueFd old = PinOldAdopted(o.pin_dir);
   // 300 flows the old program adopted, each on the backend the table gave
   // it then.
@@ -142,9 +148,8 @@ TEST_CASE("an older build's adopted flows are carried into adopted_flows, on the
 
 TEST_CASE("after a downgrade and an upgrade again, flows_adopted wins over adopted_flows",
           "[dataplane][bpf]") {
-  RequireRoot();
-  TempBpffs fs;
-  const Options o = PinnedIn(fs);
+  Pins pins;
+  const Options& o = pins.options;
   {
     UniqueFd old = PinOldAdopted(o.pin_dir);
     Put(old.get(), Key(4, 50000), Flow(2, 10));
@@ -162,9 +167,8 @@ TEST_CASE("after a downgrade and an upgrade again, flows_adopted wins over adopt
 
 TEST_CASE("an older flows_adopted of another layout is unpinned and its flows not carried",
           "[dataplane][bpf]") {
-  RequireRoot();
-  TempBpffs fs;
-  const Options o = PinnedIn(fs);
+  Pins pins;
+  const Options& o = pins.options;
   UniqueFd old = PinOldAdopted(o.pin_dir, sizeof(ballast_flow) + 8);
   std::string value(sizeof(ballast_flow) + 8, '\x01');
   const ballast_flow_key k = Key(3, 40000);
