@@ -23,7 +23,7 @@
  *
  * The two functions that walk a set are global: the verifier checks each
  * once, not at each of the several places the connection table inlines them
- * (the program is near the verifier's instruction limit).
+ * (docs/dataplane.md, "Requirements on the router host": its budget).
  */
 #ifndef BALLAST_ADOPTED_H
 #define BALLAST_ADOPTED_H
