@@ -13,6 +13,14 @@
  *   IPv4 probe, IPv6 backend: IPv4-in-IPv6  (outer next header 4)
  *   IPv6 probe, IPv4 backend: dropped (drop_family)
  *
+ * A target of a VIP with `mode: GUE` (BALLAST_PROBE_F_GUE) gets a UDP header
+ * between the two, as the lb program's GUE (docs/dataplane.md): outer
+ * protocol / next header 17, destination port the target's gue_port, source
+ * port 0xC000 | 14 bits of the probe connection's hash (the socket's, so
+ * stable for the connection), checksum 0. A probe then takes the path the
+ * VIP's clients take, down to the backend's GUE decapsulation: a backend
+ * that takes IP-in-IP but not GUE fails the GUE VIP's probes.
+ *
  * The outer source is probe_settings.src4/src6 (the router's configured
  * source); the outer IPv4 header checksum is computed here; the inner packet
  * is untouched (its L4 checksum, complete or left to the device, stays
@@ -71,13 +79,34 @@ static __always_inline int count(__u32 verdict, int action)
 	return count_verdict(&probe_stats, verdict, action);
 }
 
-/* Inserts and fills the outer header. Returns 0 or -1. */
+/* Writes the GUE UDP header at `off` (the outer IP header's end). */
+static __always_inline int gue_store(struct __sk_buff *skb, __u32 off,
+				     const struct ballast_probe_target *t, __u16 sport)
+{
+	struct udphdr udp = {};
+
+	udp.source = bpf_htons(sport);
+	udp.dest = bpf_htons(t->gue_port);
+	udp.len = bpf_htons(skb->len - off);
+	udp.check = 0; /* IPv4: none; IPv6: RFC 6935, as the lb program */
+	return bpf_skb_store_bytes(skb, off, &udp, sizeof(udp), 0);
+}
+
+/* Inserts and fills the outer header(s). Returns 0 or -1. */
 static __always_inline int encap(struct __sk_buff *skb, __u16 inner_proto,
 				 const struct ballast_probe_target *t,
 				 const struct ballast_probe_settings *s)
 {
+	const int gue = t->flags & BALLAST_PROBE_F_GUE;
+	const __u32 udp_len = gue ? sizeof(struct udphdr) : 0;
+	const __u64 l4 = gue ? BPF_F_ADJ_ROOM_ENCAP_L4_UDP : 0;
+	__u16 sport = 0;
 	__u8 tos = 0;
 	__u16 df = 0;
+
+	if (gue)
+		/* before the room is made: the hash of the probe's own flow */
+		sport = 0xC000 | (bpf_get_hash_recalc(skb) & 0x3FFF);
 
 	if (inner_proto == ETH_P_IP) {
 		struct iphdr inner;
@@ -98,8 +127,8 @@ static __always_inline int encap(struct __sk_buff *skb, __u16 inner_proto,
 		struct iphdr ip = {};
 		__u16 proto = bpf_htons(ETH_P_IP);
 
-		if (bpf_skb_adjust_room(skb, sizeof(ip), BPF_ADJ_ROOM_MAC,
-					BPF_F_ADJ_ROOM_ENCAP_L3_IPV4))
+		if (bpf_skb_adjust_room(skb, sizeof(ip) + udp_len, BPF_ADJ_ROOM_MAC,
+					BPF_F_ADJ_ROOM_ENCAP_L3_IPV4 | l4))
 			return -1;
 		ip.version = 4;
 		ip.ihl = 5;
@@ -108,11 +137,13 @@ static __always_inline int encap(struct __sk_buff *skb, __u16 inner_proto,
 		ip.id = bpf_htons(BALLAST_ENCAP_ID_LAST); /* a probe: never bounced */
 		ip.frag_off = df;                          /* RFC 2003: DF copied */
 		ip.ttl = 64;
-		ip.protocol = IPPROTO_IPIP;
+		ip.protocol = gue ? IPPROTO_UDP : IPPROTO_IPIP;
 		__builtin_memcpy(&ip.saddr, s->src4, 4);
 		__builtin_memcpy(&ip.daddr, t->addr, 4);
 		ip.check = ip4_header_csum(&ip);
 		if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr), &ip, sizeof(ip), 0))
+			return -1;
+		if (gue && gue_store(skb, sizeof(struct ethhdr) + sizeof(ip), t, sport))
 			return -1;
 		return bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto,
 					   sizeof(proto), 0)
@@ -124,7 +155,8 @@ static __always_inline int encap(struct __sk_buff *skb, __u16 inner_proto,
 	__u16 proto = bpf_htons(ETH_P_IPV6);
 	__u32 label = BALLAST_FLOW_LABEL_LAST; /* a probe: never bounced */
 
-	if (bpf_skb_adjust_room(skb, sizeof(ip6), BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6))
+	if (bpf_skb_adjust_room(skb, sizeof(ip6) + udp_len, BPF_ADJ_ROOM_MAC,
+				BPF_F_ADJ_ROOM_ENCAP_L3_IPV6 | l4))
 		return -1;
 	ip6.version = 6;
 	ip6.priority = tos >> 4;
@@ -132,11 +164,13 @@ static __always_inline int encap(struct __sk_buff *skb, __u16 inner_proto,
 	ip6.flow_lbl[1] = label >> 8;
 	ip6.flow_lbl[2] = label;
 	ip6.payload_len = bpf_htons(skb->len - sizeof(struct ethhdr) - sizeof(ip6));
-	ip6.nexthdr = inner_proto == ETH_P_IP ? IPPROTO_IPIP : IPPROTO_IPV6;
+	ip6.nexthdr = gue ? IPPROTO_UDP : inner_proto == ETH_P_IP ? IPPROTO_IPIP : IPPROTO_IPV6;
 	ip6.hop_limit = 64;
 	__builtin_memcpy(&ip6.saddr, s->src6, 16);
 	__builtin_memcpy(&ip6.daddr, t->addr, 16);
 	if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr), &ip6, sizeof(ip6), 0))
+		return -1;
+	if (gue && gue_store(skb, sizeof(struct ethhdr) + sizeof(ip6), t, sport))
 		return -1;
 	return bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto, sizeof(proto), 0)
 		   ? -1

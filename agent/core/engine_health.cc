@@ -89,6 +89,7 @@ absl::StatusOr<HealthInputs> RouterEngine::ReadHealthInputs() const {
     pool.key = vip.key();
     pool.vip = *key;
     pool.key_text = dataplane::VipKeyString(*key);
+    if (vip.mode() == v1::GUE) pool.gue_port = GuePortOf(g);
     if (auto r = relearn_requests_.find(*key); r != relearn_requests_.end()) {
       pool.relearn_requests = r->second;
     }

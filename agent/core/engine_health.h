@@ -38,6 +38,9 @@ struct HealthPool {
   // How many times the operator asked to relearn this pool (RelearnHealth)
   // since the agent started: the controller relearns when it changes.
   uint64_t relearn_requests = 0;
+  // The VIP is mode GUE: its probes go in GUE to this port (global.gue_port),
+  // as its clients' packets do. 0: IP-in-IP.
+  uint16_t gue_port = 0;
   std::vector<HealthBackend> backends;
 };
 struct HealthInputs {

@@ -146,6 +146,7 @@ absl::Status HealthController::SyncTargets(const HealthInputs& in) {
       t.port = plan.port;
       t.backend = *addr;
       t.backend_id = b.backend_id;
+      t.gue_port = pool.gue_port;
       t.spec = b.probe;
       const std::string id = TargetId(pool.key_text, b.address);
       defs[id] = absl::StrCat(t.backend_id, "|", t.port, "|", b.probe.SerializeAsString());
@@ -171,7 +172,7 @@ absl::Status HealthController::SyncTargets(const HealthInputs& in) {
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < a.size(); ++i) {
       if (a[i].backend_id != b[i].backend_id || a[i].backend != b[i].backend ||
-          a[i].vip != b[i].vip) {
+          a[i].vip != b[i].vip || a[i].gue_port != b[i].gue_port) {
         return false;
       }
     }

@@ -25,7 +25,7 @@ using dataplane::LoadFailure;
 
 // The probe program's tc filter on the device's egress hook.
 constexpr dataplane::TcFilter kTcFilter = {.egress = true, .handle = 0x6c62, .name = "tc_probe"};
-constexpr uint32_t kEncapRoom = 40;  // largest outer header (IPv6)
+constexpr uint32_t kEncapRoom = 48;  // largest outer headers (IPv6 + GUE's UDP)
 
 }  // namespace
 
@@ -179,7 +179,8 @@ absl::Status ProbeForwarder::Detach() {
 
 int ProbeForwarder::prog_fd() const { return bpf_program__fd(skel_->progs.tc_probe); }
 
-absl::Status ProbeForwarder::SetTarget(uint32_t backend_id, const IpAddress& backend) {
+absl::Status ProbeForwarder::SetTarget(uint32_t backend_id, const Target& target) {
+  const IpAddress& backend = target.backend;
   if (backend_id == BALLAST_INVALID_ID || backend_id >= BALLAST_MAX_BACKENDS) {
     return absl::InvalidArgumentError(Cat("probe target ", backend.ToString(), ": backend id ",
                                           backend_id, " is out of range 1..",
@@ -191,6 +192,10 @@ absl::Status ProbeForwarder::SetTarget(uint32_t backend_id, const IpAddress& bac
   ballast_probe_target t{};
   std::memcpy(t.addr, backend.bytes().data(), 16);
   t.family = backend.family();
+  if (target.gue_port != 0) {
+    t.flags = BALLAST_PROBE_F_GUE;
+    t.gue_port = target.gue_port;
+  }
   const uint32_t mark = MarkOf(backend_id);
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.probe_targets), &mark, &t, BPF_ANY) != 0) {
     return ErrnoStatus(errno,
@@ -207,8 +212,8 @@ absl::Status ProbeForwarder::RemoveTarget(uint32_t backend_id) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::map<uint32_t, IpAddress>> ProbeForwarder::Targets() const {
-  std::map<uint32_t, IpAddress> out;
+absl::StatusOr<std::map<uint32_t, ProbeForwarder::Target>> ProbeForwarder::Targets() const {
+  std::map<uint32_t, Target> out;
   const int fd = bpf_map__fd(skel_->maps.probe_targets);
   uint32_t key = 0, next = 0;
   uint32_t* prev = nullptr;
@@ -216,7 +221,8 @@ absl::StatusOr<std::map<uint32_t, IpAddress>> ProbeForwarder::Targets() const {
     ballast_probe_target t{};
     if (bpf_map_lookup_elem(fd, &next, &t) == 0) {
       auto a = IpAddress::FromAbi(t.addr, t.family);
-      if (a.ok()) out.emplace(next & ~BALLAST_PROBE_MARK_MASK, *a);
+      const uint16_t port = (t.flags & BALLAST_PROBE_F_GUE) != 0 ? t.gue_port : 0;
+      if (a.ok()) out.emplace(next & ~BALLAST_PROBE_MARK_MASK, Target{*a, port});
     }
     key = next;
     prev = &key;

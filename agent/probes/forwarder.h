@@ -13,11 +13,12 @@
 //      gateway, as earlier builds had, failed every probe of every backend
 //      when that one host went away). The route's preferred source is
 //      src4/src6, so backends answer the router's source address, and its MTU
-//      is the device's minus 40 (room for the outer header). A family without
-//      a source gets `unreachable default`: its probes fail at once and never
-//      leak unencapsulated into the main table.
+//      is the device's minus 48 (room for the outer headers: IPv6, and UDP
+//      for GUE). A family without a source gets `unreachable default`: its
+//      probes fail at once and never leak unencapsulated into the main table.
 //   3. The tc egress program on `device` finds the mark in `probe_targets`,
-//      encapsulates the packet to that backend (outer source src4/src6),
+//      encapsulates the packet to that backend (outer source src4/src6; in
+//      GUE when the target's VIP is mode GUE, as its clients' packets go),
 //      clears the mark and sends it to that backend's own next hop (kernel
 //      FIB; possibly another device; bpf_redirect_neigh when its neighbour is
 //      not resolved), so a probe's path depends on its backend alone. A
@@ -95,11 +96,19 @@ class ProbeForwarder {
 
   // The mark a probe to `backend_id` carries.
   static uint32_t MarkOf(uint32_t backend_id) { return BALLAST_PROBE_MARK_BASE | backend_id; }
+  // Where probes to one backend id go, and how.
+  struct Target {
+    IpAddress backend;      // encapsulation destination
+    uint16_t gue_port = 0;  // the VIP is mode GUE: outer UDP to this port; 0 = IP-in-IP
+    bool operator==(const Target& o) const {
+      return backend == o.backend && gue_port == o.gue_port;
+    }
+  };
   // Programs / forgets the encapsulation target of `backend_id`
   // (1..BALLAST_MAX_BACKENDS-1).
-  absl::Status SetTarget(uint32_t backend_id, const IpAddress& backend);
+  absl::Status SetTarget(uint32_t backend_id, const Target& target);
   absl::Status RemoveTarget(uint32_t backend_id);
-  absl::StatusOr<std::map<uint32_t, IpAddress>> Targets() const;  // by backend id
+  absl::StatusOr<std::map<uint32_t, Target>> Targets() const;  // by backend id
   // Per-verdict packet counts summed over CPUs.
   absl::StatusOr<std::array<uint64_t, BALLAST_PROBE_V_MAX>> Stats() const;
 

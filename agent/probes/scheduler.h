@@ -65,6 +65,7 @@ struct ProbeTarget {
   uint16_t port = 0;  // the VIP's port (spec.port overrides it for the probe)
   IpAddress backend;
   uint32_t backend_id = 0;  // data-plane backend id: the mark's low bits
+  uint16_t gue_port = 0;    // the VIP is mode GUE: forwarded in GUE to this port; 0 = IP-in-IP
   v1::ProbeSpec spec;
 };
 

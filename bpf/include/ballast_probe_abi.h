@@ -9,8 +9,9 @@
  * rule sends packets with such marks out of the router's backend-facing
  * device, where the tc egress program finds the mark in `probe_targets`,
  * encapsulates the packet to that backend exactly as the lb program does
- * (IPv4-in-IPv4, IPv6-in-IPv6, IPv4-in-IPv6; outer source from
- * `probe_settings`), and sends it to the backend's next hop.
+ * (IPv4-in-IPv4, IPv6-in-IPv6, IPv4-in-IPv6, or the same in GUE for a VIP
+ * with `mode: GUE`; outer source from `probe_settings`), and sends it to the
+ * backend's next hop.
  */
 #ifndef BALLAST_PROBE_ABI_H
 #define BALLAST_PROBE_ABI_H
@@ -23,12 +24,21 @@
 #define BALLAST_PROBE_MARK_MASK 0xffff0000u
 #define BALLAST_PROBE_MAX_TARGETS 16384u
 
-/* Value of `probe_targets` (hash, key: __u32 mark). */
+/* Value of `probe_targets` (hash, key: __u32 mark). The backend id is the
+ * data plane's, one per (VIP, backend), so a target follows its VIP's
+ * forwarding mode. Builds before GUE probes wrote zeros where flags and
+ * gue_port are: IP-in-IP, as they sent. */
 struct ballast_probe_target {
-	__u8 addr[16]; /* backend address: encapsulation destination */
-	__u8 family;   /* BALLAST_FAMILY_V4 / _V6 */
-	__u8 pad[3];
+	__u8 addr[16];	  /* backend address: encapsulation destination */
+	__u8 family;	  /* BALLAST_FAMILY_V4 / _V6 */
+	__u8 flags;	  /* BALLAST_PROBE_F_* */
+	__u16 gue_port;	  /* with BALLAST_PROBE_F_GUE: UDP destination port */
 };
+
+/* The VIP is `mode: GUE`: outer IP, then UDP to gue_port (source port
+ * 0xC000 | 14 bits of the probe connection's hash, checksum 0), then the
+ * probe's IP packet, as the lb program sends the VIP's clients' packets. */
+#define BALLAST_PROBE_F_GUE 0x1
 
 /* Value of the single-entry `probe_settings` array (key 0). */
 struct ballast_probe_settings {

@@ -304,19 +304,21 @@ class HealthLoop {
       Log(LogLevel::kInfo, "probe forwarding attached",
           {{"device", forwarding_.device()}, {"pin_dir", probe_pin_dir_}});
     }
-    std::map<uint32_t, IpAddress> want;
-    for (const probes::ProbeTarget& t : targets) want.emplace(t.backend_id, t.backend);
+    std::map<uint32_t, probes::ProbeForwarder::Target> want;
+    for (const probes::ProbeTarget& t : targets) {
+      want.emplace(t.backend_id, probes::ProbeForwarder::Target{t.backend, t.gue_port});
+    }
     auto have = forwarder_->Targets();
     if (!have.ok()) return have.status();
-    for (const auto& [id, addr] : *have) {
+    for (const auto& [id, target] : *have) {
       if (want.count(id) == 0) {
         if (auto s = forwarder_->RemoveTarget(id); !s.ok()) return s;
       }
     }
-    for (const auto& [id, addr] : want) {
+    for (const auto& [id, target] : want) {
       auto it = have->find(id);
-      if (it != have->end() && it->second == addr) continue;
-      if (auto s = forwarder_->SetTarget(id, addr); !s.ok()) return s;
+      if (it != have->end() && it->second == target) continue;
+      if (auto s = forwarder_->SetTarget(id, target); !s.ok()) return s;
     }
     return absl::OkStatus();
   }

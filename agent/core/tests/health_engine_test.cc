@@ -418,5 +418,28 @@ TEST_CASE("HealthSettings: every field's range and the rules between fields") {
   CHECK(HealthParamsOf(s).refused_demote == 7);
 }
 
+// Probes of a GUE VIP are forwarded in GUE (tc_probe), to the port its
+// clients' packets go to: the health inputs carry it per pool.
+TEST_CASE("Health inputs: a GUE VIP's pool carries global.gue_port, an IP-in-IP VIP's none") {
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  v1::Config cfg = SmallConfig();
+  cfg.mutable_global()->mutable_health();
+  cfg.mutable_vips(1)->set_mode(v1::GUE);
+  auto e = StartEngine(dir, &clock, cfg);
+  auto in = e->ReadHealthInputs();
+  REQUIRE(in.ok());
+  REQUIRE(in->pools.size() == 2);
+  CHECK(in->pools[0].gue_port == 0);
+  CHECK(in->pools[1].gue_port == BALLAST_GUE_PORT_DEFAULT);
+
+  cfg.mutable_global()->set_gue_port(7000);
+  REQUIRE(e->ApplyConfig(cfg, false, kOp).ok());
+  in = e->ReadHealthInputs();
+  REQUIRE(in.ok());
+  CHECK(in->pools[0].gue_port == 0);
+  CHECK(in->pools[1].gue_port == 7000);
+}
+
 }  // namespace
 }  // namespace ballast::core

@@ -2,7 +2,7 @@
 // the namespace test (probe_netns_test.sh). Runs in the router namespace.
 //
 //   probe_tool attach --dev D --src4 A --src6 A [--pin-dir P]
-//   probe_tool target --id N --addr A [--pin-dir P]      program a target
+//   probe_tool target --id N --addr A [--gue-port N] [--pin-dir P]   program a target
 //   probe_tool untarget --id N [--pin-dir P]
 //   probe_tool stats [--pin-dir P]                        verdict counters
 //   probe_tool detach --dev D [--pin-dir P]
@@ -140,7 +140,9 @@ int main(int argc, char** argv) {
   } else if (cmd == "detach") {
     s = (*f)->Detach();
   } else if (cmd == "target") {
-    s = (*f)->SetTarget(static_cast<uint32_t>(std::stoul(a["id"])), Addr(a, "addr", ""));
+    ProbeForwarder::Target t{Addr(a, "addr", "")};
+    if (a.count("gue-port")) t.gue_port = static_cast<uint16_t>(std::stoul(a["gue-port"]));
+    s = (*f)->SetTarget(static_cast<uint32_t>(std::stoul(a["id"])), t);
   } else if (cmd == "untarget") {
     s = (*f)->RemoveTarget(static_cast<uint32_t>(std::stoul(a["id"])));
   } else if (cmd == "stats") {
