@@ -16,8 +16,9 @@
  * A target of a VIP with `mode: GUE` (BALLAST_PROBE_F_GUE) gets a UDP header
  * between the two, as the lb program's GUE (docs/dataplane.md): outer
  * protocol / next header 17, destination port the target's gue_port, source
- * port 0xC000 | 14 bits of the probe connection's hash (the socket's, so
- * stable for the connection), checksum 0. A probe then takes the path the
+ * port 0xC000 | 14 bits of the probe connection's hash (its socket's
+ * transmit hash: one per connection, until a retransmission timeout makes
+ * the kernel pick another), checksum 0. A probe then takes the path the
  * VIP's clients take, down to the backend's GUE decapsulation: a backend
  * that takes IP-in-IP but not GUE fails the GUE VIP's probes.
  *
