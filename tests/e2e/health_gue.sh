@@ -44,28 +44,9 @@ log "backend-1 out of the GUE VIP's table $(since "$t_break") s after it stopped
 
 # For 3 s: backend-1 on the IP-in-IP VIP and the other backends on both stay
 # healthy; nothing freezes.
-still_bad() {
-  lbctl --json status | python3 -c '
-import json, sys
-want = set(sys.argv[1:])
-bad = []
-for v in json.load(sys.stdin).get("vips", []):
-    if v.get("frozen", False):
-        bad.append("%s frozen" % v["key"]["address"])
-    for b in v.get("backends", []):
-        if b["address"] in want and b.get("health") != "healthy":
-            bad.append("%s %s" % (b["address"], b.get("health")))
-print(len(bad), "; ".join(bad))' "$BE1_ADDR4" "$BE2_ADDR4" "$BE3_ADDR4" "$BE2_ADDR6" "$BE3_ADDR6"
-}
-bad=0 samples=0 t_hold=$(now)
-while awk -v a="$t_hold" -v n="$(now)" 'BEGIN { exit !(n - a < 3) }'; do
-  read -r n what < <(still_bad)
-  ((n == 0)) || { bad=$((bad + 1)); log "  $what"; }
-  samples=$((samples + 1))
-  sleep 0.1
-done
-check "backend-1 on the IP-in-IP VIP, backends 2 and 3 on both stayed healthy and unfrozen ($samples samples over 3 s)" \
-  test "$bad" = 0
+hold_healthy 3 "$BE1_ADDR4" "$BE2_ADDR4" "$BE3_ADDR4" "$BE2_ADDR6" "$BE3_ADDR6"
+check "backend-1 on the IP-in-IP VIP, backends 2 and 3 on both stayed healthy and unfrozen ($HOLD_SAMPLES samples over 3 s)" \
+  test "$HOLD_BAD" = 0
 h=$(field "$VIP6_KEY" "$BE1_ADDR6" health)
 check "backend-1 not healthy on the GUE VIP ($h)" test "$h" != healthy
 

@@ -121,6 +121,37 @@ wait_weight_at_most() {
   return 1
 }
 
+# unwell ADDR...: "<count> <what>" of the listed backends (on any VIP) not
+# healthy, and of frozen pools, in one status read.
+unwell() {
+  lbctl --json status | python3 -c '
+import json, sys
+want = set(sys.argv[1:])
+bad = []
+for v in json.load(sys.stdin).get("vips", []):
+    if v.get("frozen", False):
+        bad.append("%s frozen" % v["key"]["address"])
+    for b in v.get("backends", []):
+        if b["address"] in want and b.get("health") != "healthy":
+            bad.append("%s %s" % (b["address"], b.get("health")))
+print(len(bad), "; ".join(bad))' "$@"
+}
+
+# hold_healthy SECONDS ADDR...: samples `unwell ADDR...` every 0.1 s for
+# SECONDS, logging what was unwell; sets HOLD_BAD (samples with something
+# unwell) and HOLD_SAMPLES.
+hold_healthy() {
+  local secs=$1 t0 n what
+  shift
+  HOLD_BAD=0 HOLD_SAMPLES=0 t0=$(now)
+  while awk -v a="$t0" -v n="$(now)" -v s="$secs" 'BEGIN { exit !(n - a < s) }'; do
+    read -r n what < <(unwell "$@")
+    ((n == 0)) || { HOLD_BAD=$((HOLD_BAD + 1)); log "  $what"; }
+    HOLD_SAMPLES=$((HOLD_SAMPLES + 1))
+    sleep 0.1
+  done
+}
+
 # load_start NAME SECONDS [ARGS...]: connload from the client namespace in the
 # background (fresh connection per request unless --keepalive is given).
 load_start() {

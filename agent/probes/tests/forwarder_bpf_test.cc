@@ -95,6 +95,29 @@ uint16_t Fold(const uint8_t* p, size_t n) {
   return static_cast<uint16_t>(~sum);
 }
 
+// tshark's first line of `-T fields` output for `frame` (IP checksums
+// checked; `fields` gives the -e options and any -d), as an independent
+// dissector's reading.
+std::string TsharkFields(const Bytes& frame, const std::string& fields) {
+  char path[] = "/tmp/ballast-probe-pcap-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  close(fd);
+  REQUIRE(pktgen::WritePcap(path, {frame}).ok());
+  const std::string cmd = std::string("tshark -r ") + path +
+                          " -o ip.check_checksum:TRUE -T fields -E separator=, " + fields +
+                          " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char line[512] = {0};
+  const bool got = fgets(line, sizeof(line), p) != nullptr;
+  const int rc = pclose(p);
+  unlink(path);
+  INFO("tshark exit " << rc << ": " << cmd);
+  REQUIRE(got);
+  return line;
+}
+
 TEST_CASE("targets: set, list, remove; ids are range-checked") {
   auto f = Open();
   REQUIRE(f->SetTarget(1, {*IpAddress::Parse("198.18.11.2")}).ok());
@@ -148,26 +171,12 @@ TEST_CASE("IPv4 probe to an IPv4 backend: IPv4-in-IPv4 with a valid outer checks
   CHECK(Fold(ip, 20) == 0);  // header checksum
   CHECK(Bytes(r.out.begin() + 34, r.out.end()) == Bytes(in.begin() + 14, in.end()));
 
-  // tshark, as an independent dissector, reads the same thing.
-  char path[] = "/tmp/ballast-probe-pcap-XXXXXX";
-  const int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  REQUIRE(pktgen::WritePcap(path, {r.out}).ok());
-  const std::string cmd = std::string("tshark -r ") + path +
-                          " -o ip.check_checksum:TRUE -T fields -E separator=, -e ip.proto "
-                          "-e ip.src -e ip.dst -e ip.checksum.status -e tcp.dstport 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char line[512] = {0};
-  const bool got = fgets(line, sizeof(line), p) != nullptr;
-  const int rc = pclose(p);
-  unlink(path);
-  REQUIRE(got);
-  INFO("tshark exit " << rc);
-  // Both IP layers: outer 4 (IPIP) then inner 6 (TCP), sources and
-  // destinations outer first, checksums good (status 1 = good, 0 = bad, 2 = unverified).
-  CHECK(std::string(line) == "4,6,198.18.0.1,198.18.0.1,198.18.11.2,198.18.0.10,1,1,80\n");
+  // tshark, as an independent dissector, reads the same thing: both IP
+  // layers, outer 4 (IPIP) then inner 6 (TCP), sources and destinations
+  // outer first, checksums good (status 1 = good, 0 = bad, 2 = unverified).
+  CHECK(
+      TsharkFields(r.out, "-e ip.proto -e ip.src -e ip.dst -e ip.checksum.status -e tcp.dstport") ==
+      "4,6,198.18.0.1,198.18.0.1,198.18.11.2,198.18.0.10,1,1,80\n");
 }
 
 TEST_CASE("IPv4 probe to an IPv6 backend: IPv4-in-IPv6") {
@@ -249,24 +258,10 @@ TEST_CASE("GUE VIP: IPv4 probe in IPv4 + UDP to the GUE port, as the lb program 
   CHECK(ports.size() >= 48);
 
   // tshark, as an independent dissector, reads IP in UDP with good checksums.
-  char path[] = "/tmp/ballast-probe-pcap-XXXXXX";
-  const int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  REQUIRE(pktgen::WritePcap(path, {r.out}).ok());
-  const std::string cmd = std::string("tshark -r ") + path +
-                          " -d udp.port==6080,ip -o ip.check_checksum:TRUE -T fields "
-                          "-E separator=, -e ip.proto -e ip.src -e ip.dst -e ip.checksum.status "
-                          "-e udp.dstport -e tcp.dstport 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char line[512] = {0};
-  const bool got = fgets(line, sizeof(line), p) != nullptr;
-  const int rc = pclose(p);
-  unlink(path);
-  REQUIRE(got);
-  INFO("tshark exit " << rc);
-  CHECK(std::string(line) == "17,6,198.18.0.1,198.18.0.1,198.18.11.2,198.18.0.10,1,1,6080,80\n");
+  CHECK(TsharkFields(r.out,
+                     "-d udp.port==6080,ip -e ip.proto -e ip.src -e ip.dst "
+                     "-e ip.checksum.status -e udp.dstport -e tcp.dstport") ==
+        "17,6,198.18.0.1,198.18.0.1,198.18.11.2,198.18.0.10,1,1,6080,80\n");
 }
 
 TEST_CASE("GUE VIP: IPv6 probe in IPv6 + UDP; an IPv4 probe to an IPv6 backend too") {
