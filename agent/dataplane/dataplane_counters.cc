@@ -196,18 +196,25 @@ absl::StatusOr<size_t> Dataplane::ForEachAdoptedFlow(
   const int fd = map_fd(kAdoptedFlowsMap);
   if (fd < 0) return absl::NotFoundError(Cat("no map ", kAdoptedFlowsMap));
   // `batch` flows per syscall: the sets that hold them. A way the program
-  // rewrites during the copy may come out half written: listings and counts
-  // may be off by that flow.
+  // rewrites during the copy may come out half written (no lock; adopted.h).
+  // Its key is written last, ports and family in the last word: a copy that
+  // took the old flow's addresses and the new flow's last word has a key of
+  // neither, which hashes to another set almost always, and is skipped here.
+  // A whole old key may still come with the new flow's value: listings and
+  // counts may be off by that one flow.
   const auto sets_per_call =
       static_cast<uint32_t>(std::clamp<size_t>(batch / BALLAST_ADOPTED_WAYS, 1, size_t{1} << 18));
   size_t seen = 0;
+  uint32_t idx = 0;
   auto read = ReadArrayInBatches<ballast_adopted_set>(
       fd, adopted_sets_, sets_per_call, kAdoptedFlowsMap, [&](const ballast_adopted_set& set) {
         for (uint32_t w = 0; w < BALLAST_ADOPTED_WAYS && seen < max; ++w) {
           if (set.key[w].family == 0) continue;  // a free way
+          if ((ballast_flow_hash(&set.key[w]) & (adopted_sets_ - 1)) != idx) continue;  // torn
           fn(set.key[w], set.flow[w]);
           ++seen;
         }
+        ++idx;
         return seen < max;
       });
   if (!read.ok()) return read.status();

@@ -1,7 +1,8 @@
-// An upgrade from a build with `flows_adopted` (an LRU hash) carries its
-// flows into `adopted_flows` (adopted_carry.h): the way choice alone, then
-// Open() and Attach() against the real kernel (root, a private bpffs and a
-// test network namespace; RAII cleanup).
+// The adopted flows' sets (`adopted_flows`) from user space. An upgrade from
+// a build with `flows_adopted` (an LRU hash) carries its flows into them
+// (adopted_carry.h): the way choice alone, then Open() and Attach() against
+// the real kernel (root, a private bpffs and a test network namespace; RAII
+// cleanup). The listing skips a way caught half written.
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <netinet/in.h>
@@ -12,8 +13,10 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "agent/dataplane/adopted_carry.h"
+#include "ballast_flow_hash.h"
 #include "agent/dataplane/tests/test_util.h"
 
 namespace ballast::dataplane {
@@ -179,6 +182,42 @@ TEST_CASE("an older flows_adopted of another layout is unpinned and its flows no
   CHECK_FALSE(AdoptedBackend(*dp, k).has_value());
   CHECK(dp->adopted_sets() == AdoptedSetsFor(o.flow_capacity));
   CHECK(dp->MapCapacity(kAdoptedFlowsMap).value_or(0) == 2 * BALLAST_DEFAULT_FLOWS);
+  REQUIRE(dp->Teardown().ok());
+}
+
+// A way whose key does not hash to its set is a copy taken while the
+// program rewrote it (the old flow's addresses, the new flow's ports): not
+// a flow, so the listing skips it; the set's whole keys are listed.
+TEST_CASE("the adopted-flow listing skips a way whose key is not of its set", "[dataplane][bpf]") {
+  Pins pins;
+  auto dp = OpenOk(pins.options);
+  UniqueFd sets(bpf_obj_get((pins.options.pin_dir + "/adopted_flows").c_str()));
+  REQUIRE(sets);
+  auto capacity = dp->MapCapacity(kAdoptedFlowsMap);
+  REQUIRE(capacity.ok());
+  const uint32_t mask = *capacity / BALLAST_ADOPTED_WAYS - 1;
+  const ballast_flow_key whole = Key(3, 40000);
+  const uint32_t idx = ballast_flow_hash(&whole) & mask;
+  // A key of another set, as a torn copy would read.
+  ballast_flow_key torn = whole;
+  for (uint16_t p = 1; (ballast_flow_hash(&torn) & mask) == idx; ++p) torn.sport = htons(p);
+  ballast_adopted_set set = {};
+  set.key[0] = whole;
+  set.flow[0] = Flow(4, 100);
+  set.key[2] = torn;
+  set.flow[2] = Flow(5, 100);
+  REQUIRE(bpf_map_update_elem(sets.get(), &idx, &set, BPF_ANY) == 0);
+
+  std::vector<std::pair<ballast_flow_key, uint32_t>> listed;
+  auto n = dp->ForEachFlowIn(kAdoptedFlowsMap, SIZE_MAX,
+                             [&](const ballast_flow_key& k, const ballast_flow& f) {
+                               listed.emplace_back(k, f.backend_id);
+                             });
+  REQUIRE(n.ok());
+  REQUIRE(*n == 1);
+  CHECK(std::memcmp(&listed[0].first, &whole, sizeof whole) == 0);
+  CHECK(listed[0].second == 4);
+  CHECK(AdoptedBackend(*dp, whole) == 4u);
   REQUIRE(dp->Teardown().ok());
 }
 
