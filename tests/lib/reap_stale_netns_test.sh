@@ -1,7 +1,8 @@
 #!/bin/bash
 # reap_stale_netns.sh removes a test's namespace whose PID is gone (with a
-# process still in it, ended by PID) and keeps one whose PID is alive.
-# Root. Cleans up after itself.
+# process still in it, ended by PID) and keeps one whose PID is alive; and
+# a dead test's lab state (/run/ballast-lab/<prefix>, with a bpffs mount
+# holding a pinned map), keeping a live test's. Root. Cleans up after itself.
 set -u
 [[ $(id -u) -eq 0 ]] || { echo "FAIL: needs root (network namespaces)"; exit 1; }
 true &
@@ -9,9 +10,26 @@ dead=$!
 wait "$dead"
 stale=hl${dead}-reaptest
 live=ballast-pkg-$$
-cleanup() { ip netns del "$stale" 2>/dev/null; ip netns del "$live" 2>/dev/null; }
+stale_lab=/run/ballast-lab/hl${dead}rt
+live_lab=/run/ballast-lab/hl$$rt
+cleanup() {
+  ip netns del "$stale" 2>/dev/null
+  ip netns del "$live" 2>/dev/null
+  local d
+  for d in "$stale_lab" "$live_lab"; do
+    mountpoint -q "$d/bpffs/router" 2>/dev/null && umount "$d/bpffs/router"
+    rm -rf "$d"
+  done
+  rmdir /run/ballast-lab 2>/dev/null
+}
 trap cleanup EXIT
 ip netns add "$stale" && ip netns add "$live" || { echo "FAIL: cannot create namespaces"; exit 1; }
+# Two labs' state as tools/lab/lab leaves it: the router's bpffs, with a pin.
+for d in "$stale_lab" "$live_lab"; do
+  mkdir -p "$d/bpffs/router" && mount -t bpf bpf "$d/bpffs/router" &&
+    bpftool map create "$d/bpffs/router/flows" type hash key 4 value 4 entries 4 name reaptest ||
+    { echo "FAIL: cannot make the lab state $d"; exit 1; }
+done
 ip netns exec "$stale" sleep 60 &
 sleeper=$!
 # Wait until the process is in the namespace (not a fixed sleep).
@@ -30,5 +48,10 @@ if kill -0 "$sleeper" 2>/dev/null; then
   rc=1
 fi
 wait "$sleeper" 2>/dev/null
-((rc == 0)) && echo "ok: stale namespace and its process removed, live one kept"
+if [[ -e $stale_lab ]] || grep -q " $stale_lab/" /proc/mounts; then
+  echo "FAIL: the lab state $stale_lab (pid $dead gone) was kept"
+  rc=1
+fi
+if [[ ! -e $live_lab/bpffs/router/flows ]]; then echo "FAIL: the lab state $live_lab (pid $$ alive) was removed"; rc=1; fi
+((rc == 0)) && echo "ok: stale namespace, its process and its lab state removed, live ones kept"
 exit $rc
