@@ -100,9 +100,7 @@ class ProbeForwarder {
   struct Target {
     IpAddress backend;      // encapsulation destination
     uint16_t gue_port = 0;  // the VIP is mode GUE: outer UDP to this port; 0 = IP-in-IP
-    bool operator==(const Target& o) const {
-      return backend == o.backend && gue_port == o.gue_port;
-    }
+    bool operator==(const Target&) const = default;
   };
   // Programs / forgets the encapsulation target of `backend_id`
   // (1..BALLAST_MAX_BACKENDS-1).

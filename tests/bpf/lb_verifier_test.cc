@@ -26,7 +26,6 @@ TEST_CASE("xdp_lb is verified in at most half the verifier's instruction limit",
   std::memset(&info, 0, sizeof info);
   uint32_t len = sizeof info;
   REQUIRE(bpf_obj_get_info_by_fd(fx.dp().prog_fd(), &info, &len) == 0);
-  INFO("xdp_lb: " << info.verified_insns << " processed instructions");
   std::printf("xdp_lb: %u instructions processed by the verifier (budget %u of 1000000)\n",
               info.verified_insns, kBudget);
   REQUIRE(info.verified_insns > 0);  // the kernel reports it (5.16 and later)
