@@ -17,6 +17,7 @@ FLOWS=$repo/tests/e2e/bgp_flows.py
 PREFIX=${PREFIX:-bgp$$}
 ECMP=("$repo/tools/lab/ecmp" --prefix "$PREFIX")
 PIDS=()  # background processes this test started (killed by PID)
+WORK=""  # a test's own scratch directory, if it makes one (removed on exit)
 
 require_root "network namespaces, XDP, bpffs"
 require_tools "tools/setup.sh installs bird2 and the rest" bird birdc python3 ip curl bpftool
@@ -33,6 +34,7 @@ cleanup() {
     done
   fi
   "${ECMP[@]}" down >/dev/null 2>&1 || echo "$T_NAME: lab teardown failed" >&2
+  [[ -n $WORK && -d $WORK ]] && rm -rf "$WORK"
   if ((rc == 0 && FAILED != 0)); then rc=1; fi
   log "$( ((rc == 0)) && echo PASS || echo FAIL)"
   exit "$rc"
@@ -47,15 +49,24 @@ VIP6=2001:db8:10::10
 
 ms_now() { date +%s%3N; }
 
+# tor_route FAMILY: the tor's kernel route to that VIP. `ip -n` rather than
+# `ecmp exec`: the routing table needs no bpffs, and a poll then costs a few
+# ms instead of a lab script start.
+tor_route() {
+  if [[ $1 == 4 ]]; then ip -n "$PREFIX-tor" -4 route show "$VIP4/32"; else
+    ip -n "$PREFIX-tor" -6 route show "$VIP6/128"; fi
+}
 # nexthops FAMILY: nexthops of the tor's route to the VIP (0: no route).
 nexthops() {
   local out n
-  if [[ $1 == 4 ]]; then out=$(ecmp exec tor ip -4 route show "$VIP4/32"); else
-    out=$(ecmp exec tor ip -6 route show "$VIP6/128"); fi
+  out=$(tor_route "$1")
   [[ -n $out ]] || { echo 0; return; }
   n=$(grep -c 'nexthop via' <<<"$out" || true)
   ((n > 0)) && echo "$n" || echo 1
 }
+# route_via FAMILY ROUTER: the tor's route to that VIP has a path to ROUTER
+# (r<i>: out of the tor's port to-r<i>).
+route_via() { [[ $(tor_route "$1") =~ dev\ to-$2([[:space:]]|$) ]]; }
 # wait_nexthops N SECONDS: both VIP routes at N nexthops; prints the ms it took.
 wait_nexthops() {
   local want=$1 secs=$2 t0
