@@ -241,11 +241,11 @@ run_seq() {
   local conns alive_to_end failed resets timeouts errors moved backend_changes max_gap_s answers
   local failed_before_table failed_after_table failed_after_router started_on
   eval "$sum"
-  local pct
+  local pct bad=""
+  ((answers > 0)) || bad+=" no answer at all;"
   pct=$(awk -v f="$failed" -v c="$conns" 'BEGIN { printf "%.1f", c ? 100 * f / c : 0 }')
-  log "figure: $phase $tc+$rc ($r): $conns connections, $failed failed ($pct%: resets $resets, timeouts $timeouts, errors $errors; after the table change $failed_after_table, after the router change $failed_after_router), moved $moved, longest gap ${max_gap_s} s, started on $started_on"
+  log "figure: $phase $tc+$rc ($r): $conns connections, $failed failed ($pct%: resets $resets, timeouts $timeouts, errors $errors; before the table change $failed_before_table, after it $failed_after_table, after the router change $failed_after_router), moved $moved, longest gap ${max_gap_s} s, started on $started_on"
   RESULTS+=("$phase $tc+$rc: failed $failed/$conns ($pct%), resets $resets, longest gap ${max_gap_s} s")
-  local bad=""
   if [[ $phase == on ]]; then
     ((conns == 2 * CONNS)) || bad+=" $conns connections of $((2 * CONNS));"
     ((resets == 0)) || bad+=" $resets resets;"
