@@ -20,6 +20,8 @@
  *   for us, inner destination not in decap_vips  -> XDP_DROP         (not_vip)
  *   for us, a pure TCP SYN no socket here takes   -> XDP_TX back      (bounced)
  *     ... marked by the router as the last hop    -> strip, XDP_PASS  (refused)
+ *   for us, another TCP packet with the probe
+ *     mark that no socket here holds              -> XDP_TX back      (bounced_est)
  *   (tc egress) the kernel's RST to a SYN passed
  *     up for a listener that went                 -> TC_ACT_SHOT      (rst_held)
  *   (tc egress) a TIME_WAIT's ACK to a refused SYN -> made its RST    (tw_refused)
@@ -36,6 +38,15 @@
  * MACs swapped (GUE: its UDP ports as they were), and the router sends it
  * to the flow's next backend.
  * BALLAST_DECAP_NO_BOUNCE turns this off.
+ *
+ * Established second chance is the same for a packet of a connection that
+ * the router adopted mid-stream onto a slot whose backend changed since the
+ * connection began (ECMP moved it from another router): the router marks
+ * such packets (BALLAST_ENCAP_ID_PROBE, BALLAST_FLOW_LABEL_PROBE) for a
+ * short while, and one that no socket here holds (no established, request
+ * or TIME_WAIT socket of its tuple, no listener taking its SYN cookie) goes
+ * back too; the router sends it to the slot's previous backend. Unmarked
+ * packets other than SYNs are never looked up.
  *
  * A SYN passed up because a listener would take it may still be refused: a
  * server that dies closes its listener last (after the connections it
@@ -370,10 +381,72 @@ static __always_inline int syn_has_socket(struct xdp_md *ctx, void *data, void *
 	return state == BPF_TCP_LISTEN ? SYN_LISTENER : SYN_OTHER;
 }
 
+/* Would a socket on this host take the TCP packet other than a SYN at
+ * data + off (inner header checked by inner_ok)? 1 a socket of its tuple
+ * (established, request or TIME_WAIT), or a listener whose SYN cookie it
+ * carries; 0 none (the kernel would answer with a RST); -1 not asked (a
+ * SYN, not TCP, an inner IPv4 header with options or a fragment, an inner
+ * IPv6 header with extension headers: passed up as before). */
+static __always_inline int est_has_socket(struct xdp_md *ctx, void *data, void *data_end,
+					  __u32 off, __u16 inner_proto)
+{
+	struct bpf_sock_tuple t;
+	struct bpf_sock *sk;
+	struct tcphdr *th;
+	__u32 len, iph_len;
+	void *iph;
+	int has;
+
+	if (inner_proto == ETH_P_IP) {
+		struct iphdr *ip = data + (off & 0x7F);
+
+		if ((void *)(ip + 1) > data_end || ip->ihl != 5 || ip->protocol != IPPROTO_TCP ||
+		    (ip->frag_off & bpf_htons(0x3fff)))
+			return -1;
+		th = (void *)(ip + 1);
+		if ((void *)(th + 1) > data_end || (((__u8 *)th)[13] & 0x02))
+			return -1;
+		t.ipv4.saddr = ip->saddr;
+		t.ipv4.daddr = ip->daddr;
+		t.ipv4.sport = th->source;
+		t.ipv4.dport = th->dest;
+		len = sizeof(t.ipv4);
+		iph = ip;
+		iph_len = sizeof(*ip);
+	} else {
+		struct ipv6hdr *ip6 = data + (off & 0x7F);
+
+		if ((void *)(ip6 + 1) > data_end || ip6->nexthdr != IPPROTO_TCP)
+			return -1;
+		th = (void *)(ip6 + 1);
+		if ((void *)(th + 1) > data_end || (((__u8 *)th)[13] & 0x02))
+			return -1;
+		__builtin_memcpy(t.ipv6.saddr, &ip6->saddr, 16);
+		__builtin_memcpy(t.ipv6.daddr, &ip6->daddr, 16);
+		t.ipv6.sport = th->source;
+		t.ipv6.dport = th->dest;
+		len = sizeof(t.ipv6);
+		iph = ip6;
+		iph_len = sizeof(*ip6);
+	}
+	sk = bpf_skc_lookup_tcp(ctx, &t, len, BPF_F_CURRENT_NETNS, 0);
+	if (!sk)
+		return 0;
+	if (sk->state != BPF_TCP_LISTEN) {
+		bpf_sk_release(sk);
+		return 1;
+	}
+	/* Only a listener: the ACK of a handshake made with a SYN cookie is
+	 * the one packet it takes. */
+	has = bpf_tcp_check_syncookie(sk, iph, iph_len, th, sizeof(*th)) == 0;
+	bpf_sk_release(sk);
+	return has;
+}
+
 /* Sends the frame back where it came from: outer addresses, MACs swapped,
  * a fresh TTL (the IPv4 checksum updated for it; swapping the addresses
- * does not change it). */
-static __always_inline int bounce(struct xdp_md *ctx, __u32 l2_len, int outer_v4)
+ * does not change it). Counted as `v`. */
+static __always_inline int bounce(struct xdp_md *ctx, __u32 l2_len, int outer_v4, __u32 v)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -409,7 +482,7 @@ static __always_inline int bounce(struct xdp_md *ctx, __u32 l2_len, int outer_v4
 		ip6->daddr = a;
 		ip6->hop_limit = BOUNCE_TTL;
 	}
-	return count(BALLAST_DECAP_V_BOUNCED, XDP_TX);
+	return count(v, XDP_TX);
 }
 
 /* Removes `outer_len` bytes of outer IP header that follow the L2 header of
@@ -460,18 +533,28 @@ static __always_inline int strip_outer(struct xdp_md *ctx, __u32 l2_len, __u32 o
 }
 
 /* The second-chance step for an encapsulated packet that passed every
- * check: returns -1 to strip it as usual, else the action taken. `last`:
- * the router marked it as the last hop. */
+ * check: returns -1 to strip it as usual, else the action taken. `mark`:
+ * the router's mark (BALLAST_ENCAP_ID_LAST: the last hop;
+ * BALLAST_ENCAP_ID_PROBE: a packet of an adopted flow that may be bounced;
+ * 0: none). */
 static __always_inline int second_chance(struct xdp_md *ctx, __u32 l2_len, __u32 outer_len,
-					 __u16 inner_proto, __u32 flags, int outer_v4, int last)
+					 __u16 inner_proto, __u32 flags, int outer_v4, __u32 mark)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ballast_decap_syn syn; /* written by syn_has_socket when it asks */
-	int has;
+	int has, last = mark == BALLAST_ENCAP_ID_LAST;
 
 	if (flags & BALLAST_DECAP_NO_BOUNCE)
 		return -1;
+	if (mark == BALLAST_ENCAP_ID_PROBE) {
+		/* established second chance: not ours, back to the router */
+		has = est_has_socket(ctx, data, data_end, l2_len + outer_len, inner_proto);
+		if (has == 0)
+			return bounce(ctx, l2_len, outer_v4, BALLAST_DECAP_V_BOUNCED_EST);
+		if (has > 0)
+			return -1;
+	}
 	has = syn_has_socket(ctx, data, data_end, l2_len + outer_len, inner_proto, &syn);
 	if (has == SYN_LISTENER && !last)
 		syn_note(&syn, BALLAST_DECAP_SYN_HOLD);
@@ -479,7 +562,7 @@ static __always_inline int second_chance(struct xdp_md *ctx, __u32 l2_len, __u32
 		return -1;
 	/* no socket here would take it */
 	if (!last)
-		return bounce(ctx, l2_len, outer_v4);
+		return bounce(ctx, l2_len, outer_v4, BALLAST_DECAP_V_BOUNCED);
 	/* passed up: the kernel answers RST (counted apart from decapped), or,
 	 * in TIME_WAIT, an ACK that tc_decap_rst turns into that RST */
 	if (has == SYN_TIME_WAIT)
@@ -533,8 +616,7 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 		return count(BALLAST_DECAP_V_BAD_SOURCE, XDP_DROP);
 	if (!inner_vip_ok(data, data_end, l2_len + outer_len, ETH_P_IP, flags))
 		return count(BALLAST_DECAP_V_NOT_VIP, XDP_DROP);
-	action = second_chance(ctx, l2_len, outer_len, ETH_P_IP, flags, 1,
-			       ip->id == bpf_htons(BALLAST_ENCAP_ID_LAST));
+	action = second_chance(ctx, l2_len, outer_len, ETH_P_IP, flags, 1, bpf_ntohs(ip->id));
 	if (action >= 0)
 		return action;
 	return strip_outer(ctx, l2_len, outer_len, ETH_P_IP,
@@ -589,7 +671,9 @@ static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
 	label = (__u32)(ip6->flow_lbl[0] & 0x0f) << 16 | (__u32)ip6->flow_lbl[1] << 8 |
 		ip6->flow_lbl[2];
 	action = second_chance(ctx, l2_len, outer_len, inner_proto, flags, 0,
-			       label == BALLAST_FLOW_LABEL_LAST);
+			       label == BALLAST_FLOW_LABEL_LAST    ? BALLAST_ENCAP_ID_LAST
+			       : label == BALLAST_FLOW_LABEL_PROBE ? BALLAST_ENCAP_ID_PROBE
+								   : 0);
 	if (action >= 0)
 		return action;
 	return strip_outer(ctx, l2_len, outer_len, inner_proto,

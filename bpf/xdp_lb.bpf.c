@@ -94,7 +94,9 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 		 * addresses it arrived with. */
 		if (set_macs(ctx, smac, dmac))
 			return verdict(BALLAST_V_DROP_ENCAP, XDP_DROP);
-		if (neigh_meta_put(ctx, &unresolved))
+		if (xdp_meta_ok ? neigh_meta_put(ctx, &unresolved)
+				: neigh_handoff_put(ctx, &unresolved,
+						    be->family == BALLAST_FAMILY_V4 ? 20 : 40))
 			return verdict(BALLAST_V_DROP_NO_NEIGH, XDP_DROP);
 		return verdict(BALLAST_V_PASS_FIB_NO_NEIGH, XDP_PASS);
 	}
@@ -169,8 +171,9 @@ static __always_inline int handle_icmp(struct xdp_md *ctx, struct pkt *p,
 }
 
 /* An encapsulated packet addressed to this router: a backend's second-chance
- * bounce (bpf/lib/bounce.h) is sent on to the flow's next choice; anything
- * else is dropped and counted. */
+ * bounce (bpf/lib/bounce.h) is sent on to the flow's next choice (a SYN) or
+ * to the previous backend of its slot (a packet of an established flow);
+ * anything else is dropped and counted. */
 static __always_inline int handle_bounce(struct xdp_md *ctx, const struct pkt *outer,
 					 const struct ballast_settings *s)
 {
@@ -179,12 +182,14 @@ static __always_inline int handle_bounce(struct xdp_md *ctx, const struct pkt *o
 	struct pkt in = {};
 	__u64 now = 0;
 	__u32 id = BALLAST_INVALID_ID, v;
+	int est = 0;
 
-	v = bounce_take(ctx, outer, s, &in, &vip, &id, &be, &now);
+	v = bounce_take(ctx, outer, s, &in, &vip, &id, &be, &now, &est);
 	if (v != BALLAST_V_MAX || !vip || !be)
 		return verdict(v, XDP_DROP);
-	return forward(ctx, &in, vip, id, be, s, now, BALLAST_V_BOUNCE_TX,
-		       BALLAST_V_BOUNCE_REDIRECT);
+	/* one call of forward() for both: each inlined copy costs the verifier */
+	return forward(ctx, &in, vip, id, be, s, now, est ? BALLAST_V_ESC_TX : BALLAST_V_BOUNCE_TX,
+		       est ? BALLAST_V_ESC_REDIRECT : BALLAST_V_BOUNCE_REDIRECT);
 }
 
 SEC("xdp")

@@ -20,7 +20,10 @@ EffectiveTimeouts TimeoutsOf(const v1::Global& g) {
       t.linger_s() ? t.linger_s() : 10,
       t.syn_idle_s() ? t.syn_idle_s() : 5,
       t.syn_retry_ms() ? t.syn_retry_ms() : 200,
-      t.syn_reuse_idle_s() ? t.syn_reuse_idle_s() : std::min<uint32_t>(60, tcp_idle_s)};
+      t.syn_reuse_idle_s() ? t.syn_reuse_idle_s() : std::min<uint32_t>(60, tcp_idle_s),
+      g.no_established_second_chance() ? 0u
+      : t.adopted_bounce_ms()          ? t.adopted_bounce_ms()
+                                       : dataplane::kDefaultAdoptedBounceMs};
 }
 
 uint32_t DrainTimeoutOf(const v1::Global& g) {

@@ -19,7 +19,8 @@ bool SettingsEqual(const dataplane::Settings& a, const dataplane::Settings& b) {
          a.linger_ns == b.linger_ns && a.syn_idle_ns == b.syn_idle_ns &&
          a.syn_retry_ns == b.syn_retry_ns && a.syn_reuse_idle_ns == b.syn_reuse_idle_ns &&
          a.fib_ttl_ns == b.fib_ttl_ns && a.icmp_too_big_per_s == b.icmp_too_big_per_s &&
-         a.icmp_too_big_burst == b.icmp_too_big_burst && a.gue_port == b.gue_port;
+         a.icmp_too_big_burst == b.icmp_too_big_burst && a.gue_port == b.gue_port &&
+         a.adopted_bounce_ms == b.adopted_bounce_ms;
 }
 
 // Map contents read back carry deadlines converted through two clocks, so
@@ -85,6 +86,23 @@ absl::Status RouterEngine::Program(const Image& from, const BuiltImage& built,
       if (auto s = dp.SetTable(v.vip_id, *table); !s.ok()) return s;
     }
     ++stats->tables_set;
+  }
+  // Slot histories after the tables they describe (established second
+  // chance; the program reads a history only beside its table's size).
+  for (const auto& [k, v] : to.vips) {
+    auto it = from.vips.find(k);
+    const bool same = it != from.vips.end() && it->second.vip_id == v.vip_id &&
+                      it->second.history_hash == v.history_hash;
+    if (same) continue;
+    auto h = built.histories.find(v.vip_id);
+    if (h != built.histories.end()) {
+      if (auto s = dp.SetHistory(v.vip_id, h->second); !s.ok()) return s;
+    } else {
+      auto history = BuildHistoryOf(v);  // one at a time (start-up)
+      if (!history.ok()) return history.status();
+      if (auto s = dp.SetHistory(v.vip_id, *history); !s.ok()) return s;
+    }
+    ++stats->histories_set;
   }
   for (const auto& [k, v] : to.vips) {
     auto it = from.vips.find(k);

@@ -13,6 +13,7 @@
 #include "agent/base/ip_prefix.h"
 #include "agent/core/ids.h"
 #include "agent/core/names.h"
+#include "agent/core/table_history.h"
 #include "agent/core/validate.h"
 #include "agent/health/weight.h"
 #include "absl/strings/string_view.h"
@@ -102,6 +103,7 @@ dataplane::Settings SettingsOf(const v1::Global& g) {
   s.icmp_too_big_per_s = icmp.per_s;
   s.icmp_too_big_burst = icmp.burst;
   s.gue_port = GuePortOf(g);
+  s.adopted_bounce_ms = t.adopted_bounce_ms;
   return s;
 }
 
@@ -114,6 +116,47 @@ uint64_t ToMonotonicNs(int64_t deadline_unix_ms, int64_t now_unix_ms, uint64_t n
 namespace {
 
 using OverrideIndex = std::map<std::string, const v1::BackendOverride*>;
+
+// Sets vi->history from `state`'s table history of `vip` and
+// vi->history_hash. `table`: the VIP's current table when at hand (else it
+// is built again when the history needs it); `prev`: the VIP's previous
+// image, whose hash is reused when its table and versions are the same.
+// The slot history goes to out->histories when `keep`.
+absl::Status AttachHistory(const v1::State& state, const v1::Vip& vip,
+                           const std::vector<uint32_t>* table, const VipImage* prev, bool keep,
+                           VipImage* vi, BuiltImage* out) {
+  vi->history.clear();
+  if (const v1::TableHistory* h = FindTableHistory(state, vip.key())) {
+    std::map<std::string, uint32_t> ids;
+    for (const maglev::Backend& b : vi->inputs) ids[b.key] = b.id;
+    vi->history = HistoryInputs(*h, vi->table_size, ids);
+  }
+  const auto same_versions = [&](const VipImage& p) {
+    if (p.history.size() != vi->history.size()) return false;
+    for (size_t i = 0; i < p.history.size(); ++i) {
+      const auto& x = p.history[i];
+      const auto& y = vi->history[i];
+      if (x.size() != y.size()) return false;
+      for (size_t j = 0; j < x.size(); ++j) {
+        if (x[j].id != y[j].id || x[j].key != y[j].key || x[j].weight != y[j].weight) return false;
+      }
+    }
+    return true;
+  };
+  if (prev != nullptr && prev->table_hash == vi->table_hash && same_versions(*prev)) {
+    vi->history_hash = prev->history_hash;
+    return absl::OkStatus();
+  }
+  std::vector<uint64_t> slots;
+  if (!vi->history.empty()) {
+    auto built = table != nullptr ? BuildSlotHistoryOf(*vi, *table) : BuildHistoryOf(*vi);
+    if (!built.ok()) return built.status();
+    slots = std::move(*built);
+  }
+  vi->history_hash = SlotHistoryHash(slots);
+  if (keep) out->histories[vi->vip_id] = std::move(slots);
+  return absl::OkStatus();
+}
 
 // Adds `vip` (its VipImage and its backends) to out->image; builds its table
 // unless `prev` (the previous image of the same vip_id) has the same inputs.
@@ -176,12 +219,18 @@ absl::Status AddVip(const v1::State& state, const v1::Vip& vip, const OverrideIn
   if (prev != nullptr && prev->table_hash != 0 && same_inputs(*prev)) {
     vi.table_hash = prev->table_hash;
     vi.slots = prev->slots;
+    if (auto s = AttachHistory(state, vip, nullptr, prev, keep_tables, &vi, out); !s.ok()) {
+      return s;
+    }
   } else {
     auto table = BuildTableOf(vi);
     if (!table.ok()) return table.status();
     vi.table_hash = TableHash(*table);
     for (uint32_t id : *table) {
       if (id != BALLAST_INVALID_ID) ++vi.slots[id];
+    }
+    if (auto s = AttachHistory(state, vip, &*table, prev, keep_tables, &vi, out); !s.ok()) {
+      return s;
     }
     if (keep_tables) out->tables[vi.vip_id] = std::move(*table);
   }
@@ -200,6 +249,30 @@ absl::StatusOr<std::vector<uint32_t>> BuildTableOf(const VipImage& vip) {
                                                             table.status().message()));
   }
   return table;
+}
+
+absl::StatusOr<std::vector<uint64_t>> BuildHistoryOf(const VipImage& vip) {
+  if (vip.history.empty()) return std::vector<uint64_t>{};
+  auto table = BuildTableOf(vip);
+  if (!table.ok()) return table.status();
+  return BuildSlotHistoryOf(vip, *table);
+}
+
+absl::Status RefreshHistories(const v1::State& state, const std::set<dataplane::VipKey>& keys,
+                              BuiltImage* built) {
+  for (const v1::Vip& vip : state.config().vips()) {
+    auto key = ToDataplaneKey(vip.key());
+    if (!key.ok() || keys.count(*key) == 0) continue;
+    auto it = built->image.vips.find(*key);
+    if (it == built->image.vips.end()) continue;
+    VipImage& vi = it->second;
+    auto t = built->tables.find(vi.vip_id);
+    const std::vector<uint32_t>* table = t == built->tables.end() ? nullptr : &t->second;
+    if (auto s = AttachHistory(state, vip, table, nullptr, /*keep=*/true, &vi, built); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previous,
@@ -271,10 +344,12 @@ std::string DescribeImage(const Image& img) {
                   " syn_idle_ns=", s.syn_idle_ns, " syn_retry_ns=", s.syn_retry_ns,
                   " syn_reuse_idle_ns=", s.syn_reuse_idle_ns, " fib_ttl_ns=", s.fib_ttl_ns,
                   " icmp_too_big_per_s=", s.icmp_too_big_per_s,
-                  " icmp_too_big_burst=", s.icmp_too_big_burst, " gue_port=", s.gue_port, "\n");
+                  " icmp_too_big_burst=", s.icmp_too_big_burst,
+                  " adopted_bounce_ms=", s.adopted_bounce_ms, " gue_port=", s.gue_port, "\n");
   for (const auto& [k, v] : img.vips) {
     absl::StrAppend(&out, "vip ", dataplane::VipKeyString(k), " id=", v.vip_id,
-                    " table_size=", v.table_size, v.gue ? " gue" : "", " slots=");
+                    " table_size=", v.table_size, v.gue ? " gue" : "",
+                    v.history_hash != 0 ? " history" : "", " slots=");
     for (const auto& [id, n] : v.slots) absl::StrAppend(&out, id, ":", n, ",");
     absl::StrAppend(&out, "\n");
   }
@@ -309,6 +384,12 @@ absl::StatusOr<Image> ReadImage(const dataplane::DataplanePort& dp, int64_t now_
       }
     } else if (table.status().code() != absl::StatusCode::kNotFound) {
       return table.status();
+    }
+    auto history = dp.GetHistory(e.meta.vip_id);
+    if (history.ok()) {
+      vi.history_hash = SlotHistoryHash(*history);
+    } else if (history.status().code() != absl::StatusCode::kNotFound) {
+      return history.status();
     }
     img.vips[e.key] = std::move(vi);
   }

@@ -72,6 +72,11 @@ struct VipImage {
   std::map<uint32_t, uint32_t> slots;   // backend id -> slots it holds
   bool active_standby = false;          // Vip.ownership ACTIVE_STANDBY (not read back)
   bool gue = false;                     // Vip.mode GUE (BALLAST_VIP_F_GUE)
+  // Established second chance (table_history.h): the inputs of the VIP's
+  // earlier tables of this size, most recent first, and a hash of the slot
+  // history derived from them (0 = none; read back from the maps too).
+  std::vector<std::vector<maglev::Backend>> history;
+  size_t history_hash = 0;
 };
 
 struct Image {
@@ -90,6 +95,10 @@ struct BuiltImage {
   // BuildImage() was asked to keep them. Program a VIP whose table is not
   // here with BuildTableOf(its VipImage).
   std::map<uint32_t, std::vector<uint32_t>> tables;
+  // vip_id -> slot history (table_history.h; empty = none), for the VIPs
+  // whose history hash differs from `previous`'s, when tables are kept.
+  // Program a VIP whose history is not here with BuildHistoryOf().
+  std::map<uint32_t, std::vector<uint64_t>> histories;
 };
 
 size_t TableHash(std::span<const uint32_t> table);
@@ -115,6 +124,15 @@ void ApplyDelta(const Image& delta, const std::set<dataplane::VipKey>& scope, Im
 
 // The Maglev table of a VIP image (deterministic: the same as BuildImage built).
 absl::StatusOr<std::vector<uint32_t>> BuildTableOf(const VipImage& vip);
+
+// The slot history of a VIP image (its table built again; empty = none).
+absl::StatusOr<std::vector<uint64_t>> BuildHistoryOf(const VipImage& vip);
+
+// Builds again the history of the VIPs `keys` of `built` (a BuildImage()
+// of `state` that kept its tables) from `state`'s table history, after
+// RecordTableChanges() changed it.
+absl::Status RefreshHistories(const v1::State& state, const std::set<dataplane::VipKey>& keys,
+                              BuiltImage* built);
 
 // What the maps hold now (VIPs, markers, backends, tables' hashes, settings).
 // `now_unix_ms`/`now_mono_ns` convert the maps' monotonic drain deadlines to

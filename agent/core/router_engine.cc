@@ -10,6 +10,8 @@
 #include "agent/core/log.h"
 #include "agent/core/names.h"
 #include "agent/core/router_engine.h"
+
+#include "agent/core/table_history.h"
 #include "agent/core/validate.h"
 
 namespace ballast::core {
@@ -121,6 +123,7 @@ absl::StatusOr<RouterEngine::CommitResult> RouterEngine::CommitLocked(
   next.set_generation(state_->generation());
   *next.mutable_config() = state_->config();
   *next.mutable_overrides() = state_->overrides();
+  *next.mutable_table_history() = state_->table_history();
   const bool borrow_ids = m.scoped && !m.ids_changed;
   struct IdsLoan {
     v1::State* owner;
@@ -176,6 +179,15 @@ absl::StatusOr<RouterEngine::CommitResult> RouterEngine::CommitLocked(
 
   auto built = BuildImage(next, &image_, m.scoped ? &scope_keys : nullptr);
   if (!built.ok()) return absl::Status(whole_state_code, built.status().message());
+  // The tables this change replaces become history (established second
+  // chance), in the state every router reads.
+  const std::set<dataplane::VipKey> history_changed = RecordTableChanges(
+      image_, built->image, m.scoped ? &scope_keys : nullptr, clock_->NowUnixMs(), &next);
+  if (!history_changed.empty()) {
+    if (auto s = RefreshHistories(next, history_changed, &*built); !s.ok()) {
+      return absl::Status(whole_state_code, s.message());
+    }
+  }
   const int64_t build_us = us_since(t0);
   next.set_generation(state_->generation() + 1);
   const WriteKind kind = m.automation ? WriteKind::kAutomation : WriteKind::kOperator;

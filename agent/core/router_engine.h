@@ -100,6 +100,7 @@ struct ProgramStats {
   int vips_upserted = 0;
   int vips_deleted = 0;
   int tables_set = 0;
+  int histories_set = 0;  // slot histories written (established second chance)
   int markers_deleted = 0;
   // ACTIVE_STANDBY VIPs found forwarded without a fence (switched at
   // runtime) and stopped in this pass (vip_ownership only).
@@ -111,7 +112,7 @@ struct ProgramStats {
   // `attached`).
   int map_writes() const {
     return settings + backends_set + backends_cleared + vips_upserted + vips_deleted + tables_set +
-           markers_deleted + owners_stopped;
+           histories_set + markers_deleted + owners_stopped;
   }
 };
 

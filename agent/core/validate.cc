@@ -400,6 +400,12 @@ absl::Status ValidateGlobal(const v1::Global& g, const FieldPath& at) {
         .Invalid(absl::StrCat(e.syn_reuse_idle_s, " s is above tcp_idle_s (", e.tcp_idle_s,
                               " s): an established flow is forgotten before it is that idle"));
   }
+  if (auto s =
+          CheckOptionalRange(t.adopted_bounce_ms(), 100, 60000, dataplane::kDefaultAdoptedBounceMs,
+                             tat.Child("adopted_bounce_ms"));
+      !s.ok()) {
+    return s;
+  }
   if (auto s = CheckOptionalRange(g.drain_timeout_s(), 1, 86400, 300, at.Child("drain_timeout_s"));
       !s.ok()) {
     return s;

@@ -43,6 +43,7 @@ inline constexpr uint64_t kMaxTotalTableSlots = uint64_t{1} << 26;
 uint32_t EffectiveTableSize(const v1::Vip& vip);
 struct EffectiveTimeouts {
   uint32_t tcp_idle_s, udp_idle_s, linger_s, syn_idle_s, syn_retry_ms, syn_reuse_idle_s;
+  uint32_t adopted_bounce_ms;  // 0 = established second chance off
 };
 EffectiveTimeouts TimeoutsOf(const v1::Global& global);
 uint32_t DrainTimeoutOf(const v1::Global& global);  // seconds, default 300

@@ -37,6 +37,31 @@ namespace {
 
 constexpr char kProgPinName[] = "prog_xdp_lb";
 
+// Whether this kernel lets XDP programs call bpf_xdp_adjust_meta: loads
+// "r0 = adjust_meta(ctx, 0); r0 = XDP_PASS; exit". (libbpf's helper probe
+// takes the verifier's "program of this type cannot use helper" for a yes.)
+bool XdpCanWriteMetadata() {
+  const bpf_insn insns[] = {
+      {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_2, .src_reg = 0, .off = 0, .imm = 0},
+      {.code = BPF_JMP | BPF_CALL,
+       .dst_reg = 0,
+       .src_reg = 0,
+       .off = 0,
+       .imm = BPF_FUNC_xdp_adjust_meta},
+      {.code = BPF_ALU64 | BPF_MOV | BPF_K,
+       .dst_reg = BPF_REG_0,
+       .src_reg = 0,
+       .off = 0,
+       .imm = XDP_PASS},
+      {.code = BPF_JMP | BPF_EXIT, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
+  };
+  const int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "ballast_probe", "Dual BSD/GPL", insns,
+                               sizeof(insns) / sizeof(insns[0]), nullptr);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+
 std::string TagHex(const std::array<uint8_t, BPF_TAG_SIZE>& tag) {
   std::string s;
   for (uint8_t b : tag) s += absl::StrCat(absl::Hex(b, absl::kZeroPad2));
@@ -159,6 +184,10 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
     return ErrnoStatus(err, "setting the handshake table's size");
   }
   dp->skel_->rodata->handshake_set_mask = dp->handshake_sets_ - 1;
+  // The neighbour hand-off goes in XDP metadata where XDP programs may
+  // write it; some kernels refuse bpf_xdp_adjust_meta to them (the program
+  // would not load), and there it goes through `neigh_handoff` instead.
+  dp->skel_->rodata->xdp_meta_ok = XdpCanWriteMetadata() ? 1 : 0;
   bpf_map* m = nullptr;
   bpf_object__for_each_map(m, dp->skel_->obj) {
     if (!pinning || bpf_map__is_internal(m)) {
@@ -362,7 +391,7 @@ absl::Status Dataplane::Attach(std::string_view ifname, AttachMode mode) {
   // The hand-off first, so the program's first frames with an unresolved
   // next hop find it.
   if (neigh_ == nullptr) {
-    auto h = NeighHandoff::Open();
+    auto h = NeighHandoff::Open(map_fd("neigh_handoff"));
     if (!h.ok()) return h.status();
     neigh_ = std::move(*h);
   }

@@ -24,7 +24,7 @@
 //  - Each map of the program is pinned at <pin_dir>/<map name> (names are the
 //    ABI names: vips, vip_refs, vip_filter, backends, maglev_tables, flows, adopted_flows,
 //    flows_udp, handshakes, settings, handshake_settings, icmp_budget, nexthops, backend_stats,
-//    vip_stats, verdicts, clock_cache). Open()
+//    vip_stats, verdicts, clock_cache, maglev_history, esc_stats). Open()
 //    reuses the pinned maps when they exist (their contents, including the flow table, survive) and
 //    pins the ones that do not. The program is pinned at <pin_dir>/prog_xdp_lb. An older build's
 //    `flows_adopted` (an LRU hash; adopted flows now live in `adopted_flows`) is unpinned, and
@@ -243,11 +243,17 @@ class Dataplane final : public DataplanePort {
   absl::Status SetTable(uint32_t vip_id, std::span<const uint32_t> table) override;
   // The M slots of vip_id's table (without the size entry). NotFound if none.
   absl::StatusOr<std::vector<uint32_t>> GetTable(uint32_t vip_id) const override;
+  // The slot history (maglev_history): a fresh inner map of M + 1 words
+  // (entry 0 = M) swapped in with one update, like a table; empty deletes
+  // it. DeleteVip() deletes it too.
+  absl::Status SetHistory(uint32_t vip_id, std::span<const uint64_t> slots) override;
+  absl::StatusOr<std::vector<uint64_t>> GetHistory(uint32_t vip_id) const override;
 
   absl::StatusOr<ballast_backend_stats> BackendStats(
       uint32_t id) const override;  // summed over CPUs
   // Second-chance counters (summed over CPUs).
   absl::StatusOr<ballast_backend_bounces> BackendBounces(uint32_t id) const override;
+  absl::StatusOr<ballast_esc_stats> EscStats() const override;
   absl::StatusOr<LatencyHistograms> BackendLatency(uint32_t id) const override;
   absl::StatusOr<ballast_vip_stats> VipStats(uint32_t vip_id) const override;  // summed over CPUs
   absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Verdicts()

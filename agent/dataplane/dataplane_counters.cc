@@ -66,6 +66,12 @@ absl::StatusOr<ballast_backend_bounces> Dataplane::BackendBounces(uint32_t id) c
   return SumU64Fields(*v);
 }
 
+absl::StatusOr<ballast_esc_stats> Dataplane::EscStats() const {
+  auto v = ReadPerCpu<ballast_esc_stats>(map_fd("esc_stats"), 0, "esc_stats");
+  if (!v.ok()) return v.status();
+  return SumU64Fields(*v);
+}
+
 absl::StatusOr<LatencyHistograms> Dataplane::BackendLatency(uint32_t id) const {
   if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
   auto v = ReadPerCpu<ballast_backend_latency>(map_fd("backend_latency"), id, "backend_latency");

@@ -37,6 +37,7 @@ absl::Status Dataplane::SetSettings(const Settings& s) {
   }
   // Written out, not left 0: the map says which port the program uses.
   hs.gue_port = s.gue_port != 0 ? s.gue_port : BALLAST_GUE_PORT_DEFAULT;
+  hs.adopted_bounce_ms = s.adopted_bounce_ms;
   const uint32_t zero = 0;
   if (bpf_map_update_elem(map_fd("handshake_settings"), &zero, &hs, BPF_ANY) != 0) {
     return ErrnoStatus(errno, "writing the handshake_settings map");
@@ -87,6 +88,7 @@ absl::StatusOr<Settings> Dataplane::GetSettings() const {
   }
   // 0: maps written by builds before GUE, whose program means the default.
   s.gue_port = hs.gue_port != 0 ? hs.gue_port : BALLAST_GUE_PORT_DEFAULT;
+  s.adopted_bounce_ms = hs.adopted_bounce_ms;
   // Every CPU holds the same configuration; CPU 0's is read back.
   auto budget = ReadPerCpu<ballast_icmp_budget>(map_fd("icmp_budget"), 0, "icmp_budget");
   if (!budget.ok()) return budget.status();
@@ -328,6 +330,7 @@ absl::Status Dataplane::DeleteVip(const VipKey& key) {
     if (bpf_map_delete_elem(map_fd("maglev_tables"), &meta.vip_id) != 0 && errno != ENOENT) {
       return ErrnoStatus(errno, Cat("deleting the Maglev table of vip id ", meta.vip_id));
     }
+    if (absl::Status st = SetHistory(meta.vip_id, {}); !st.ok()) return st;
     return ZeroPerCpu(map_fd("vip_stats"), meta.vip_id, sizeof(ballast_vip_stats), "vip_stats");
   }
   return absl::OkStatus();

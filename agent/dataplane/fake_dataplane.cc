@@ -23,6 +23,7 @@ Settings ZeroSettings() {
   s.tcp_idle_ns = s.udp_idle_ns = s.linger_ns = s.syn_idle_ns = s.fib_ttl_ns = 0;
   s.syn_retry_ns = s.syn_reuse_idle_ns = 0;
   s.icmp_too_big_per_s = s.icmp_too_big_burst = 0;
+  s.adopted_bounce_ms = 0;
   return s;
 }
 
@@ -110,6 +111,7 @@ absl::Status FakeDataplane::DeleteVip(const VipKey& key) {
   vips_.erase(it);
   if (!HasVipAddress(key.addr)) markers_.erase(key.addr);
   tables_.erase(id);
+  histories_.erase(id);
   vip_stats_.erase(id);
   return absl::OkStatus();
 }
@@ -222,6 +224,29 @@ absl::StatusOr<std::vector<uint32_t>> FakeDataplane::GetTable(uint32_t vip_id) c
   return it->second;
 }
 
+absl::Status FakeDataplane::SetHistory(uint32_t vip_id, std::span<const uint64_t> slots) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status st = Enter("SetHistory"); !st.ok()) return st;
+  if (absl::Status s = CheckVipId(vip_id); !s.ok()) return s;
+  if (slots.empty()) {
+    histories_.erase(vip_id);
+  } else {
+    histories_[vip_id].assign(slots.begin(), slots.end());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint64_t>> FakeDataplane::GetHistory(uint32_t vip_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status st = Enter("GetHistory"); !st.ok()) return st;
+  if (absl::Status s = CheckVipId(vip_id); !s.ok()) return s;
+  auto it = histories_.find(vip_id);
+  if (it == histories_.end()) {
+    return absl::NotFoundError(Cat("vip id ", vip_id, " has no slot history"));
+  }
+  return it->second;
+}
+
 absl::Status FakeDataplane::Attach(std::string_view ifname, AttachMode mode) {
   std::lock_guard<std::mutex> lock(mu_);
   if (absl::Status st = Enter("Attach"); !st.ok()) return st;
@@ -277,6 +302,17 @@ absl::StatusOr<ballast_backend_bounces> FakeDataplane::BackendBounces(uint32_t i
   if (absl::Status s = CheckBackendId(id); !s.ok()) return s;
   auto it = bounces_.find(id);
   return it == bounces_.end() ? ballast_backend_bounces{} : it->second;
+}
+
+absl::StatusOr<ballast_esc_stats> FakeDataplane::EscStats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status st = Enter("EscStats"); !st.ok()) return st;
+  return esc_;
+}
+
+void FakeDataplane::SetEscStats(const ballast_esc_stats& stats) {
+  std::lock_guard<std::mutex> lock(mu_);
+  esc_ = stats;
 }
 
 absl::StatusOr<LatencyHistograms> FakeDataplane::BackendLatency(uint32_t id) const {

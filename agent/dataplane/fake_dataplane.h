@@ -57,6 +57,8 @@ class FakeDataplane final : public DataplanePort {
   absl::StatusOr<std::vector<BackendEntry>> Backends() const override;
   absl::Status SetTable(uint32_t vip_id, std::span<const uint32_t> table) override;
   absl::StatusOr<std::vector<uint32_t>> GetTable(uint32_t vip_id) const override;
+  absl::Status SetHistory(uint32_t vip_id, std::span<const uint64_t> slots) override;
+  absl::StatusOr<std::vector<uint64_t>> GetHistory(uint32_t vip_id) const override;
   absl::Status Attach(std::string_view ifname, AttachMode mode) override;
   absl::StatusOr<AttachMode> AttachedMode(std::string_view ifname) const override;
   absl::Status Detach(std::string_view ifname) override;
@@ -64,6 +66,8 @@ class FakeDataplane final : public DataplanePort {
   bool adopted() const override { return options_.adopted; }
   absl::StatusOr<ballast_backend_stats> BackendStats(uint32_t id) const override;
   absl::StatusOr<ballast_backend_bounces> BackendBounces(uint32_t id) const override;
+  absl::StatusOr<ballast_esc_stats> EscStats() const override;
+  void SetEscStats(const ballast_esc_stats& stats);
   absl::StatusOr<LatencyHistograms> BackendLatency(uint32_t id) const override;
   absl::StatusOr<ballast_vip_stats> VipStats(uint32_t vip_id) const override;
   absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Verdicts() const override;
@@ -102,6 +106,8 @@ class FakeDataplane final : public DataplanePort {
   std::set<IpAddress> markers_;
   std::map<uint32_t, BackendEntry> backends_;
   std::map<uint32_t, std::vector<uint32_t>> tables_;
+  std::map<uint32_t, std::vector<uint64_t>> histories_;
+  ballast_esc_stats esc_ = {};
   std::map<uint32_t, ballast_backend_stats> backend_stats_;
   std::map<uint32_t, ballast_backend_bounces> bounces_;
   std::map<uint32_t, LatencyHistograms> latency_;

@@ -62,6 +62,11 @@ class DataplanePort {
   virtual absl::Status SetTable(uint32_t vip_id, std::span<const uint32_t> table) = 0;
   // NotFound if vip_id has no table.
   virtual absl::StatusOr<std::vector<uint32_t>> GetTable(uint32_t vip_id) const = 0;
+  // The slot history of vip_id's table (established second chance; one
+  // `maglev_history` word per slot); empty removes it. NotFound from Get if
+  // it has none.
+  virtual absl::Status SetHistory(uint32_t vip_id, std::span<const uint64_t> slots) = 0;
+  virtual absl::StatusOr<std::vector<uint64_t>> GetHistory(uint32_t vip_id) const = 0;
 
   // ---- devices ----
   // NotFound for a device that does not exist.
@@ -76,6 +81,8 @@ class DataplanePort {
   // ---- counters and the connection table ----
   virtual absl::StatusOr<ballast_backend_stats> BackendStats(uint32_t id) const = 0;
   virtual absl::StatusOr<ballast_backend_bounces> BackendBounces(uint32_t id) const = 0;
+  // Established second chance counters (summed over CPUs).
+  virtual absl::StatusOr<ballast_esc_stats> EscStats() const = 0;
   virtual absl::StatusOr<LatencyHistograms> BackendLatency(uint32_t id) const = 0;
   virtual absl::StatusOr<ballast_vip_stats> VipStats(uint32_t vip_id) const = 0;
   virtual absl::StatusOr<std::array<uint64_t, BALLAST_V_MAX>> Verdicts() const = 0;

@@ -21,12 +21,15 @@ constexpr TcFilter kFilter = {.egress = false, .handle = 0x6c6e, .name = "tc_nei
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<NeighHandoff>> NeighHandoff::Open() {
+absl::StatusOr<std::unique_ptr<NeighHandoff>> NeighHandoff::Open(int handoff_map_fd) {
   std::unique_ptr<NeighHandoff> h(new NeighHandoff());
   std::string log;
   CaptureLibLogs capture(&log);
   h->skel_ = tc_neigh__open();
   if (h->skel_ == nullptr) return ErrnoStatus(errno, "opening the tc_neigh BPF object");
+  if (int err = bpf_map__reuse_fd(h->skel_->maps.neigh_handoff, handoff_map_fd); err != 0) {
+    return ErrnoStatus(err, "giving tc_neigh the lb program's neigh_handoff map");
+  }
   if (int err = tc_neigh__load(h->skel_); err != 0) {
     return LoadFailure(err, "loading tc_neigh", log);
   }

@@ -2,7 +2,9 @@
 // the lb program on each of its devices, which sends the frames the lb
 // program could not (next hop unresolved) with bpf_redirect_neigh().
 //
-// The program has no maps and keeps no state, so it is not pinned: a
+// Its one map is the lb program's `neigh_handoff` (the hand-off where XDP
+// programs may not write metadata), whose fd Open() takes. It keeps no
+// state of its own, so it is not pinned: a
 // restarted agent loads it again and swaps it in over the old one
 // (BPF_TC_F_REPLACE on a fixed handle and priority). Attach() creates the
 // device's clsact qdisc if needed; Detach() removes only this filter (the
@@ -25,7 +27,8 @@ namespace ballast::dataplane {
 
 class NeighHandoff {
  public:
-  static absl::StatusOr<std::unique_ptr<NeighHandoff>> Open();
+  // `handoff_map_fd`: the lb program's `neigh_handoff` map.
+  static absl::StatusOr<std::unique_ptr<NeighHandoff>> Open(int handoff_map_fd);
   ~NeighHandoff();
   NeighHandoff(const NeighHandoff&) = delete;
   NeighHandoff& operator=(const NeighHandoff&) = delete;

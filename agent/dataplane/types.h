@@ -24,6 +24,8 @@ enum class AttachMode {
 // Settings::icmp_too_big_per_s and _burst: the defaults (also the config's),
 // and the highest rate (one answer per microsecond per CPU).
 inline constexpr uint32_t kDefaultIcmpTooBigPerS = 1000;
+// Established second chance's probe window (Settings::adopted_bounce_ms).
+inline constexpr uint32_t kDefaultAdoptedBounceMs = 2000;
 inline constexpr uint32_t kDefaultIcmpTooBigBurst = 50;
 inline constexpr uint32_t kMaxIcmpTooBigPerS = 1'000'000;
 
@@ -60,6 +62,10 @@ struct Settings {
   // UDP destination port of GUE outer headers (VipOptions::gue); 0 is
   // written as the default, and read back as it. In `handshake_settings`.
   uint16_t gue_port = BALLAST_GUE_PORT_DEFAULT;
+  // Established second chance: how long after a flow is adopted on a slot
+  // with history its packets may be bounced back by a backend without its
+  // socket and moved along that history (0 = off). In `handshake_settings`.
+  uint32_t adopted_bounce_ms = kDefaultAdoptedBounceMs;
 };
 
 struct VipEntry {

@@ -75,6 +75,10 @@ std::string_view VerdictName(ballast_verdict v) {
       return "guarded_tx";
     case BALLAST_V_GUARDED_REDIRECT:
       return "guarded_redirect";
+    case BALLAST_V_ESC_TX:
+      return "esc_tx";
+    case BALLAST_V_ESC_REDIRECT:
+      return "esc_redirect";
     case BALLAST_V_MAX:
       break;
   }
@@ -105,6 +109,8 @@ std::string_view DecapVerdictName(ballast_decap_verdict v) {
       return "rst_held";
     case BALLAST_DECAP_V_TW_REFUSED:
       return "tw_refused";
+    case BALLAST_DECAP_V_BOUNCED_EST:
+      return "bounced_est";
     case BALLAST_DECAP_V_MAX:
       break;
   }

@@ -147,6 +147,22 @@ struct ballast_backend {
  * bpf_map_update_elem on the outer map) changes size and contents together.
  */
 
+/*
+ * `maglev_history` (ARRAY_OF_MAPS by vip_id, like `maglev_tables`) holds,
+ * per slot of the VIP's current table, the backends that slot pointed to
+ * before, most recent first, without repeats and without the slot's current
+ * backend: established second chance (docs/dataplane.md). Each inner map is
+ * an ARRAY of __u64 with M + 1 entries: entry 0 holds M (history of a table
+ * of another size is ignored), entry i the slot's previous backend ids in
+ * 16-bit fields (bits 0-15 the most recent, then 16-31, 32-47; bits 48-63
+ * zero), 0 = none. The agent derives it from the replicated state (the last
+ * table versions of the VIP), so every router holds the same history. A VIP
+ * without one has no inner map.
+ */
+#define BALLAST_HISTORY_DEPTH 3
+#define BALLAST_HISTORY_ID_BITS 16
+#define BALLAST_HISTORY_ID_MASK 0xffffu
+
 /* ---- connection table -------------------------------------------------- */
 
 /* Key of the `flows` LRU hash: the client→VIP 5-tuple. */
@@ -186,6 +202,20 @@ enum ballast_flow_state {
  * slot at the next client packet, and its first payload starts a new
  * first-response sample; the sequence window stays the flow's. */
 #define BALLAST_FLOW_F_REOPENED 0x10u
+/* Established second chance: the flow was adopted mid-stream on a slot whose
+ * history holds other backends (maglev_history), and the router may still
+ * move it along that history when the backend it went to has no socket for
+ * it and bounces its packet back (bpf/lib/bounce.h). `reserved` then holds
+ * the hops taken (bits 0-7) and the adoption time (bits 8-31: the coarse
+ * clock >> BALLAST_ESC_TIME_SHIFT, modulo 2^24). Until the adoption is
+ * older than handshake_settings.adopted_bounce_ms, the flow's packets carry
+ * the probe mark (BALLAST_ENCAP_ID_PROBE), which asks the backend's decap
+ * program to look for their socket; then the flag goes. */
+#define BALLAST_FLOW_F_HISTORY 0x20u
+#define BALLAST_ESC_TIME_SHIFT 20 /* 1.05 ms units; 2^24 of them wrap after 4.9 h */
+/* At most this many bounces of one adopted flow are taken: one per previous
+ * backend, and one back to the table's pick as the last hop. */
+#define BALLAST_ESC_HOPS_MAX (BALLAST_HISTORY_DEPTH + 1)
 
 /* How far (bytes, either way, modulo 2^32) a client's RST or FIN may be from
  * the next sequence number the router saw it send, and how far one packet
@@ -328,7 +358,11 @@ struct ballast_handshake_settings {
 	 * first half of a word reserved (zero) in earlier builds. */
 	__u16 gue_port;
 	__u16 reserved16;
-	__u32 reserved;
+	/* Established second chance: for this long after a flow is adopted on a
+	 * slot with history, its packets carry the probe mark and the router
+	 * takes their bounces (bpf/lib/bounce.h). 0 = off (and in earlier
+	 * builds, whose word this was: reserved, zero). */
+	__u32 adopted_bounce_ms;
 };
 
 /* ---- second chance ----------------------------------------------------- */
@@ -346,6 +380,14 @@ struct ballast_handshake_settings {
  * never bounced. */
 #define BALLAST_ENCAP_ID_LAST 0xba11u
 #define BALLAST_FLOW_LABEL_LAST 0xfffffu
+/* The probe mark: a packet of an adopted flow that may be bounced (not a
+ * SYN): the backend's decap program looks for its socket (established,
+ * request or TIME_WAIT socket, or a listener that takes its SYN cookie) and,
+ * with none, sends it back to the router, which sends it to the slot's
+ * previous backend (established second chance). Unmarked packets other
+ * than SYNs are never looked up. */
+#define BALLAST_ENCAP_ID_PROBE 0xba12u
+#define BALLAST_FLOW_LABEL_PROBE 0xffffeu
 
 /* Per-backend second-chance counters (per-CPU array `backend_bounces`, by
  * backend_id). A map apart from backend_stats, so that a backend_stats map
@@ -353,6 +395,30 @@ struct ballast_handshake_settings {
 struct ballast_backend_bounces {
 	__u64 refused;  /* SYNs this backend bounced back: no listener there */
 	__u64 received; /* bounced SYNs sent to this backend as the next choice */
+};
+
+/* Established second chance counters (single-entry per-CPU array
+ * `esc_stats`): what happened to flows adopted mid-stream (ECMP moved them
+ * here, or their entry expired) and to their bounces. */
+struct ballast_esc_stats {
+	__u64 adopted;		/* TCP flows adopted mid-stream */
+	__u64 adopted_changed;	/* of those, on a slot whose history holds other
+				 * backends: their packets carry the probe mark */
+	__u64 moved;		/* bounces that sent a flow on to a previous backend */
+	__u64 returned;		/* bounces after which no previous backend was left:
+				 * the packet went back to the table's pick as the last
+				 * hop (no backend in the history held the connection:
+				 * a late packet, or history too short) */
+	__u64 skipped_unusable; /* previous backends passed over as unusable
+				 * (evicted, removed, drain deadline passed) */
+	__u64 forwarded;	/* bounces from a backend the flow had already left
+				 * (packets in flight): sent to the flow's backend */
+	__u64 stranger;		/* established bounces dropped: no adopted flow of
+				 * the tuple in its probe window, a source that is not
+				 * its backend, a sequence number out of its window,
+				 * or no probe mark */
+	__u64 budget;		/* established bounces past BALLAST_ESC_HOPS_MAX:
+				 * sent to the table's pick as the last hop */
 };
 
 /* Per-backend latency histograms (per-CPU array `backend_latency`, by
@@ -421,6 +487,20 @@ struct ballast_neigh_meta {
 	__u8 nh[16]; /* next hop: the route's gateway, or the backend itself */
 };
 
+/* The same hand-off on kernels whose XDP programs may not call
+ * bpf_xdp_adjust_meta (the loader probes it; xdp_lb's read-only
+ * `xdp_meta_ok`): the lb program leaves the next hop in this CPU's slot of
+ * the per-CPU `neigh_handoff` array, with the frame's outer IP header as it
+ * wrote it, and passes the frame; tc_neigh takes a frame on the same CPU
+ * only when its outer header is byte for byte that one, and empties the
+ * slot. */
+struct ballast_neigh_handoff {
+	struct ballast_neigh_meta meta; /* magic set while the slot holds a frame */
+	__u32 outer_len;		/* 20 (IPv4) or 40 (IPv6) */
+	__u32 pad[2];			/* outer at byte 40: 8-byte words; 80 bytes in all */
+	__u8 outer[40];			/* the frame's outer IP header, from byte 14 of the frame */
+};
+
 /* ---- counters ---------------------------------------------------------- */
 
 /* Per-backend passive signals (per-CPU array `backend_stats`, by backend_id). */
@@ -454,14 +534,14 @@ struct ballast_vip_stats {
  * Every packet the lb program sees increments exactly one of these. */
 enum ballast_verdict {
 	/* forwarded */
-	BALLAST_V_TX = 0,            /* encapsulated, XDP_TX */
-	BALLAST_V_REDIRECT,          /* encapsulated, XDP_REDIRECT */
-	BALLAST_V_ICMP_FWD_TX,       /* ICMP error about a VIP flow, to its backend (TX) */
+	BALLAST_V_TX = 0,	     /* encapsulated, XDP_TX */
+	BALLAST_V_REDIRECT,	     /* encapsulated, XDP_REDIRECT */
+	BALLAST_V_ICMP_FWD_TX,	     /* ICMP error about a VIP flow, to its backend (TX) */
 	BALLAST_V_ICMP_FWD_REDIRECT, /* same, XDP_REDIRECT */
 	BALLAST_V_ICMP_TOO_BIG_SENT, /* oversize: ICMP too-big sent back (XDP_TX) */
 	/* passed to the kernel */
-	BALLAST_V_PASS_NOT_IP,       /* not IPv4/IPv6 (ARP, LLDP, ...) */
-	BALLAST_V_PASS_NOT_VIP,      /* IP, not addressed to a VIP */
+	BALLAST_V_PASS_NOT_IP,	/* not IPv4/IPv6 (ARP, LLDP, ...) */
+	BALLAST_V_PASS_NOT_VIP, /* IP, not addressed to a VIP */
 	/* ICMP to a VIP address that is not an error (echo, ...): dropped, as
 	 * everything to a VIP address that no VIP serves (see
 	 * BALLAST_V_DROP_VIP_UNSERVED). The slot was pass_icmp_not_err. */
@@ -472,46 +552,46 @@ enum ballast_verdict {
 	/* next hop unresolved: encapsulated, handed to tc_neigh with a
 	 * struct ballast_neigh_meta, which resolves and sends */
 	BALLAST_V_PASS_FIB_NO_NEIGH,
-	BALLAST_V_PASS_TTL,          /* TTL/hop limit <= 1: the kernel sends time-exceeded */
+	BALLAST_V_PASS_TTL, /* TTL/hop limit <= 1: the kernel sends time-exceeded */
 	/* malformed or unsupported: passed, or dropped with BALLAST_POLICY_DROP_MALFORMED */
-	BALLAST_V_BAD_ETH,     /* truncated Ethernet header */
-	BALLAST_V_BAD_VLAN,    /* truncated 802.1Q tag, or a second tag (QinQ) */
-	BALLAST_V_BAD_IP4,     /* truncated, IHL < 5, version != 4, total length inconsistent */
-	BALLAST_V_BAD_IP6,     /* truncated, version != 6, payload length inconsistent */
-	BALLAST_V_IP6_EXT,     /* to a VIP address: extension header chain too long or
-				* unsupported (AH, ESP, ...). Dropped whatever the policy:
-				* passed, the kernel would route it back out */
+	BALLAST_V_BAD_ETH,  /* truncated Ethernet header */
+	BALLAST_V_BAD_VLAN, /* truncated 802.1Q tag, or a second tag (QinQ) */
+	BALLAST_V_BAD_IP4,  /* truncated, IHL < 5, version != 4, total length inconsistent */
+	BALLAST_V_BAD_IP6,  /* truncated, version != 6, payload length inconsistent */
+	BALLAST_V_IP6_EXT,  /* to a VIP address: extension header chain too long or
+			     * unsupported (AH, ESP, ...). Dropped whatever the policy:
+			     * passed, the kernel would route it back out */
 	/* dropped */
-	BALLAST_V_DROP_FRAG4,       /* IPv4 fragment to a VIP address */
-	BALLAST_V_DROP_FRAG6,       /* IPv6 fragment to a VIP address */
-	BALLAST_V_DROP_BAD_L4,      /* truncated TCP/UDP/ICMP header to a VIP address */
-	BALLAST_V_DROP_NO_BACKEND,  /* VIP with no table, empty table, or unusable slot */
-	BALLAST_V_DROP_FENCED,      /* owned VIP past its owner deadline */
-	BALLAST_V_DROP_FAMILY,      /* IPv6 client to an IPv4 backend (unsupported) */
-	BALLAST_V_DROP_TOO_BIG,     /* oversize; ICMP too-big disabled, rate-limited or impossible */
-	BALLAST_V_DROP_FIB,         /* no route to the backend */
-	BALLAST_V_DROP_ENCAP,       /* headroom adjustment failed */
+	BALLAST_V_DROP_FRAG4,	   /* IPv4 fragment to a VIP address */
+	BALLAST_V_DROP_FRAG6,	   /* IPv6 fragment to a VIP address */
+	BALLAST_V_DROP_BAD_L4,	   /* truncated TCP/UDP/ICMP header to a VIP address */
+	BALLAST_V_DROP_NO_BACKEND, /* VIP with no table, empty table, or unusable slot */
+	BALLAST_V_DROP_FENCED,	   /* owned VIP past its owner deadline */
+	BALLAST_V_DROP_FAMILY,	   /* IPv6 client to an IPv4 backend (unsupported) */
+	BALLAST_V_DROP_TOO_BIG,	   /* oversize; ICMP too-big disabled, rate-limited or impossible */
+	BALLAST_V_DROP_FIB,	   /* no route to the backend */
+	BALLAST_V_DROP_ENCAP,	   /* headroom adjustment failed */
 	BALLAST_V_DROP_NO_SETTINGS, /* agent has not written settings (no source address) */
 	/* Added later: new reasons go at the end, so the slots of a pinned
 	 * `verdicts` map keep their meaning (the agent replaces a pinned map
 	 * with fewer slots; only the counts restart). */
 	BALLAST_V_DROP_VIP_UNSERVED, /* to a VIP address, but no VIP of that port/protocol
-				       * (or an L4 protocol ballast does not balance): the
-				       * kernel does not own the address and would route it
-				       * back out, to the ToR that sent it */
+				      * (or an L4 protocol ballast does not balance): the
+				      * kernel does not own the address and would route it
+				      * back out, to the ToR that sent it */
 	BALLAST_V_DROP_NO_NEIGH,     /* next hop unresolved and the device cannot carry XDP
-				       * metadata to tc_neigh */
+				      * metadata to tc_neigh */
 	/* Second chance: an encapsulated SYN addressed to this router (the
 	 * outer destination is its source_v4/source_v6), bounced by a backend
 	 * with no listener. */
-	BALLAST_V_BOUNCE_TX,       /* sent to the flow's next choice, XDP_TX */
-	BALLAST_V_BOUNCE_REDIRECT, /* same, XDP_REDIRECT */
-	BALLAST_V_DROP_BOUNCE_BAD, /* encapsulated to this router, but not a well-formed
-				    * pure SYN to a served TCP VIP (or an IPv4 fragment):
-				    * dropped */
+	BALLAST_V_BOUNCE_TX,		/* sent to the flow's next choice, XDP_TX */
+	BALLAST_V_BOUNCE_REDIRECT,	/* same, XDP_REDIRECT */
+	BALLAST_V_DROP_BOUNCE_BAD,	/* encapsulated to this router, but not a well-formed
+					 * pure SYN to a served TCP VIP (or an IPv4 fragment):
+					 * dropped */
 	BALLAST_V_DROP_BOUNCE_STRANGER, /* no handshake of that tuple under way whose backend
 					 * is the bounce's outer source: dropped */
-	BALLAST_V_DROP_BOUNCE_BUDGET,   /* the handshake was bounced BALLAST_BOUNCES_MAX
+	BALLAST_V_DROP_BOUNCE_BUDGET,	/* the handshake was bounced BALLAST_BOUNCES_MAX
 					 * times already: dropped */
 	/* A SYN, RST or FIN on an established flow that the router did not take
 	 * as the client's (a RST/FIN outside BALLAST_SEQ_WINDOW, a SYN on a flow
@@ -519,6 +599,11 @@ enum ballast_verdict {
 	 * whose TCP stack judges it, and the flow left as it was. */
 	BALLAST_V_GUARDED_TX,
 	BALLAST_V_GUARDED_REDIRECT,
+	/* Established second chance: a packet of an adopted flow bounced by a
+	 * backend with no socket for it, sent on to a previous backend of its
+	 * slot (or back to the table's pick as the last hop). */
+	BALLAST_V_ESC_TX,
+	BALLAST_V_ESC_REDIRECT,
 	BALLAST_V_MAX
 };
 
@@ -558,7 +643,7 @@ struct ballast_decap_prefix {
 /* Decap counters (per-CPU array `decap_stats`, one __u64 per reason). */
 enum ballast_decap_verdict {
 	BALLAST_DECAP_V_DECAPPED = 0, /* outer header stripped, inner passed up */
-	BALLAST_DECAP_V_PASS,         /* not encapsulated, or not for us: untouched */
+	BALLAST_DECAP_V_PASS,	      /* not encapsulated, or not for us: untouched */
 	BALLAST_DECAP_V_BAD_INNER,    /* encapsulated but the inner header is truncated: dropped */
 	BALLAST_DECAP_V_BAD_OUTER,    /* for us, but the outer IPv4 checksum or length is wrong:
 					 dropped (the decap maps are not pinned: no layout to keep) */
@@ -584,6 +669,10 @@ enum ballast_decap_verdict {
 	 * takes, rewritten into the RST the router meant the client to get
 	 * (it would otherwise resend its SYN to the same TIME_WAIT). */
 	BALLAST_DECAP_V_TW_REFUSED,
+	/* A packet other than a SYN with the router's probe mark (an adopted
+	 * flow, established second chance) that no socket here holds: sent back
+	 * to the router, outer addresses swapped (XDP_TX). */
+	BALLAST_DECAP_V_BOUNCED_EST,
 	BALLAST_DECAP_V_MAX
 };
 

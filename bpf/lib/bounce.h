@@ -32,6 +32,7 @@
 #include "clock.h"
 #include "conntrack.h"
 #include "encap.h"
+#include "esc.h"
 #include "maglev.h"
 #include "maps.h"
 #include "parse.h"
@@ -102,8 +103,8 @@ static __always_inline int backend_is_source(const struct ballast_backend *be,
 	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
 }
 
-/* Parses the inner packet of `outer` into `in`: a well-formed pure TCP SYN
- * inside the outer packet. Returns 0, or -1. */
+/* Parses the inner packet of `outer` into `in`: a well-formed TCP packet
+ * inside the outer packet (the caller judges its flags). Returns 0, or -1. */
 static __always_inline int bounce_parse(struct xdp_md *ctx, const struct pkt *outer, struct pkt *in)
 {
 	void *data = (void *)(long)ctx->data;
@@ -141,7 +142,7 @@ static __always_inline int bounce_parse(struct xdp_md *ctx, const struct pkt *ou
 	if (r != PARSE_OK || in->key.proto != IPPROTO_TCP ||
 	    in->l3_off + in->ip_len > outer->l3_off + outer->ip_len)
 		return -1;
-	if (parse_tcp(ctx, in) || !is_pure_syn(in))
+	if (parse_tcp(ctx, in))
 		return -1;
 	ports = data + (in->l4_off & L4_MASK);
 	if ((void *)(ports + 1) > data_end)
@@ -155,6 +156,176 @@ static __always_inline struct ballast_backend_bounces *backend_bounces_of(__u32 
 	return bpf_map_lookup_elem(&backend_bounces, &backend_id);
 }
 
+/* The mark in the outer header of `outer`, as an IPv4 identification
+ * (BALLAST_ENCAP_ID_PROBE or _LAST for the IPv6 flow labels of those marks),
+ * or 0. A backend bounces a packet with its outer header as it came. */
+static __always_inline __u32 outer_mark(struct xdp_md *ctx, const struct pkt *outer)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u8 *h = data + (outer->l3_off & 0x7F);
+	__u32 label;
+
+	if ((void *)(h + 8) > data_end)
+		return 0;
+	if (outer->key.family == BALLAST_FAMILY_V4)
+		return (__u32)h[4] << 8 | h[5]; /* identification */
+	label = (__u32)(h[1] & 0x0f) << 16 | (__u32)h[2] << 8 | h[3];
+	if (label == BALLAST_FLOW_LABEL_PROBE)
+		return BALLAST_ENCAP_ID_PROBE;
+	return label == BALLAST_FLOW_LABEL_LAST ? BALLAST_ENCAP_ID_LAST : 0;
+}
+
+/* The chain of a flow's slot: the table's pick `first`, then the slot's
+ * previous backends in `hist` (most recent first). */
+static __always_inline __u32 esc_chain_at(__u32 first, __u64 hist, int i)
+{
+	return i == 0 ? first : esc_hist_at(hist, i - 1);
+}
+
+/* The backend after `cur` in the chain of (`first`, `hist`) that can take
+ * the flow (usable: ACTIVE, or DRAINING before its deadline), not `cur`
+ * itself nor a repeat of `first`; from the chain's start when `cur` is not
+ * in it (the table changed since the flow was adopted). BALLAST_INVALID_ID
+ * when none is left. Unusable ones passed over are counted. */
+static __always_inline __u32 esc_next(__u32 first, __u64 hist, __u32 cur,
+				      struct ballast_esc_stats *es)
+{
+	struct ballast_backend *be;
+	int i, pos = -1;
+	__u32 c;
+
+#pragma unroll
+	for (i = 0; i <= BALLAST_HISTORY_DEPTH; i++)
+		if (pos < 0 && esc_chain_at(first, hist, i) == cur)
+			pos = i;
+#pragma unroll
+	for (i = 0; i <= BALLAST_HISTORY_DEPTH; i++) {
+		c = esc_chain_at(first, hist, i);
+		if (i <= pos || c == BALLAST_INVALID_ID || c == cur || (i > 0 && c == first))
+			continue;
+		be = bpf_map_lookup_elem(&backends, &c);
+		if (backend_usable(be))
+			return c;
+		if (es)
+			es->skipped_unusable += 1;
+	}
+	return BALLAST_INVALID_ID;
+}
+
+/* Whether the outer source of `outer` is a backend that comes before `cur`
+ * in the chain of (`first`, `hist`): the flow has moved on from it, and
+ * this is one of its packets that was already on the way there. */
+static __always_inline int esc_source_before(__u32 first, __u64 hist, __u32 cur,
+					     const struct pkt *outer)
+{
+	struct ballast_backend *be;
+	int i, done = 0;
+	__u32 c;
+
+#pragma unroll
+	for (i = 0; i <= BALLAST_HISTORY_DEPTH; i++) {
+		c = esc_chain_at(first, hist, i);
+		if (c == cur)
+			done = 1;
+		if (done || c == BALLAST_INVALID_ID)
+			continue;
+		be = bpf_map_lookup_elem(&backends, &c);
+		if (be && backend_is_source(be, outer))
+			return 1;
+	}
+	return 0;
+}
+
+/* Takes a bounced packet of an established flow (`in`, parsed, not a SYN):
+ * the backend it was sent to has no socket for it. Taken only when it
+ * carries the probe mark, its tuple has a flow marked
+ * BALLAST_FLOW_F_HISTORY (adopted on a slot with history, within its probe
+ * window), its sequence number is within the flow's window, and its outer
+ * source is the flow's backend; the flow then moves to the next backend of
+ * its slot's chain that can take it (esc_next), and the packet goes there
+ * with the probe mark. With none left, or past BALLAST_ESC_HOPS_MAX, it
+ * goes to the table's pick without the mark (its kernel answers, as before
+ * this path existed) and the flow stops probing. A bounce from a backend
+ * the flow already left (packets in flight) goes to the flow's backend.
+ * Anything else is dropped (`stranger`). Returns BALLAST_V_MAX with
+ * *vipp, *idp and *bep set, or the verdict to drop with. */
+static __always_inline __u32 bounce_take_est(struct xdp_md *ctx, const struct pkt *outer,
+					     struct pkt *in, const struct ballast_vip_meta **vipp,
+					     __u32 *idp, struct ballast_backend **bep, __u64 *now)
+{
+	struct ballast_esc_stats *es = esc_stats_get();
+	const struct ballast_vip_meta *vip;
+	struct ballast_backend *be;
+	struct ballast_flow *f;
+	__u32 cur, first, next, hops;
+	__u64 hist = 0;
+
+	vip = vip_lookup(in->key.dst, in->key.family, in->key.dport, IPPROTO_TCP);
+	if (!vip)
+		return BALLAST_V_DROP_BOUNCE_BAD;
+	if (vip_fenced(vip, now)) {
+		vip_account_fenced(vip->vip_id);
+		return BALLAST_V_DROP_FENCED;
+	}
+	if (!*now)
+		*now = clock_coarse();
+	if (outer_mark(ctx, outer) != BALLAST_ENCAP_ID_PROBE)
+		goto stranger;
+	f = bpf_map_lookup_elem(&flows, &in->key);
+	if (!f)
+		f = adopted_lookup(in);
+	if (!f || !(f->flags & BALLAST_FLOW_F_HISTORY) || !seq_plausible(f, in->seq))
+		goto stranger;
+	cur = f->backend_id;
+	first = maglev_pick_history(vip->vip_id, in, &hist);
+	be = bpf_map_lookup_elem(&backends, &cur);
+	if (!be || !backend_is_source(be, outer)) {
+		if (!esc_source_before(first, hist, cur, outer))
+			goto stranger;
+		if (es)
+			es->forwarded += 1;
+		next = cur;
+		in->outer_id = BALLAST_ENCAP_ID_PROBE;
+		goto send;
+	}
+	hops = f->reserved & 0xff;
+	next = BALLAST_INVALID_ID;
+	if (hops < BALLAST_ESC_HOPS_MAX)
+		next = esc_next(first, hist, cur, es);
+	else if (es)
+		es->budget += 1;
+	if (next != BALLAST_INVALID_ID) {
+		if (es)
+			es->moved += 1;
+		in->outer_id = BALLAST_ENCAP_ID_PROBE;
+	} else {
+		/* Nobody in the history holds it: as if this path did not
+		 * exist, the table's pick answers (a RST for a stray packet). */
+		if (es && hops < BALLAST_ESC_HOPS_MAX)
+			es->returned += 1;
+		next = first;
+		in->outer_id = 0;
+		f->flags &= ~BALLAST_FLOW_F_HISTORY;
+	}
+	f->backend_id = next;
+	f->reserved = (f->reserved & ~0xffu) | ((hops + 1) & 0xffu);
+	be = bpf_map_lookup_elem(&backends, &next);
+send:
+	if (next == BALLAST_INVALID_ID || !backend_usable(be)) {
+		vip_account(vip->vip_id, 0, 1);
+		return BALLAST_V_DROP_NO_BACKEND;
+	}
+	*vipp = vip;
+	*idp = next;
+	*bep = be;
+	return BALLAST_V_MAX;
+stranger:
+	if (es)
+		es->stranger += 1;
+	return BALLAST_V_DROP_BOUNCE_STRANGER;
+}
+
 /* Takes the bounce in `outer` (tunnel_to_router() is true): on success
  * fills `in` (the inner SYN, outer_id set for the last hop), *vipp, *idp
  * and *bep (the next choice, ACTIVE), rewrites the handshake slot and
@@ -164,7 +335,7 @@ static __always_inline struct ballast_backend_bounces *backend_bounces_of(__u32 
 static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *outer,
 					 const struct ballast_settings *s, struct pkt *in,
 					 const struct ballast_vip_meta **vipp, __u32 *idp,
-					 struct ballast_backend **bep, __u64 *now)
+					 struct ballast_backend **bep, __u64 *now, int *est)
 {
 	struct ballast_backend_bounces *bb;
 	struct ballast_handshake_set *set;
@@ -176,6 +347,13 @@ static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *o
 
 	if (bounce_parse(ctx, outer, in))
 		return BALLAST_V_DROP_BOUNCE_BAD;
+	if (!is_pure_syn(in)) {
+		/* any other TCP packet but a SYN: established second chance */
+		if (in->tcp_flags & TCP_SYN)
+			return BALLAST_V_DROP_BOUNCE_BAD;
+		*est = 1;
+		return bounce_take_est(ctx, outer, in, vipp, idp, bep, now);
+	}
 	vip = vip_lookup(in->key.dst, in->key.family, in->key.dport, IPPROTO_TCP);
 	if (!vip)
 		return BALLAST_V_DROP_BOUNCE_BAD;

@@ -81,6 +81,7 @@
 #include "common.h"
 #include "adopted.h"
 #include "clock.h"
+#include "esc.h"
 #include "maps.h"
 #include "maglev.h"
 #include "parse.h"
@@ -147,9 +148,12 @@ static __always_inline void count_new_flow(__u32 backend_id)
 /* Creates (or replaces) the flow of `p` on backend `id` in the map of class
  * `cls`, in the state its flags give: UDP, CLOSING after FIN/RST, else
  * ESTABLISHED. With `first_payload`, a payload in this packet starts the
- * first-response sample (the packet completes a handshake). */
+ * first-response sample (the packet completes a handshake). `adopted`: a
+ * TCP flow started from the table mid-stream, whose slot history is `hist`
+ * (esc_adopt). */
 static __always_inline void flow_insert(const struct ballast_vip_meta *vip, struct pkt *p, __u32 id,
-					__u64 now, enum flow_class cls, int first_payload)
+					__u64 now, enum flow_class cls, int first_payload,
+					int adopted, __u64 hist)
 {
 	struct ballast_flow f = {};
 
@@ -173,6 +177,8 @@ static __always_inline void flow_insert(const struct ballast_vip_meta *vip, stru
 		f.payload_ack = p->ack_seq;
 		f.flags |= BALLAST_FLOW_F_PAYLOAD_SEEN;
 	}
+	if (adopted)
+		esc_adopt(&f, p, id, hist, now);
 	if (cls == FLOW_UDP)
 		bpf_map_update_elem(&flows_udp, &p->key, &f, BPF_ANY);
 	else if (cls == FLOW_ADOPTED)
@@ -481,7 +487,7 @@ static __always_inline int handshake_complete(const struct ballast_vip_meta *vip
 		bs->handshake_count += 1;
 		latency_sample(id, 0, (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT);
 	}
-	flow_insert(vip, p, id, now, FLOW_SEEN, 1);
+	flow_insert(vip, p, id, now, FLOW_SEEN, 1, 0, 0);
 	*idp = id;
 	return 1;
 }
@@ -490,15 +496,21 @@ static __always_inline int handshake_complete(const struct ballast_vip_meta *vip
  * flow's first packet, a TCP packet adopted mid-stream, or a known flow's
  * packet after it expired or its backend became unusable. A UDP flow
  * counts as a new flow; a TCP one is adopted (its connection was counted
- * at its SYN). */
+ * at its SYN), with its slot's history (established second chance). */
 static __always_inline __u32 flow_restart(const struct ballast_vip_meta *vip, struct pkt *p,
 					  __u64 now, enum flow_class cls)
 {
-	__u32 id = maglev_pick(vip->vip_id, p);
+	int tcp = p->key.proto == IPPROTO_TCP;
+	__u64 hist = 0;
+	__u32 id;
 
+	if (tcp)
+		id = maglev_pick_history(vip->vip_id, p, &hist);
+	else
+		id = maglev_pick(vip->vip_id, p);
 	if (id == BALLAST_INVALID_ID)
 		return id;
-	flow_insert(vip, p, id, now, cls, 0);
+	flow_insert(vip, p, id, now, cls, 0, tcp, hist);
 	if (cls == FLOW_UDP)
 		count_new_flow(id);
 	return id;
@@ -669,6 +681,8 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 	/* no underflow should last_seen_ns be ahead of `now` */
 	if (now > f->last_seen_ns + BALLAST_TOUCH_NS)
 		f->last_seen_ns = now;
+	if (unlikely(f->flags & BALLAST_FLOW_F_HISTORY))
+		esc_mark(f, p, now);
 	*bep = be;
 	return old;
 }

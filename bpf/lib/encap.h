@@ -118,7 +118,7 @@ static __always_inline int encap_build(struct xdp_md *ctx, const struct pkt *p,
 		 * stores just made to it. */
 		w0 = bpf_htonl((0x45u << 24) | ((__u32)p->tos << 16) |
 			       (p->ip_len + sizeof(*ip) + udp_len));
-		/* id 0 (or the last-hop mark); RFC 2003: DF copied */
+		/* id 0 (or the last-hop or probe mark); RFC 2003: DF copied */
 		w1 = bpf_htonl((__u32)p->outer_id << 16 | (p->df ? IP_DF : 0));
 		ttl_proto = bpf_htons((ENCAP_TTL << 8) | (gue ? IPPROTO_UDP : IPPROTO_IPIP));
 		saddr = encap_source4(p, s);
@@ -133,7 +133,10 @@ static __always_inline int encap_build(struct xdp_md *ctx, const struct pkt *p,
 			gue_write((void *)(ip + 1), p, p->ip_len);
 	} else {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
-		__u32 label = p->outer_id ? BALLAST_FLOW_LABEL_LAST : ballast_flow_label(&p->key);
+		/* the flow's label, or the last-hop or probe mark */
+		__u32 label = !p->outer_id			      ? ballast_flow_label(&p->key)
+			      : p->outer_id == BALLAST_ENCAP_ID_PROBE ? BALLAST_FLOW_LABEL_PROBE
+								      : BALLAST_FLOW_LABEL_LAST;
 		__u32 *w = (__u32 *)ip6;
 		__u32 next = gue ? IPPROTO_UDP
 				 : p->key.family == BALLAST_FAMILY_V4 ? IPPROTO_IPIP : IPPROTO_IPV6;
@@ -184,6 +187,35 @@ static __always_inline int set_macs(struct xdp_md *ctx, const __u8 *smac, const 
 		return -1;
 	mac_copy(eth->h_source, smac);
 	mac_copy(eth->h_dest, dmac);
+	return 0;
+}
+
+/* Leaves `m` (with its magic) and the frame's outer IP header (`outer_len`
+ * bytes after the Ethernet header) in this CPU's `neigh_handoff` slot, for
+ * tc_neigh. Returns 0, or -1. */
+static __always_inline int neigh_handoff_put(struct xdp_md *ctx, struct ballast_neigh_meta *m,
+					     __u32 outer_len)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ballast_neigh_handoff *slot;
+	__u64 *src = data + sizeof(struct ethhdr), *dst;
+	__u32 zero = 0;
+	int i;
+
+	slot = bpf_map_lookup_elem(&neigh_handoff, &zero);
+	if (!slot || (void *)src + 40 > data_end)
+		return -1;
+	slot->meta.magic = 0; /* matches nothing while it is written */
+	dst = (__u64 *)slot->outer;
+#pragma unroll
+	for (i = 0; i < 5; i++)
+		dst[i] = i * 8 < outer_len ? src[i] : 0;
+	slot->outer_len = outer_len;
+	slot->meta.ifindex = m->ifindex;
+	slot->meta.family = m->family;
+	__builtin_memcpy(slot->meta.nh, m->nh, 16);
+	slot->meta.magic = BALLAST_NEIGH_META_MAGIC;
 	return 0;
 }
 

@@ -64,4 +64,40 @@ static __always_inline __u32 maglev_pick(__u32 vip_id, struct pkt *p)
 	return id ? *id : BALLAST_INVALID_ID;
 }
 
+/* The history word of slot `idx` (1..m) of the VIP's table of size `m`
+ * (maglev_history): its previous backends, or 0 when it has none or its
+ * history was built for a table of another size. Global: checked once by
+ * the verifier, not at each adoption site. */
+__noinline __u64 maglev_history_at(__u32 vip_id, __u32 idx, __u32 m)
+{
+	void *hist = bpf_map_lookup_elem(&maglev_history, &vip_id);
+	__u32 zero = 0;
+	__u64 *e;
+
+	if (!hist)
+		return 0;
+	e = bpf_map_lookup_elem(hist, &zero);
+	if (!e || *e != m)
+		return 0;
+	e = bpf_map_lookup_elem(hist, &idx);
+	return e ? *e : 0;
+}
+
+/* maglev_pick(), and the slot's history word in *hist (0 = none). */
+static __always_inline __u32 maglev_pick_history(__u32 vip_id, struct pkt *p, __u64 *hist)
+{
+	__u32 idx, m = 0, *id;
+	void *table = maglev_table_of(vip_id, &m);
+
+	*hist = 0;
+	if (!table)
+		return BALLAST_INVALID_ID;
+	idx = flow_hash_of(p) % m + 1;
+	id = bpf_map_lookup_elem(table, &idx);
+	if (!id)
+		return BALLAST_INVALID_ID;
+	*hist = maglev_history_at(vip_id, idx, m);
+	return *id;
+}
+
 #endif /* BALLAST_MAGLEV_H */

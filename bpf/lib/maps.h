@@ -64,6 +64,26 @@ struct {
 	__array(values, struct maglev_inner); /* must be the last member */
 } maglev_tables SEC(".maps");
 
+/* One VIP's slot history (ballast_abi.h, `maglev_history`): entry 0 = M,
+ * entries 1..M = the slot's previous backend ids (BALLAST_HISTORY_DEPTH
+ * 16-bit fields). Written whole and swapped in, like a table. */
+struct maglev_history_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BALLAST_DEFAULT_TABLE_SIZE + 1);
+	__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE); /* filled through mmap */
+	__type(key, __u32);
+	__type(value, __u64);
+};
+
+/* vip_id -> that VIP's slot history (established second chance). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, BALLAST_MAX_VIPS);
+	__type(key, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__array(values, struct maglev_history_inner); /* must be the last member */
+} maglev_history SEC(".maps");
+
 /* client->VIP 5-tuple -> backend and TCP state, in three maps, one per
  * class of flow, so that each class can only displace its own (a flood of
  * spoofed ACKs or of UDP tuples cannot push out the connections whose
@@ -172,6 +192,32 @@ struct {
 	__type(value, struct ballast_backend_latency);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } backend_latency SEC(".maps");
+
+/* The neighbour hand-off without XDP metadata (struct
+ * ballast_neigh_handoff), key 0; shared with tc_neigh (the loader gives
+ * that object this map's fd). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ballast_neigh_handoff);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} neigh_handoff SEC(".maps");
+
+/* 1: XDP metadata can carry the hand-off (bpf_xdp_adjust_meta); 0: this
+ * kernel refuses that helper to XDP programs, `neigh_handoff` carries it.
+ * Set by the loader; a constant to the verifier, which never sees the other
+ * branch. */
+const volatile __u32 xdp_meta_ok = 1;
+
+/* Established second chance counters (struct ballast_esc_stats), key 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ballast_esc_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} esc_stats SEC(".maps");
 
 /* vip_id -> packets and bytes. */
 struct {

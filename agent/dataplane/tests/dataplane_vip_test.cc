@@ -124,7 +124,7 @@ TEST_CASE("GUE: the flag in both copies of the VIP, the flows keep their shortcu
   REQUIRE(bpf_map_lookup_elem(dp->map_fd("handshake_settings"), &zero, &hs) == 0);
   CHECK(hs.gue_port == BALLAST_GUE_PORT_DEFAULT);
   CHECK(hs.reserved16 == 0);
-  CHECK(hs.reserved == 0);
+  CHECK(hs.adopted_bounce_ms == s.adopted_bounce_ms);
   s.gue_port = 7000;
   REQUIRE(dp->SetSettings(s).ok());
   REQUIRE(bpf_map_lookup_elem(dp->map_fd("handshake_settings"), &zero, &hs) == 0);

@@ -1,0 +1,401 @@
+// Established second chance: a connection adopted mid-stream (ECMP moved it
+// here) on a Maglev slot whose backend changed since it began goes to the
+// slot's current backend marked as a probe; a backend without its socket
+// sends it back (xdp_decap), and the router walks the slot's history
+// (maglev_history) to the backend that holds it (bpf/lib/bounce.h,
+// bpf/lib/esc.h). The real programs, chained frame by frame where the
+// backend's half matters.
+#include <arpa/inet.h>
+#include <linux/bpf.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "agent/dataplane/decap.h"
+#include "tests/bpf/lb_fixture.h"
+#include "tests/bpf/tshark.h"
+#include "tests/lib/netns.h"
+
+namespace ballast::bpftest {
+namespace {
+
+namespace tcp = pktgen::tcp;
+
+constexpr size_t kM = 13;  // the lab's table size
+
+// What a backend's decap program sends back: MACs and outer addresses
+// swapped (its TTL is the router's 64 again, so the checksum holds).
+Bytes Bounce(const Bytes& encapsulated) {
+  Bytes b = encapsulated;
+  REQUIRE(b.size() >= 14 + 40);
+  for (int i = 0; i < 6; ++i) std::swap(b[i], b[6 + i]);
+  const bool v4 = b[12] == 0x08 && b[13] == 0x00;
+  const size_t src = 14 + (v4 ? 12 : 8), len = v4 ? 4 : 16;
+  for (size_t i = 0; i < len; ++i) std::swap(b[src + i], b[src + len + i]);
+  return b;
+}
+
+// The router's mark in an encapsulated output, as an IPv4 identification.
+uint32_t MarkOf(const Bytes& out) {
+  auto v = pktgen::ParseFrame(out);
+  REQUIRE(v.ok());
+  REQUIRE(v->ip.has_value());
+  if (v->ip->family == 4) return v->ip->id;
+  if (v->ip->flow_label == BALLAST_FLOW_LABEL_PROBE) return BALLAST_ENCAP_ID_PROBE;
+  if (v->ip->flow_label == BALLAST_FLOW_LABEL_LAST) return BALLAST_ENCAP_ID_LAST;
+  return 0;
+}
+
+// One history word: `ids` most recent first.
+uint64_t Word(std::initializer_list<uint32_t> ids) {
+  uint64_t w = 0;
+  int i = 0;
+  for (uint32_t id : ids) w |= uint64_t{id} << (16 * i++);
+  return w;
+}
+
+ballast_esc_stats Esc(LbFixture& fx) {
+  auto s = fx.dp().EscStats();
+  REQUIRE(s.ok());
+  return *s;
+}
+
+struct Family {
+  bool v6;
+  uint32_t vip_id;
+  uint32_t cur, prev1, prev2;  // the slot's backend now, and before
+  uint16_t dport;
+};
+const Family kFamilies[] = {{false, kVipTcp4, 1, 2, 3, 80}, {true, kVipTcp6, 11, 12, 13, 443}};
+
+pktgen::PacketBuilder From(const Family& f) { return f.v6 ? FromClient6() : FromClient4(); }
+
+// SETUP: the VIP's table all on f.cur, every slot's history [prev1, prev2].
+void TableWithHistory(LbFixture& fx, const Family& f) {
+  fx.SetUniformTable(f.vip_id, f.cur);
+  REQUIRE(fx.dp().SetHistory(f.vip_id, std::vector<uint64_t>(kM, Word({f.prev1, f.prev2}))).ok());
+}
+
+TEST_CASE("An adopted flow walks its slot's history to the backend that holds it", "[lb][esc]") {
+  for (const Family& f : kFamilies) {
+    INFO((f.v6 ? "IPv6" : "IPv4"));
+    LbFixture fx;
+    SetUpLab(fx);
+    TableWithHistory(fx, f);
+    const ballast_esc_stats e0 = Esc(fx);
+    const uint16_t port = 41000;
+    const ballast_flow_key key =
+        FlowKey(f.v6 ? Lab::Client6() : Lab::Client4(), f.v6 ? Lab::Vip6() : Lab::Vip4(), port,
+                f.dport, IPPROTO_TCP);
+
+    // The first packet of a connection ECMP moved here: adopted on the
+    // table's pick, with the probe mark.
+    const Outcome a = fx.Run(From(f).Tcp(port, f.dport, tcp::kAck, 5000, 1).Build());
+    REQUIRE(a.verdict == BALLAST_V_TX);
+    CHECK(BackendOf(fx, a) == f.cur);
+    CHECK(MarkOf(a.out) == BALLAST_ENCAP_ID_PROBE);
+    REQUIRE(fx.Flow(key).has_value());
+    CHECK((fx.Flow(key)->flags & BALLAST_FLOW_F_HISTORY) != 0);
+    CHECK(fx.FlowMap(key) == "adopted_flows");
+
+    // The current backend has no socket for it: to the previous one, marked.
+    const Outcome b1 = fx.Run(Bounce(a.out));
+    REQUIRE(b1.verdict == BALLAST_V_ESC_TX);
+    CHECK(BackendOf(fx, b1) == f.prev1);
+    CHECK(MarkOf(b1.out) == BALLAST_ENCAP_ID_PROBE);
+    CHECK(fx.Flow(key)->backend_id == f.prev1);
+    // The inner packet is the client's, unchanged.
+    CheckEncapsulated(
+        b1.out,
+        {.outer_family = f.v6 ? 6 : 4,
+         .outer_src = f.v6 ? Lab::Src6() : Lab::Src4(),
+         .outer_dst = fx.BackendAddr(f.prev1),
+         .inner_ip = pktgen::IpPacketOf(From(f).Tcp(port, f.dport, tcp::kAck, 5000, 1).Build())});
+
+    // The flow's next packets go straight there, still marked.
+    const Outcome n = fx.Run(From(f).Tcp(port, f.dport, tcp::kAck, 5100, 1).Build());
+    CHECK(BackendOf(fx, n) == f.prev1);
+    CHECK(MarkOf(n.out) == BALLAST_ENCAP_ID_PROBE);
+
+    // Not there either: the one before.
+    const Outcome b2 = fx.Run(Bounce(n.out));
+    REQUIRE(b2.verdict == BALLAST_V_ESC_TX);
+    CHECK(BackendOf(fx, b2) == f.prev2);
+
+    // Nobody in the history holds it (a late packet of a closed connection):
+    // back to the table's pick without the mark; its kernel answers RST, as
+    // without this path. The flow stops probing.
+    const Outcome b3 = fx.Run(Bounce(b2.out));
+    REQUIRE(b3.verdict == BALLAST_V_ESC_TX);
+    CHECK(BackendOf(fx, b3) == f.cur);
+    CHECK(MarkOf(b3.out) == 0);
+    CHECK((fx.Flow(key)->flags & BALLAST_FLOW_F_HISTORY) == 0);
+    const Outcome last = fx.Run(From(f).Tcp(port, f.dport, tcp::kAck, 5200, 1).Build());
+    CHECK(BackendOf(fx, last) == f.cur);
+    CHECK(MarkOf(last.out) == 0);
+    // The hop budget is spent: one more bounce is dropped, counted.
+    CHECK(fx.Run(Bounce(last.out)).verdict == BALLAST_V_DROP_BOUNCE_STRANGER);
+
+    const ballast_esc_stats e1 = Esc(fx);
+    CHECK(e1.adopted - e0.adopted == 1);
+    CHECK(e1.adopted_changed - e0.adopted_changed == 1);
+    CHECK(e1.moved - e0.moved == 2);
+    CHECK(e1.returned - e0.returned == 1);
+    CHECK(e1.stranger - e0.stranger == 1);
+  }
+}
+
+TEST_CASE("Packets in flight to a backend the flow left follow the flow", "[lb][esc]") {
+  const Family& f = kFamilies[0];
+  LbFixture fx;
+  SetUpLab(fx);
+  TableWithHistory(fx, f);
+  const uint16_t port = 41100;
+  // Three packets sent before the first bounce came back.
+  const Outcome p1 = fx.Run(From(f).Tcp(port, f.dport, tcp::kAck, 7000, 1).Build());
+  const Outcome p2 = fx.Run(From(f).Tcp(port, f.dport, tcp::kAck, 7100, 1).Build());
+  REQUIRE(BackendOf(fx, p2) == f.cur);
+  REQUIRE(fx.Run(Bounce(p1.out)).verdict == BALLAST_V_ESC_TX);  // flow -> prev1
+  const ballast_esc_stats e0 = Esc(fx);
+  const Outcome r2 = fx.Run(Bounce(p2.out));
+  REQUIRE(r2.verdict == BALLAST_V_ESC_TX);
+  CHECK(BackendOf(fx, r2) == f.prev1);
+  CHECK(MarkOf(r2.out) == BALLAST_ENCAP_ID_PROBE);
+  CHECK(Esc(fx).forwarded - e0.forwarded == 1);
+  CHECK(Esc(fx).moved == e0.moved);  // the flow did not move again
+}
+
+TEST_CASE("Only usable previous backends: drained until its deadline, never evicted", "[lb][esc]") {
+  const Family& f = kFamilies[0];
+  LbFixture fx;
+  SetUpLab(fx);
+  TableWithHistory(fx, f);
+  // prev1 evicted: skipped; prev2 draining (no deadline yet): taken.
+  fx.SetBackendState(f.prev1, BALLAST_BACKEND_EVICTED);
+  fx.SetBackendState(f.prev2, BALLAST_BACKEND_DRAINING);
+  const ballast_esc_stats e0 = Esc(fx);
+  const Outcome a = fx.Run(From(f).Tcp(41200, f.dport, tcp::kAck, 9000, 1).Build());
+  const Outcome b = fx.Run(Bounce(a.out));
+  REQUIRE(b.verdict == BALLAST_V_ESC_TX);
+  CHECK(BackendOf(fx, b) == f.prev2);
+  CHECK(Esc(fx).skipped_unusable - e0.skipped_unusable == 1);
+  // A drain deadline in the past: not taken either; back to the table's pick.
+  fx.SetBackendState(f.prev2, BALLAST_BACKEND_DRAINING, 1);
+  const Outcome a2 = fx.Run(From(f).Tcp(41201, f.dport, tcp::kAck, 9000, 1).Build());
+  const Outcome b2 = fx.Run(Bounce(a2.out));
+  REQUIRE(b2.verdict == BALLAST_V_ESC_TX);
+  CHECK(BackendOf(fx, b2) == f.cur);
+  CHECK(MarkOf(b2.out) == 0);
+}
+
+TEST_CASE("No history, a history of another size, or the window off: no probe mark", "[lb][esc]") {
+  const Family& f = kFamilies[0];
+  LbFixture fx;
+  SetUpLab(fx);
+  fx.SetUniformTable(f.vip_id, f.cur);
+  // No history at all.
+  Outcome o = fx.Run(From(f).Tcp(41300, f.dport, tcp::kAck, 1000, 1).Build());
+  CHECK(MarkOf(o.out) == 0);
+  // A history naming only the current backend.
+  REQUIRE(fx.dp().SetHistory(f.vip_id, std::vector<uint64_t>(kM, Word({f.cur}))).ok());
+  o = fx.Run(From(f).Tcp(41301, f.dport, tcp::kAck, 1000, 1).Build());
+  CHECK(MarkOf(o.out) == 0);
+  // A history built for a table of another size.
+  REQUIRE(fx.dp().SetHistory(f.vip_id, std::vector<uint64_t>(17, Word({f.prev1}))).ok());
+  o = fx.Run(From(f).Tcp(41302, f.dport, tcp::kAck, 1000, 1).Build());
+  CHECK(MarkOf(o.out) == 0);
+  // Established second chance off.
+  REQUIRE(fx.dp().SetHistory(f.vip_id, std::vector<uint64_t>(kM, Word({f.prev1}))).ok());
+  auto s = fx.dp().GetSettings();
+  REQUIRE(s.ok());
+  s->adopted_bounce_ms = 0;
+  fx.SetSettings(*s);
+  o = fx.Run(From(f).Tcp(41303, f.dport, tcp::kAck, 1000, 1).Build());
+  CHECK(MarkOf(o.out) == 0);
+  // A flow whose handshake this router saw is never marked.
+  s->adopted_bounce_ms = 2000;
+  fx.SetSettings(*s);
+  fx.Run(From(f).Tcp(41304, f.dport, tcp::kSyn, 1000, 0).Build());
+  o = fx.Run(From(f).Tcp(41304, f.dport, tcp::kAck, 1001, 1).Build());
+  CHECK(fx.FlowMap(FlowKey(Lab::Client4(), Lab::Vip4(), 41304, f.dport, IPPROTO_TCP)) == "flows");
+  CHECK(MarkOf(o.out) == 0);
+  // With the window on, an adopted flow is marked.
+  o = fx.Run(From(f).Tcp(41305, f.dport, tcp::kAck, 1000, 1).Build());
+  CHECK(MarkOf(o.out) == BALLAST_ENCAP_ID_PROBE);
+}
+
+TEST_CASE("Forged or stray established bounces are dropped, counted, and move nothing",
+          "[lb][esc]") {
+  const Family& f = kFamilies[0];
+  LbFixture fx;
+  SetUpLab(fx);
+  TableWithHistory(fx, f);
+  const uint16_t port = 41400;
+  const ballast_flow_key key = FlowKey(Lab::Client4(), Lab::Vip4(), port, f.dport, IPPROTO_TCP);
+  const Outcome a = fx.Run(From(f).Tcp(port, f.dport, tcp::kAck, 20000, 1).Build());
+  REQUIRE(MarkOf(a.out) == BALLAST_ENCAP_ID_PROBE);
+  const ballast_flow before = *fx.Flow(key);
+  // The genuine bounce's frame with one thing changed.
+  const auto bounced_inner = [&](uint32_t seq) {
+    return pktgen::PacketBuilder()
+        .Ip4(Lab::Client4(), Lab::Vip4())
+        .Tcp(port, f.dport, tcp::kAck, seq, 1)
+        .BuildIp();
+  };
+  const auto forged = [&](const Addr& from, uint32_t seq, uint16_t id) {
+    return pktgen::PacketBuilder()
+        .Eth(Lab::NexthopDmac(), Lab::RouterMac())
+        .Ip4(from, Lab::Src4())
+        .IpId(id)
+        .L4Proto(IPPROTO_IPIP)
+        .Payload(bounced_inner(seq))
+        .Build();
+  };
+  const Addr cur = fx.BackendAddr(f.cur), other = fx.BackendAddr(f.prev2);
+  ExpectVerdicts(
+      fx,
+      {
+          {"without the probe mark", forged(cur, 20000, 0), BALLAST_V_DROP_BOUNCE_STRANGER},
+          {"with the last-hop mark", forged(cur, 20000, BALLAST_ENCAP_ID_LAST),
+           BALLAST_V_DROP_BOUNCE_STRANGER},
+          {"from a backend the flow never went to", forged(other, 20000, BALLAST_ENCAP_ID_PROBE),
+           BALLAST_V_DROP_BOUNCE_STRANGER},
+          {"from an address that is no backend",
+           forged(Lab::Backend4(99), 20000, BALLAST_ENCAP_ID_PROBE),
+           BALLAST_V_DROP_BOUNCE_STRANGER},
+          {"a sequence number outside the flow's window",
+           forged(cur, 20000 + 3 * BALLAST_SEQ_WINDOW, BALLAST_ENCAP_ID_PROBE),
+           BALLAST_V_DROP_BOUNCE_STRANGER},
+      },
+      XDP_DROP);
+  const ballast_flow after = *fx.Flow(key);
+  CHECK(after.backend_id == before.backend_id);
+  CHECK(after.reserved == before.reserved);
+  // The genuine one still works.
+  const Outcome b = fx.Run(Bounce(a.out));
+  REQUIRE(b.verdict == BALLAST_V_ESC_TX);
+  CHECK(BackendOf(fx, b) == f.prev1);
+}
+
+// ---- the backend's half, chained with the router ----------------------------
+
+TEST_CASE("xdp_decap bounces a marked packet no socket holds, and passes the rest",
+          "[lb][esc][decap]") {
+  const std::string name = "ballast-bt-esc";
+  const std::string n = "ip -n " + name + " ";
+  auto ns = pktgen::ScopedNetns::Create(
+      name, {n + "link set lo up", n + "addr add 198.18.0.10/32 dev lo",
+             n + "addr add 198.18.100.1/32 dev lo", n + "addr add 2001:db8::10/128 dev lo nodad",
+             n + "addr add 2001:db8:100::1/128 dev lo nodad"});
+  INFO(ns.status().ToString());
+  REQUIRE(ns.ok());
+  LbFixture fx;
+  SetUpLab(fx);
+  const std::unique_ptr<dataplane::Decap> decap = LoadBackendDecap();
+  REQUIRE(decap->AddSource("198.18.0.1").ok());
+  REQUIRE(decap->AddSource("2001:db8::1").ok());
+  REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip4())).ok());
+  REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip6())).ok());
+  const auto run_decap = [&](const Bytes& frame) {
+    auto r = pktgen::RunXdp(decap->prog_fd(), frame);
+    REQUIRE(r.ok());
+    return *r;
+  };
+  const auto stats = [&] {
+    auto s = decap->Stats();
+    REQUIRE(s.ok());
+    return *s;
+  };
+  std::vector<Bytes> bounced;
+  for (const Family& f : kFamilies) {
+    INFO((f.v6 ? "IPv6" : "IPv4"));
+    TableWithHistory(fx, f);
+    const int family = f.v6 ? AF_INET6 : AF_INET;
+    // A real connection client -> VIP:dport in this namespace: the server
+    // side's socket is the one a backend holds for the flow.
+    Listener l(family, f.dport);
+    const int c = socket(family, SOCK_STREAM, 0);
+    REQUIRE(c >= 0);
+    uint16_t held_port = 0;
+    if (!f.v6) {
+      sockaddr_in src = {}, dst = {};
+      src.sin_family = dst.sin_family = AF_INET;
+      inet_pton(AF_INET, "198.18.100.1", &src.sin_addr);
+      inet_pton(AF_INET, "198.18.0.10", &dst.sin_addr);
+      dst.sin_port = htons(f.dport);
+      REQUIRE(bind(c, reinterpret_cast<sockaddr*>(&src), sizeof(src)) == 0);
+      REQUIRE(connect(c, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) == 0);
+      socklen_t len = sizeof(src);
+      REQUIRE(getsockname(c, reinterpret_cast<sockaddr*>(&src), &len) == 0);
+      held_port = ntohs(src.sin_port);
+    } else {
+      sockaddr_in6 src = {}, dst = {};
+      src.sin6_family = dst.sin6_family = AF_INET6;
+      inet_pton(AF_INET6, "2001:db8:100::1", &src.sin6_addr);
+      inet_pton(AF_INET6, "2001:db8::10", &dst.sin6_addr);
+      dst.sin6_port = htons(f.dport);
+      REQUIRE(bind(c, reinterpret_cast<sockaddr*>(&src), sizeof(src)) == 0);
+      REQUIRE(connect(c, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) == 0);
+      socklen_t len = sizeof(src);
+      REQUIRE(getsockname(c, reinterpret_cast<sockaddr*>(&src), &len) == 0);
+      held_port = ntohs(src.sin6_port);
+    }
+    const auto before = stats();
+    // Marked, and this host holds the connection: passed up.
+    const Outcome held = fx.Run(From(f).Tcp(held_port, f.dport, tcp::kAck, 1, 1).Build());
+    REQUIRE(MarkOf(held.out) == BALLAST_ENCAP_ID_PROBE);
+    CHECK(run_decap(held.out).action == XDP_PASS);
+    // Marked, no socket of that tuple here (a listener on the port does not
+    // count): back to the router, which takes it.
+    const uint16_t stray = held_port == 50000 ? 50001 : 50000;
+    const Outcome o = fx.Run(From(f).Tcp(stray, f.dport, tcp::kAck, 1, 1).Build());
+    REQUIRE(MarkOf(o.out) == BALLAST_ENCAP_ID_PROBE);
+    const auto r = run_decap(o.out);
+    REQUIRE(r.action == XDP_TX);
+    CHECK(r.out == Bounce(o.out));
+    bounced.push_back(r.out);
+    const Outcome back = fx.Run(r.out);
+    CHECK(back.verdict == BALLAST_V_ESC_TX);
+    CHECK(BackendOf(fx, back) == f.prev1);
+    // Not marked (a flow whose handshake the router saw): never asked.
+    fx.Run(From(f).Tcp(stray + 2, f.dport, tcp::kSyn, 1, 0).Build());
+    const Outcome seen = fx.Run(From(f).Tcp(stray + 2, f.dport, tcp::kAck, 2, 1).Build());
+    REQUIRE(MarkOf(seen.out) == 0);
+    CHECK(run_decap(seen.out).action == XDP_PASS);
+    const auto after = stats();
+    CHECK(after[BALLAST_DECAP_V_BOUNCED_EST] - before[BALLAST_DECAP_V_BOUNCED_EST] == 1);
+    CHECK(after[BALLAST_DECAP_V_BOUNCED] == before[BALLAST_DECAP_V_BOUNCED]);
+    close(c);
+  }
+
+  // An independent dissector reads the bounces: outer addresses swapped,
+  // the inner ACK intact, every checksum good.
+  auto rows =
+      Dissect(bounced, {"frame.protocols", "ip.checksum.status", "tcp.checksum.status", "ip.dst",
+                        "ipv6.dst", "tcp.flags.ack", "tcp.flags.syn", "_ws.malformed"});
+  INFO(rows.status().ToString());
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 2);
+  TsharkRow& r4 = (*rows)[0];
+  CHECK(r4["frame.protocols"] == "eth:ethertype:ip:ip:tcp");
+  CHECK(r4["ip.checksum.status"] == "1,1");
+  CHECK(r4["tcp.checksum.status"] == "1");
+  CHECK(SplitValues(r4["ip.dst"])[0] == "198.18.0.1");   // the router
+  CHECK(SplitValues(r4["ip.dst"])[1] == "198.18.0.10");  // the VIP
+  CHECK(r4["tcp.flags.ack"] == "1");
+  CHECK(r4["tcp.flags.syn"] == "0");
+  CHECK(r4["_ws.malformed"].empty());
+  TsharkRow& r6 = (*rows)[1];
+  CHECK(r6["frame.protocols"] == "eth:ethertype:ipv6:ipv6:tcp");
+  CHECK(r6["tcp.checksum.status"] == "1");
+  CHECK(SplitValues(r6["ipv6.dst"])[0] == "2001:db8::1");
+  CHECK(r6["_ws.malformed"].empty());
+}
+
+}  // namespace
+}  // namespace ballast::bpftest
