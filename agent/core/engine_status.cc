@@ -14,6 +14,7 @@
 #include "agent/core/names.h"
 #include "agent/core/router_engine.h"
 #include "agent/core/validate.h"
+#include "agent/core/table_history.h"
 #include "agent/dataplane/verdict.h"
 
 namespace ballast::core {
@@ -223,6 +224,8 @@ absl::Status RouterEngine::StatusLocked(v1::StatusResponse* status) const {
   if (out.coordination().mode().empty()) out.mutable_coordination()->set_mode("standalone");
   if (announcement_.enabled()) *out.mutable_announcement() = announcement_;
   if (health_.torn_down) return absl::OkStatus();
+  out.mutable_established_second_chance()->set_window_ms(
+      TimeoutsOf(state_->config().global()).adopted_bounce_ms);
 
   std::map<std::string, const v1::BackendOverride*> overrides;
   for (const v1::BackendOverride& o : state_->overrides()) {
@@ -236,6 +239,9 @@ absl::Status RouterEngine::StatusLocked(v1::StatusResponse* status) const {
     vs->set_vip_id(vip_id);
     vs->set_table_size(EffectiveTableSize(vip));
     vs->set_mode(vip.mode());
+    if (const v1::TableHistory* th = FindTableHistory(*state_, vip.key())) {
+      vs->set_history_versions(static_cast<uint32_t>(th->versions_size()));
+    }
     const VipImage* vi = nullptr;
     if (auto key = ToDataplaneKey(vip.key()); key.ok()) {
       if (auto h = health_view_.vips.find(*key); h != health_view_.vips.end()) {
@@ -299,6 +305,17 @@ absl::Status RouterEngine::ReadCounters(const std::string& attached_if,
   auto limited = dp_->IcmpTooBigLimited();
   if (!limited.ok()) return limited.status();
   out.set_icmp_too_big_limited(*limited);
+  auto esc = dp_->EscStats();
+  if (!esc.ok()) return esc.status();
+  v1::EstablishedSecondChance* e = out.mutable_established_second_chance();
+  e->set_adopted(esc->adopted);
+  e->set_adopted_changed(esc->adopted_changed);
+  e->set_moved(esc->moved);
+  e->set_returned(esc->returned);
+  e->set_skipped_unusable(esc->skipped_unusable);
+  e->set_forwarded(esc->forwarded);
+  e->set_stranger(esc->stranger);
+  e->set_budget(esc->budget);
   for (v1::VipStatus& vs : *out.mutable_vips()) {
     auto vst = dp_->VipStats(vs.vip_id());
     if (!vst.ok()) return vst.status();

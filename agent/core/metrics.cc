@@ -271,6 +271,30 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
              "Oversize packets not answered with ICMP too-big because the CPU's budget "
              "(global.icmp_too_big_per_s) was spent; also in verdict drop_too_big.");
     w.Sample("ballast_icmp_too_big_limited_total", "", status->icmp_too_big_limited());
+    {
+      const v1::EstablishedSecondChance& e = status->established_second_chance();
+      w.Family("ballast_established_second_chance_total", "counter",
+               "Established second chance: adopted = TCP flows adopted mid-stream (ECMP moved "
+               "them here, or their entry expired); adopted_changed = of those, on a slot whose "
+               "backend changed (probed); moved = sent on to a previous backend; returned = no "
+               "backend in the history held it (the table's pick answered: a late packet, or "
+               "history too short); skipped_unusable = previous backends passed over (evicted, "
+               "removed, drain over); forwarded = packets in flight sent on; stranger = bounces "
+               "dropped (no probing flow, wrong source or sequence); budget = past the hop budget.");
+      const std::pair<const char*, uint64_t> events[] = {
+          {"adopted", e.adopted()},     {"adopted_changed", e.adopted_changed()},
+          {"budget", e.budget()},       {"forwarded", e.forwarded()},
+          {"moved", e.moved()},         {"returned", e.returned()},
+          {"skipped_unusable", e.skipped_unusable()}, {"stranger", e.stranger()}};
+      for (const auto& [event, n] : events) {
+        w.Sample("ballast_established_second_chance_total", Label("event", event), n);
+      }
+      w.Family("ballast_established_second_chance_window_seconds", "gauge",
+               "timeouts.adopted_bounce_ms: how long an adopted flow's packets may be bounced "
+               "to a previous backend (0 = established second chance off).");
+      w.Sample("ballast_established_second_chance_window_seconds", "",
+               static_cast<double>(e.window_ms()) / 1000.0);
+    }
     if (status->flow_tables_size() > 0) {
       w.Family("ballast_flow_table_entries", "gauge",
                "Entries in a map of the connection table (live or not yet evicted; bounded "
@@ -310,6 +334,10 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
                [](const v1::VipStatus& v) { return v.table_size(); });
     vip_family("ballast_vip_backends", "gauge", "Backends configured for the VIP.",
                [](const v1::VipStatus& v) { return v.backends_size(); });
+    vip_family("ballast_vip_table_history_versions", "gauge",
+               "Earlier table versions kept for the VIP (established second chance: a "
+               "connection moved between routers reaches a backend its slot had in them).",
+               [](const v1::VipStatus& v) { return v.history_versions(); });
     vip_family("ballast_vip_frozen", "gauge",
                "1 while the fleet guard holds the VIP's weights (more than the configured share "
                "of its backends unwell at once: fleet-wide degradation).",

@@ -142,6 +142,26 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
     if (count > 0) nonzero.push_back(absl::StrCat(name, "=", Compact(count)));
   }
   if (!nonzero.empty()) absl::StrAppend(&out, "verdicts ", absl::StrJoin(nonzero, " "), "\n");
+  if (st.has_established_second_chance()) {
+    const v1::EstablishedSecondChance& e = st.established_second_chance();
+    if (e.window_ms() == 0) {
+      absl::StrAppend(&out, "established second chance: OFF (global.no_established_second_chance)",
+                      e.adopted() > 0 ? absl::StrCat(", adopted ", Compact(e.adopted())) : "",
+                      "\n");
+    } else {
+      absl::StrAppend(&out, "established second chance: window ", e.window_ms(), " ms, adopted ",
+                      Compact(e.adopted()), " (", Compact(e.adopted_changed()),
+                      " on changed slots), moved to a previous backend ", Compact(e.moved()),
+                      ", not saved ", Compact(e.returned()), " (no backend in the history held it)",
+                      e.skipped_unusable() > 0
+                          ? absl::StrCat(", unusable skipped ", Compact(e.skipped_unusable()))
+                          : "",
+                      e.stranger() + e.budget() > 0
+                          ? absl::StrCat(", bounces dropped ", Compact(e.stranger() + e.budget()))
+                          : "",
+                      "\n");
+    }
+  }
   if (st.audit_append_failures() > 0) {
     absl::StrAppend(
         &out, "AUDIT: ", st.audit_append_failures(),
@@ -170,7 +190,11 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
     absl::StrAppend(&out, "\nVIP ", FormatVipKey(vip.key()));
     if (!vip.name().empty()) absl::StrAppend(&out, " \"", vip.name(), "\"");
     absl::StrAppend(&out, "  id ", vip.vip_id(), "  table ", vip.table_size(),
-                    vip.mode() == v1::GUE ? "  encap gue" : "", "  pkts ", Compact(vip.packets()),
+                    vip.mode() == v1::GUE ? "  encap gue" : "",
+                    vip.history_versions() > 0
+                        ? absl::StrCat("  history ", vip.history_versions())
+                        : std::string(),
+                    "  pkts ", Compact(vip.packets()),
                     "  bytes ", Compact(vip.bytes()), "  dropped ", Compact(vip.dropped()),
                     "  backends ", vip.backends_size(), "\n");
     if (vip.frozen()) {
