@@ -298,6 +298,24 @@ Flags ParseFlags(int argc, char** argv) {
   return f;
 }
 
+// Established second chance: every slot of the IPv4 VIP's table gets a
+// history naming another backend (the next one), as after a table change
+// of every slot, so a flow adopted there is probed (marked) and its bounce
+// walks on.
+void SetChangedHistory(Dataplane& dp) {
+  auto t = dp.GetTable(kVipId4);
+  if (!t.ok()) Die("reading the table: " + t.status().ToString());
+  std::vector<uint64_t> h(t->size());
+  for (size_t i = 0; i < t->size(); ++i) {
+    uint32_t other = Id4(1);
+    for (int b = 1; b <= kBackends; ++b) {
+      if (Id4(b) == (*t)[i]) other = Id4(b % kBackends + 1);
+    }
+    h[i] = other;
+  }
+  Check(dp.SetHistory(kVipId4, h), "slot history");
+}
+
 // ---- second chance: what a SYN costs on each side -------------------------------
 //
 // A bounce rewrites its handshake slot (the bounce count), so it cannot be
@@ -352,6 +370,18 @@ int SecondChance(const Harness& h, const Flags& f, int cpu) {
   const Bytes to_backend = run(lb_fd, syn, XDP_TX).out;        // the SYN, encapsulated
   const Bytes ack_to_backend = run(lb_fd, ack, XDP_TX).out;    // an ACK, encapsulated
   const Bytes bounce = run(decap_fd, to_backend, XDP_TX).out;  // no listener: bounced
+  // Established second chance: an ACK adopted on a slot with history
+  // (client port 40002), marked; the backend has no socket of it and sends
+  // it back; the router moves the flow to the previous backend. Repeated,
+  // that same bounce is one of a packet in flight to a backend the flow
+  // left: the same lookups, sent on to the flow's backend (the hop's cost
+  // without the flow's one-word rewrite).
+  SetChangedHistory(*lb);
+  Bytes est_ack = ack;
+  est_ack[34 + 1] = 0x42;  // source port 40002
+  const Bytes est_to_backend = run(lb_fd, est_ack, XDP_TX).out;
+  const Bytes est_bounce = run(decap_fd, est_to_backend, XDP_TX).out;  // no socket: bounced
+  if (run(lb_fd, est_bounce, XDP_TX).out.empty()) Die("the established bounce was not taken");
   run(lb_fd, syn, XDP_TX);                                     // the slot to its start
   const auto verdicts0 = lb->Verdicts();
 
@@ -389,6 +419,8 @@ int SecondChance(const Harness& h, const Flags& f, int cpu) {
     kDecapNoListener,
     kRstHeld,
     kReply,
+    kEstBounce,
+    kDecapEst,
     kCases
   };
   Case cases[kCases] = {{"reference: xdp_reflect (the timing's floor)"},
@@ -399,7 +431,9 @@ int SecondChance(const Harness& h, const Flags& f, int cpu) {
                         {"decap: SYN, listener found (noted)"},
                         {"decap: SYN, no listener: bounced"},
                         {"tc egress: the kernel's RST to it, held"},
-                        {"tc egress: a reply (not a RST)"}};
+                        {"tc egress: a reply (not a RST)"},
+                        {"router: established bounce -> flow's backend"},
+                        {"decap: marked ACK, no socket: bounced"}};
   const int listener = Listen(80);
   for (int i = 0; i < f.second_chance; ++i) {
     cases[kRef].sum += run(h.reflect_fd(), syn, XDP_TX).duration_ns;
@@ -409,6 +443,8 @@ int SecondChance(const Harness& h, const Flags& f, int cpu) {
     cases[kDecapAck].sum += run(decap_fd, ack_to_backend, XDP_PASS).duration_ns;
     cases[kRstHeld].sum += run_tc(rst, TC_ACT_SHOT);  // last: the others run as before it
     cases[kReply].sum += run_tc(reply, TC_ACT_OK);
+    cases[kEstBounce].sum += run(lb_fd, est_bounce, XDP_TX).duration_ns;
+    cases[kDecapEst].sum += run(decap_fd, est_to_backend, XDP_TX).duration_ns;
   }
   close(listener);
   for (int i = 0; i < f.second_chance; ++i) {
@@ -553,6 +589,16 @@ int Main(int argc, char** argv) {
   cases.push_back({"ipv4 tcp ack inserting a flow", est4, true, true, BALLAST_V_TX, XDP_TX, 0,
                    [big] { return OpenLb(big); }, nullptr, /*new_flow_each=*/false,
                    /*inserts_flow=*/true});
+  // The same on a VIP whose every slot has a history (a table change of
+  // every slot): each adopted flow is also marked for established second
+  // chance, and its packet carries the probe mark.
+  cases.push_back({"ipv4 ack adopted, changed slot", est4, true, true, BALLAST_V_TX, XDP_TX, 0,
+                   [big] {
+                     auto dp = OpenLb(big);
+                     SetChangedHistory(*dp);
+                     return dp;
+                   },
+                   nullptr, /*new_flow_each=*/false, /*inserts_flow=*/true});
   cases.push_back({"ipv6 tcp established", est6, false, true, BALLAST_V_TX, XDP_TX, 4.0, nullptr,
                    establish(est6)});
   // The default-size table, filled first; then every packet (an ACK with

@@ -26,6 +26,10 @@ v1::StatusResponse SampleStatus() {
   v->set_vip_id(2);
   v->set_table_size(251);
   v->set_packets(100);
+  v->set_history_versions(4);
+  s.mutable_established_second_chance()->set_window_ms(2000);
+  s.mutable_established_second_chance()->set_adopted_changed(9);
+  s.mutable_established_second_chance()->set_moved(7);
   v1::BackendStatus* b = v->add_backends();
   b->set_address("2001:db8:1::1");
   b->set_nominal_weight(5);
@@ -94,6 +98,15 @@ TEST_CASE("Metrics carry per-VIP and per-backend series with escaped labels") {
   REQUIRE(text.find("ballast_backend_first_response_seconds_count{" + lb + "} 1\n") !=
           std::string::npos);
   REQUIRE(text.find("process_resident_memory_bytes 1234\n") != std::string::npos);
+  // Established second chance: one counter family by event, the window, and
+  // the history kept per VIP.
+  REQUIRE(text.find("ballast_established_second_chance_total{event=\"moved\"} 7\n") !=
+          std::string::npos);
+  REQUIRE(text.find("ballast_established_second_chance_total{event=\"adopted_changed\"} 9\n") !=
+          std::string::npos);
+  REQUIRE(text.find("ballast_established_second_chance_window_seconds 2\n") != std::string::npos);
+  REQUIRE(text.find("ballast_vip_table_history_versions{vip=\"[2001:db8:10::10]:443/tcp\"} 4\n") !=
+          std::string::npos);
   REQUIRE(EscapeLabelValue("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
 }
 

@@ -153,6 +153,30 @@ TEST_CASE("FormatStatus: header, VIP line, one row per backend", "[lbctl][format
   vip->set_mode(v1::ENCAP);
   CHECK_THAT(FormatStatus(st, now), Catch::Contains("  table 251  pkts 150.0k"));
 
+  // Established second chance: its counters on one line, the history per VIP.
+  vip->set_history_versions(3);
+  v1::EstablishedSecondChance* e = st.mutable_established_second_chance();
+  e->set_window_ms(2000);
+  e->set_adopted(120);
+  e->set_adopted_changed(40);
+  e->set_moved(38);
+  e->set_returned(2);
+  CHECK_THAT(FormatStatus(st, now),
+             Catch::Contains("established second chance: window 2000 ms, adopted 120 (40 on "
+                             "changed slots), moved to a previous backend 38, not saved 2 (no "
+                             "backend in the history held it)\n"));
+  CHECK_THAT(FormatStatus(st, now), Catch::Contains("  table 251  history 3  pkts 150.0k"));
+  e->set_stranger(5);
+  e->set_skipped_unusable(1);
+  CHECK_THAT(FormatStatus(st, now),
+             Catch::Contains("held it), unusable skipped 1, bounces dropped 5\n"));
+  e->set_window_ms(0);
+  CHECK_THAT(FormatStatus(st, now),
+             Catch::Contains("established second chance: OFF (global.no_established_second_chance)"
+                             ", adopted 120\n"));
+  st.clear_established_second_chance();
+  vip->set_history_versions(0);
+
   // Flow counts from a read that stopped at the agent's limit are flagged.
   st.set_flows_read(1048576);
   st.set_flows_partial(true);
