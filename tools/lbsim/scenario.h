@@ -16,6 +16,8 @@
 //              field by its docs/health.md name}
 //   faults:    a list, each with a kind (crash, hang, brownout, flap, zone,
 //              slowdown, blind, drain) and its fields
+//   routers, long_lived, table_changes, router_events: the router-churn
+//              model instead (ChurnSpec below)
 //   plot:      backends (indices shown in the timeline SVG)
 //   expect:    checks on this run's metrics, e.g. "success_fraction >= 0.999"
 //   variants:  named overrides of the above (each a map of "path: value",
@@ -34,6 +36,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -105,6 +108,78 @@ struct Fault {
   absl::Duration deadline = absl::Seconds(300);
 };
 
+// ---- Router churn (a `routers` section) ----------------------------------
+//
+// A scenario with a `routers` section runs the router-churn model
+// (sim_churn.cc) instead of the traffic/health engine: several routers
+// behind ECMP, one VIP, a population of long-lived connections, a schedule
+// of table changes (each one commit of the agent's state, as one lbctl
+// command) and of router events, with the connections reset counted with
+// and without established second chance.
+
+// How the ToR spreads flows over the routers announcing the VIP.
+enum class EcmpMode : uint8_t {
+  // Linux's multipath routes (fib_multipath_hash_policy=1): the 31-bit flow
+  // hash space split into one contiguous range per nexthop, in order; a
+  // change of the nexthop set moves every range boundary.
+  kHashThreshold = 0,
+  kModulo,     // nexthop = hash % N
+  kResilient,  // 128 buckets; a change moves only the buckets it must
+};
+std::string_view EcmpModeName(EcmpMode m);
+
+enum class TableChangeKind : uint8_t {
+  kWeight = 0,  // the backends' nominal weight := weight
+  kAdd,         // the backends configured (weight, default backends.weight)
+  kRemove,      // the backends deleted from the config
+  kDrain,       // drained with `deadline` (evicted by the agent when it passes)
+  kUndrain,
+};
+std::string_view TableChangeKindName(TableChangeKind k);
+
+struct TableChange {
+  TableChangeKind kind = TableChangeKind::kWeight;
+  absl::Duration at = absl::ZeroDuration();
+  std::vector<int> backends;
+  uint32_t weight = 0;                           // weight, add (0 on add: backends.weight)
+  absl::Duration deadline = absl::Seconds(300);  // drain
+};
+
+enum class RouterEventKind : uint8_t {
+  kWithdraw = 0,  // the router withdraws the VIP (operator hold, agent stopped)
+  kAnnounce,      // it announces the VIP (joins)
+  kRestart,       // its agent stops (withdraws) and starts again after `down`
+  kDead,          // its host dies: packets to it lost until withdrawn after `detect`
+  kRevive,        // a dead host is back and announces again
+};
+std::string_view RouterEventKindName(RouterEventKind k);
+
+struct RouterEvent {
+  RouterEventKind kind = RouterEventKind::kWithdraw;
+  absl::Duration at = absl::ZeroDuration();
+  int router = 0;
+  absl::Duration down = absl::Seconds(1);           // restart
+  absl::Duration detect = absl::Milliseconds(300);  // dead (default routers.detect)
+  bool flush = false;  // the router's connection table is lost (a reboot)
+};
+
+struct ChurnSpec {
+  bool enabled = false;  // the scenario has a `routers` section
+  int routers = 3;
+  EcmpMode ecmp = EcmpMode::kHashThreshold;
+  std::vector<int> announcing;                      // at time 0 (default: all)
+  absl::Duration detect = absl::Milliseconds(300);  // BFD: a dead host's withdrawal
+  absl::Duration tcp_idle = absl::Seconds(300);     // a router forgets a flow idle this long
+  // Long-lived connections: each opens at its start time (SYN) and sends a
+  // packet every packet_interval (random phase) until the end.
+  int connections = 600;
+  Distribution start = {Distribution::Kind::kUniform, 0.0, 1.0};
+  absl::Duration packet_interval = absl::Milliseconds(200);
+  std::vector<int> absent;                 // backends not configured at time 0 (added later)
+  std::vector<TableChange> table_changes;  // in time order (stable)
+  std::vector<RouterEvent> router_events;  // in time order (stable)
+};
+
 struct Scenario {
   std::string name;
   std::string variant;  // set when the run is one of the file's variants
@@ -155,6 +230,10 @@ struct Scenario {
   bool passive = true;
   int observers = 1;
   health::Params params;  // lbsim default latency_floor_ms = 10, as lbagent
+
+  // Router churn (`routers`, `long_lived`, `table_changes`, `router_events`,
+  // `backends.absent`).
+  ChurnSpec churn;
 
   std::vector<Fault> faults;
   std::vector<int> plot_backends;
