@@ -41,7 +41,8 @@ constexpr int kExitUsage = 2;
 constexpr const char* kUsage = R"(usage: lbsim COMMAND SCENARIO.yaml [options]
 
 commands:
-  run       run the scenario (each variant, or --variant V) and print the report
+  run       run the scenario (each variant, or --variant V) and print the report (router
+            churn with several variants: also a table of them)
   check     run every variant, evaluate the file's expect/compare checks; exit 1 if one fails
   sweep     one run per value of --sweep NAME=a,b,c; a table on stdout, CSV to --csv
   tunables  list the short names --set and --sweep accept
@@ -56,9 +57,12 @@ options:
   --csv FILE           sweep CSV (default: <scenario>-<name>.csv in the current directory)
   --svg FILE           run: score/weight timeline; sweep: curves of --plot metrics
   --plot M1,M2,...     sweep metrics to draw (default success_fraction,steer_p50_s,flaps,
-                       actions_demote,failed_new,latency_p99_ms)
+                       actions_demote,failed_new,latency_p99_ms; router churn:
+                       reset_without_fraction,reset_with_fraction,moved_fraction,
+                       slot_changed_fraction)
   --metrics            run: also print every metric as "name value"
-  --actions            run: also print the health actions (not score bands), with times
+  --actions            run: also print the health actions (not score bands), with times;
+                       router churn: the table commits and router changes
   --verbose            with --actions: score bands too, and each action's inputs (JSON)
 )";
 
@@ -71,6 +75,7 @@ struct Options {
   std::string csv;
   std::string svg;
   std::string plot = "success_fraction,steer_p50_s,flaps,actions_demote,failed_new,latency_p99_ms";
+  bool plot_given = false;
   bool metrics = false;
   bool actions = false;
   bool verbose = false;
@@ -119,12 +124,14 @@ int CmdRun(const Options& o) {
   if (!f.ok()) return Fail(f.status());
   std::vector<std::string> names =
       o.variant.empty() ? RunNames(*f) : std::vector<std::string>{o.variant};
+  std::vector<SweepRow> churn;  // router-churn runs: one row each
   for (const std::string& name : names) {
     auto sc = BuildScenario(*f, name, o.sets);
     if (!sc.ok()) return Fail(sc.status());
     auto r = Run(*sc);
     if (!r.ok()) return Fail(r.status());
     std::cout << FormatReport(*sc, *r);
+    if (r->churn.enabled) churn.push_back({name.empty() ? sc->name : name, Metrics(*r)});
     if (o.actions) {
       for (const ActionRecord& a : r->action_log) {
         if (a.kind == "score_band" && !o.verbose) continue;
@@ -141,6 +148,11 @@ int CmdRun(const Options& o) {
       if (!WriteFile(path, TimelineSvg(*sc, *r))) return kExitUsage;
       std::cout << "  timeline -> " << path << "\n";
     }
+  }
+  if (churn.size() > 1) {
+    std::cout << "\nlong-lived connections reset, without and with established second chance "
+                 "(% of the established):\n"
+              << FormatChurnTable(churn);
   }
   return kExitOk;
 }
@@ -195,7 +207,11 @@ int CmdSweep(const Options& o) {
   if (!WriteFile(csv, FormatSweepCsv(name, *rows))) return kExitUsage;
   std::cout << "csv -> " << csv << "\n";
   if (!o.svg.empty()) {
-    std::vector<std::string> metrics = absl::StrSplit(o.plot, ',', absl::SkipEmpty());
+    std::string plot = o.plot;
+    if (!o.plot_given && FindMetric(rows->front().metrics, "reset_without")) {
+      plot = "reset_without_fraction,reset_with_fraction,moved_fraction,slot_changed_fraction";
+    }
+    std::vector<std::string> metrics = absl::StrSplit(plot, ',', absl::SkipEmpty());
     for (const std::string& m : metrics) {
       if (!FindMetric(rows->front().metrics, m))
         return Usage(absl::StrCat("--plot: unknown metric ", m));
@@ -254,6 +270,7 @@ int Main(int argc, char** argv) {
       {"--plot",
        [&](const std::string& v) {
          o.plot = v;
+         o.plot_given = true;
          return true;
        }},
   };

@@ -37,7 +37,58 @@ std::optional<double> FindMetric(const MetricList& m, const std::string& name) {
   return std::nullopt;
 }
 
+namespace {
+
+std::string ChurnReport(const Scenario& sc, const RunResult& r) {
+  const ChurnResult& c = r.churn;
+  std::string out;
+  absl::StrAppendFormat(
+      &out,
+      "scenario %s%s  seed %d  %d routers (ECMP %s)  %d backends  %d long-lived connections  "
+      "%gs\n",
+      r.scenario, r.variant.empty() ? "" : absl::StrCat(" / ", r.variant), r.seed, c.routers,
+      c.ecmp, sc.backends, c.connections, r.duration_s);
+  absl::StrAppendFormat(&out,
+                        "  table changes      %d (commits that changed the table), %d slots "
+                        "moved; %s of the slots differ from time 0; versions kept: %d\n",
+                        r.tables, r.slots_moved, Pct(c.slots_changed, c.table_size), c.versions);
+  absl::StrAppendFormat(&out,
+                        "  router changes     %d (of the set of routers announcing the VIP)\n",
+                        c.router_changes);
+  absl::StrAppendFormat(&out, "  established        %d of %d\n", c.established, c.connections);
+  absl::StrAppendFormat(&out,
+                        "  moved by ECMP      %d  %s  (to a router without their entry, which "
+                        "adopted them)\n",
+                        c.moved, Pct(c.moved, c.established));
+  absl::StrAppendFormat(&out,
+                        "  slot changed       %d  %s  (the table's pick at the end is not their "
+                        "backend)\n",
+                        c.slot_changed, Pct(c.slot_changed, c.established));
+  absl::StrAppendFormat(&out, "  reset without      %d  %s  (established second chance off)\n",
+                        c.without.reset, Pct(c.without.reset, c.established));
+  absl::StrAppendFormat(
+      &out,
+      "  reset with         %d  %s  (on: %d reached their backend through the slot's history, "
+      "%.2f hops each on average, at most %d)\n",
+      c.with.reset, Pct(c.with.reset, c.established), c.with.saved,
+      c.with.saved == 0 ? 0.0
+                        : static_cast<double>(c.with.hops) / static_cast<double>(c.with.saved),
+      c.with.hops_max);
+  absl::StrAppendFormat(&out,
+                        "  cut                %d at a drain deadline, %d on a removed backend; "
+                        "%d open at the end\n",
+                        c.with.cut_drain, c.with.cut_removed, c.with.open_at_end);
+  absl::StrAppendFormat(&out,
+                        "  stalled            %d (packets lost to a dead router before its "
+                        "withdrawal; longest %.2f s)\n",
+                        c.stalled, c.stall_max_s);
+  return out;
+}
+
+}  // namespace
+
 std::string FormatReport(const Scenario& sc, const RunResult& r) {
+  if (r.churn.enabled) return ChurnReport(sc, r);
   const MetricList m = Metrics(r);
   auto get = [&](const char* name) { return FindMetric(m, name).value_or(0); };
   std::string out;
@@ -153,8 +204,48 @@ const std::vector<std::string>& SweepColumns() {
   return kColumns;
 }
 
+const std::vector<std::string>& ChurnSweepColumns() {
+  static const std::vector<std::string> kColumns = {"established",
+                                                    "moved",
+                                                    "slot_changed",
+                                                    "reset_without",
+                                                    "reset_without_fraction",
+                                                    "reset_with",
+                                                    "reset_with_fraction",
+                                                    "saved",
+                                                    "hops_mean",
+                                                    "hops_max",
+                                                    "cut_drain",
+                                                    "stalled",
+                                                    "tables",
+                                                    "slots_moved",
+                                                    "versions"};
+  return kColumns;
+}
+
+std::string FormatChurnTable(const std::vector<SweepRow>& rows) {
+  auto pct = [](double n, double of) {
+    return of == 0 ? std::string("-") : absl::StrFormat("%.1f%%", 100.0 * n / of);
+  };
+  std::string out =
+      "| sequence | connections | moved by ECMP | slot changed | reset without | reset with | "
+      "hops mean / max |\n|---|---|---|---|---|---|---|\n";
+  for (const SweepRow& row : rows) {
+    auto get = [&](const char* name) { return FindMetric(row.metrics, name).value_or(0); };
+    const double n = get("established");
+    absl::StrAppendFormat(
+        &out, "| %s | %s | %s | %s | %s (%s) | %s (%s) | %s |\n", row.value, Num(n),
+        pct(get("moved"), n), pct(get("slot_changed"), n), Num(get("reset_without")),
+        pct(get("reset_without"), n), Num(get("reset_with")), pct(get("reset_with"), n),
+        get("saved") == 0 ? std::string("-")
+                          : absl::StrFormat("%.2f / %s", get("hops_mean"), Num(get("hops_max"))));
+  }
+  return out;
+}
+
 std::string FormatSweepTable(const std::string& tunable, const std::vector<SweepRow>& rows) {
-  const std::vector<std::string>& cols = SweepColumns();
+  const bool churn = !rows.empty() && FindMetric(rows[0].metrics, "reset_without").has_value();
+  const std::vector<std::string>& cols = churn ? ChurnSweepColumns() : SweepColumns();
   std::vector<std::vector<std::string>> cells;
   std::vector<std::string> head = {tunable};
   for (const std::string& c : cols) head.push_back(c);
@@ -163,7 +254,7 @@ std::string FormatSweepTable(const std::string& tunable, const std::vector<Sweep
     std::vector<std::string> line = {row.value};
     for (const std::string& c : cols) {
       const double v = FindMetric(row.metrics, c).value_or(0);
-      if (c == "success_fraction") {
+      if (c == "success_fraction" || c.ends_with("_fraction")) {
         line.push_back(absl::StrFormat("%.6f", v));
       } else if (c.ends_with("_s") || c.ends_with("_ms")) {
         line.push_back(absl::StrFormat("%.2f", v));

@@ -41,8 +41,15 @@ struct SweepRow {
   std::string value;
   MetricList metrics;
 };
-// The columns a sweep table shows (a readable subset of Metrics()).
+// The columns a sweep table shows (a readable subset of Metrics()); of a
+// router-churn run's metrics, ChurnSweepColumns().
 const std::vector<std::string>& SweepColumns();
+const std::vector<std::string>& ChurnSweepColumns();
+// Router churn: one Markdown row per run (`value` = the run's name, e.g.
+// the variant): connections, moved by ECMP, slot changed, reset without and
+// with established second chance (count and % of the established), hops
+// of the connections it brought back (mean / max).
+std::string FormatChurnTable(const std::vector<SweepRow>& rows);
 std::string FormatSweepTable(const std::string& tunable, const std::vector<SweepRow>& rows);
 // Every metric, one row per value; first column the tunable.
 std::string FormatSweepCsv(const std::string& tunable, const std::vector<SweepRow>& rows);

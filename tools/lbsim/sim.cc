@@ -10,6 +10,7 @@
 #include "agent/health/machine.h"
 #include "agent/health/quorum.h"
 #include "agent/maglev/maglev.h"
+#include "tools/lbsim/sim_churn.h"
 #include "tools/lbsim/sim_engine.h"
 #include "bpf/include/ballast_flow_hash.h"
 
@@ -429,11 +430,13 @@ double Quantile(std::vector<double> v, double q) {
 }  // namespace
 
 absl::StatusOr<RunResult> Run(const Scenario& sc) {
+  if (sc.churn.enabled) return internal::RunChurn(sc);
   internal::Simulation e(sc);
   return e.Run();
 }
 
 std::vector<std::pair<std::string, double>> Metrics(const RunResult& r) {
+  if (r.churn.enabled) return internal::ChurnMetrics(r);
   std::vector<std::pair<std::string, double>> m;
   const uint64_t decided = r.connections - r.unresolved;
   auto d = [](uint64_t v) { return static_cast<double>(v); };

@@ -78,6 +78,44 @@ struct ActionRecord {
   std::string inputs_json;
 };
 
+// The router-churn model (Scenario::churn), one data-plane behaviour: what
+// became of the long-lived connections.
+struct ChurnOutcome {
+  // A router without the connection's entry got one of its packets and
+  // steered it to a backend that has no socket for it: the backend's RST
+  // ends the connection.
+  uint64_t reset = 0;
+  uint64_t adopted = 0;  // packets that found no entry on their router (adoptions)
+  // Adopted on a slot whose table pick is not their backend, and brought to
+  // it by established second chance (the slot's history walked).
+  uint64_t saved = 0;
+  uint64_t hops = 0;  // the bounces the saved ones took, in all
+  uint64_t hops_max = 0;
+  uint64_t cut_drain = 0;    // on a drained backend when its deadline passed
+  uint64_t cut_removed = 0;  // on a backend removed from the config
+  uint64_t open_at_end = 0;
+};
+
+struct ChurnResult {
+  bool enabled = false;
+  int routers = 0;
+  std::string ecmp;
+  uint64_t connections = 0;  // the long-lived population
+  uint64_t established = 0;  // their handshake done before the end
+  // Sent by ECMP at least once to a router that had no entry for them.
+  uint64_t moved = 0;
+  // Established, and the slot's pick at the end is not their backend.
+  uint64_t slot_changed = 0;
+  uint64_t stalled = 0;         // their packets were lost for a while (a dead router)
+  double stall_max_s = 0;       // the longest such stretch, to the first packet delivered again
+  uint64_t router_changes = 0;  // changes of the set of routers announcing the VIP
+  int versions = 0;             // table versions the agent's state keeps at the end
+  uint32_t table_size = 0;
+  uint64_t slots_changed = 0;  // slots whose backend at the end is not the one at time 0
+  ChurnOutcome without;        // established second chance off
+  ChurnOutcome with;           // on (the agents' default)
+};
+
 struct RunResult {
   std::string scenario;
   std::string variant;
@@ -130,6 +168,10 @@ struct RunResult {
   uint64_t slots_moved = 0;
   uint64_t remapped = 0;
 
+  // The router-churn model's figures (ECMP figures from the run with the
+  // mechanism; tables and slots_moved above count its commits).
+  ChurnResult churn;
+
   uint64_t events = 0;
   uint64_t total_connections = 0;  // all logical connections, warmup included
   std::vector<BackendTimeline> timelines;
@@ -144,7 +186,18 @@ absl::StatusOr<RunResult> Run(const Scenario& sc);
 // onsets, steered, steer_p50_s, steer_p90_s, steer_max_s, actions_<kind> for
 // every action kind, flaps, evaluations, taken_out, split_views, tables,
 // slots_moved, remapped, syn_retransmits, resteered_syns, bounced_syns.
+// A router-churn run has its own list instead (ChurnMetricNames()).
 std::vector<std::pair<std::string, double>> Metrics(const RunResult& r);
+
+// The metrics of a router-churn run, in order: connections, established,
+// moved, moved_fraction, slot_changed, slot_changed_fraction,
+// reset_without, reset_without_fraction, reset_with, reset_with_fraction,
+// saved, hops, hops_mean, hops_max, adopted, cut_drain, cut_removed,
+// open_at_end, stalled, stall_max_s, tables, slots_moved (over all commits),
+// slots_changed_fraction (of the table: the end against time 0), versions,
+// router_changes. Fractions are of
+// the established connections.
+const std::vector<std::string>& ChurnMetricNames();
 
 }  // namespace ballast::lbsim
 
