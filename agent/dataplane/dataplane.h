@@ -243,9 +243,11 @@ class Dataplane final : public DataplanePort {
   absl::Status SetTable(uint32_t vip_id, std::span<const uint32_t> table) override;
   // The M slots of vip_id's table (without the size entry). NotFound if none.
   absl::StatusOr<std::vector<uint32_t>> GetTable(uint32_t vip_id) const override;
-  // The slot history (maglev_history): a fresh inner map of M + 1 words
-  // (entry 0 = M) swapped in with one update, like a table; empty deletes
-  // it. DeleteVip() deletes it too.
+  // The slot history (maglev_history): rewritten in place (mmap, one
+  // aligned 64-bit store per changed slot) when the VIP has one of this
+  // size, else a fresh inner map of M + 1 words (entry 0 = M) swapped in
+  // with one update (an RCU grace period); empty deletes it. DeleteVip()
+  // deletes it too.
   absl::Status SetHistory(uint32_t vip_id, std::span<const uint64_t> slots) override;
   absl::StatusOr<std::vector<uint64_t>> GetHistory(uint32_t vip_id) const override;
 

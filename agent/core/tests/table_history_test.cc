@@ -199,3 +199,26 @@ TEST_CASE("A VIP deleted loses its history; a new table size starts its history 
 
 }  // namespace
 }  // namespace ballast::core
+
+namespace ballast::core {
+namespace {
+
+TEST_CASE("The probe window reaches the data plane: default, set, and off") {
+  v1::Global g;
+  CHECK(SettingsOf(g).adopted_bounce_ms == dataplane::kDefaultAdoptedBounceMs);
+  g.mutable_timeouts()->set_adopted_bounce_ms(500);
+  CHECK(SettingsOf(g).adopted_bounce_ms == 500);
+  g.set_no_established_second_chance(true);
+  CHECK(SettingsOf(g).adopted_bounce_ms == 0);
+  // In the engine's data plane.
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  v1::Config c = SmallConfig();
+  c.mutable_global()->set_no_established_second_chance(true);
+  auto e = StartEngine(dir, &clock, c);
+  REQUIRE(e != nullptr);
+  CHECK_THAT(testing::DataplaneText(*e), Catch::Contains(" adopted_bounce_ms=0 "));
+}
+
+}  // namespace
+}  // namespace ballast::core

@@ -286,6 +286,9 @@ TEST_CASE("ValidateConfig names the field and the allowed range of every bad inp
        },
        "global.timeouts.syn_retry_ms: 2000 ms is not below syn_idle_s (2 s): a handshake is "
        "forgotten before its SYN could be retried"},
+      {"adopted bounce window out of range",
+       [](v1::Config& c) { c.mutable_global()->mutable_timeouts()->set_adopted_bounce_ms(50); },
+       "global.timeouts.adopted_bounce_ms: 50 is out of range 100..60000 (0 = default 2000)"},
       {"drain timeout out of range",
        [](v1::Config& c) { c.mutable_global()->set_drain_timeout_s(100000); },
        "global.drain_timeout_s: 100000 is out of range 1..86400 (0 = default 300)"},

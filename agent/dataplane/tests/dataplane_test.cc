@@ -471,6 +471,47 @@ TEST_CASE("SetTable swaps in a table of a new size, rewrites one of the same siz
   CHECK(dp->SetTable(3, too_big).code() == absl::StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("SetHistory: swapped in, rewritten in place at the same size, deleted, checked",
+          "[dataplane][bpf]") {
+  RequireRoot();
+  auto dp = OpenUnpinned();
+  const int outer = dp->map_fd("maglev_history");
+  REQUIRE(outer >= 0);
+  CHECK(dp->GetHistory(3).status().code() == absl::StatusCode::kNotFound);
+  const std::vector<uint64_t> h7 = {0, 5, 5 | 6ull << 16, 0, 7, 7 | 5ull << 16 | 6ull << 32, 0};
+  REQUIRE(dp->SetHistory(3, h7).ok());
+  auto got = dp->GetHistory(3);
+  REQUIRE(got.ok());
+  CHECK(*got == h7);
+  uint32_t id7 = 0;
+  REQUIRE(bpf_map_lookup_elem(outer, (const uint32_t[]){3}, &id7) == 0);
+  // The same size: the same inner map, rewritten (no grace period).
+  const std::vector<uint64_t> h7b = {6, 0, 5, 0, 7, 0, 6 | 7ull << 16};
+  REQUIRE(dp->SetHistory(3, h7b).ok());
+  got = dp->GetHistory(3);
+  REQUIRE(got.ok());
+  CHECK(*got == h7b);
+  uint32_t id7b = 0;
+  REQUIRE(bpf_map_lookup_elem(outer, (const uint32_t[]){3}, &id7b) == 0);
+  CHECK(id7b == id7);
+  // Another size: a new inner map.
+  REQUIRE(dp->SetHistory(3, std::vector<uint64_t>(11, 9)).ok());
+  uint32_t id11 = 0;
+  REQUIRE(bpf_map_lookup_elem(outer, (const uint32_t[]){3}, &id11) == 0);
+  CHECK(id11 != id7);
+  CHECK(dp->GetHistory(3)->size() == 11);
+  // Refused: an id that is no backend id, bits above the three ids.
+  CHECK(dp->SetHistory(3, std::vector<uint64_t>{BALLAST_MAX_BACKENDS}).code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(dp->SetHistory(3, std::vector<uint64_t>{1ull << 48}).code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(dp->GetHistory(3)->size() == 11);  // unchanged
+  // Empty: removed.
+  REQUIRE(dp->SetHistory(3, {}).ok());
+  CHECK(dp->GetHistory(3).status().code() == absl::StatusCode::kNotFound);
+  REQUIRE(dp->SetHistory(3, {}).ok());  // again: nothing to remove
+}
+
 TEST_CASE("pinned maps are reused by a second Open and removed by Teardown", "[dataplane][bpf]") {
   RequireRoot();
   TempBpffs fs;
