@@ -43,9 +43,10 @@
  * the router adopted mid-stream onto a slot whose backend changed since the
  * connection began (ECMP moved it from another router): the router marks
  * such packets (BALLAST_ENCAP_ID_PROBE, BALLAST_FLOW_LABEL_PROBE) for a
- * short while, and one that no socket here holds (no established, request
- * or TIME_WAIT socket of its tuple, no listener taking its SYN cookie) goes
- * back too; the router sends it to the slot's previous backend. Unmarked
+ * short while, and one that no connection here holds (no established or
+ * request socket of its tuple: nothing, or a TIME_WAIT of a connection that
+ * ended; no listener taking its SYN cookie) goes back too; the router sends
+ * it to the slot's previous backend. Unmarked
  * packets other than SYNs are never looked up.
  *
  * A SYN passed up because a listener would take it may still be refused: a
@@ -381,12 +382,15 @@ static __always_inline int syn_has_socket(struct xdp_md *ctx, void *data, void *
 	return state == BPF_TCP_LISTEN ? SYN_LISTENER : SYN_OTHER;
 }
 
-/* Would a socket on this host take the TCP packet other than a SYN at
+/* Does a connection on this host hold the TCP packet other than a SYN at
  * data + off (inner header checked by inner_ok)? 1 a socket of its tuple
- * (established, request or TIME_WAIT), or a listener whose SYN cookie it
- * carries; 0 none (the kernel would answer with a RST); -1 not asked (a
- * SYN, not TCP, an inner IPv4 header with options or a fragment, an inner
- * IPv6 header with extension headers: passed up as before). */
+ * (established or request socket), or a listener whose SYN cookie it
+ * carries; 0 none: no socket (the kernel would answer with a RST) or only
+ * a TIME_WAIT of the tuple, a connection that ended here (the client
+ * reused the port; its live connection is elsewhere, and TIME_WAIT would
+ * answer it with an ACK of the old one); -1 not asked (a SYN, not TCP, an
+ * inner IPv4 header with options or a fragment, an inner IPv6 header with
+ * extension headers: passed up as before). */
 static __always_inline int est_has_socket(struct xdp_md *ctx, void *data, void *data_end,
 					  __u32 off, __u16 inner_proto)
 {
@@ -433,8 +437,9 @@ static __always_inline int est_has_socket(struct xdp_md *ctx, void *data, void *
 	if (!sk)
 		return 0;
 	if (sk->state != BPF_TCP_LISTEN) {
+		has = sk->state != BPF_TCP_TIME_WAIT;
 		bpf_sk_release(sk);
-		return 1;
+		return has;
 	}
 	/* Only a listener: the ACK of a handshake made with a SYN cookie is
 	 * the one packet it takes. */

@@ -28,18 +28,6 @@ namespace tcp = pktgen::tcp;
 
 constexpr size_t kM = 13;  // the lab's table size
 
-// What a backend's decap program sends back: MACs and outer addresses
-// swapped (its TTL is the router's 64 again, so the checksum holds).
-Bytes Bounce(const Bytes& encapsulated) {
-  Bytes b = encapsulated;
-  REQUIRE(b.size() >= 14 + 40);
-  for (int i = 0; i < 6; ++i) std::swap(b[i], b[6 + i]);
-  const bool v4 = b[12] == 0x08 && b[13] == 0x00;
-  const size_t src = 14 + (v4 ? 12 : 8), len = v4 ? 4 : 16;
-  for (size_t i = 0; i < len; ++i) std::swap(b[src + i], b[src + len + i]);
-  return b;
-}
-
 // The router's mark in an encapsulated output, as an IPv4 identification.
 uint32_t MarkOf(const Bytes& out) {
   auto v = pktgen::ParseFrame(out);
@@ -362,39 +350,64 @@ TEST_CASE("xdp_decap bounces a marked packet no socket holds, and passes the res
     const Outcome back = fx.Run(r.out);
     CHECK(back.verdict == BALLAST_V_ESC_TX);
     CHECK(BackendOf(fx, back) == f.prev1);
+    // A TIME_WAIT of the tuple here (that connection ended; the client
+    // reused its port and its live connection is elsewhere): back too.
+    {
+      const int tc = socket(family, SOCK_STREAM, 0);
+      REQUIRE(tc >= 0);
+      uint16_t tw_port = 0;
+      if (!f.v6) {
+        sockaddr_in src = {}, dst = {};
+        src.sin_family = dst.sin_family = AF_INET;
+        inet_pton(AF_INET, "198.18.100.1", &src.sin_addr);
+        inet_pton(AF_INET, "198.18.0.10", &dst.sin_addr);
+        dst.sin_port = htons(f.dport);
+        REQUIRE(bind(tc, reinterpret_cast<sockaddr*>(&src), sizeof(src)) == 0);
+        REQUIRE(connect(tc, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) == 0);
+        socklen_t len = sizeof(src);
+        REQUIRE(getsockname(tc, reinterpret_cast<sockaddr*>(&src), &len) == 0);
+        tw_port = ntohs(src.sin_port);
+      } else {
+        sockaddr_in6 src = {}, dst = {};
+        src.sin6_family = dst.sin6_family = AF_INET6;
+        inet_pton(AF_INET6, "2001:db8:100::1", &src.sin6_addr);
+        inet_pton(AF_INET6, "2001:db8::10", &dst.sin6_addr);
+        dst.sin6_port = htons(f.dport);
+        REQUIRE(bind(tc, reinterpret_cast<sockaddr*>(&src), sizeof(src)) == 0);
+        REQUIRE(connect(tc, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) == 0);
+        socklen_t len = sizeof(src);
+        REQUIRE(getsockname(tc, reinterpret_cast<sockaddr*>(&src), &len) == 0);
+        tw_port = ntohs(src.sin6_port);
+      }
+      // Accepted in order: the held connection's server side, then this
+      // one's, which closes first and so goes to TIME_WAIT.
+      const int held_srv = l.Accept();
+      const int srv = l.Accept();
+      REQUIRE(held_srv >= 0);
+      REQUIRE(srv >= 0);
+      close(srv);
+      usleep(20000);
+      close(tc);
+      usleep(20000);
+      const Outcome t = fx.Run(From(f).Tcp(tw_port, f.dport, tcp::kAck, 1, 1).Build());
+      REQUIRE(MarkOf(t.out) == BALLAST_ENCAP_ID_PROBE);
+      CHECK(run_decap(t.out).action == XDP_TX);
+      close(held_srv);
+    }
     // Not marked (a flow whose handshake the router saw): never asked.
     fx.Run(From(f).Tcp(stray + 2, f.dport, tcp::kSyn, 1, 0).Build());
     const Outcome seen = fx.Run(From(f).Tcp(stray + 2, f.dport, tcp::kAck, 2, 1).Build());
     REQUIRE(MarkOf(seen.out) == 0);
     CHECK(run_decap(seen.out).action == XDP_PASS);
     const auto after = stats();
-    CHECK(after[BALLAST_DECAP_V_BOUNCED_EST] - before[BALLAST_DECAP_V_BOUNCED_EST] == 1);
+    CHECK(after[BALLAST_DECAP_V_BOUNCED_EST] - before[BALLAST_DECAP_V_BOUNCED_EST] == 2);
     CHECK(after[BALLAST_DECAP_V_BOUNCED] == before[BALLAST_DECAP_V_BOUNCED]);
     close(c);
   }
 
   // An independent dissector reads the bounces: outer addresses swapped,
   // the inner ACK intact, every checksum good.
-  auto rows =
-      Dissect(bounced, {"frame.protocols", "ip.checksum.status", "tcp.checksum.status", "ip.dst",
-                        "ipv6.dst", "tcp.flags.ack", "tcp.flags.syn", "_ws.malformed"});
-  INFO(rows.status().ToString());
-  REQUIRE(rows.ok());
-  REQUIRE(rows->size() == 2);
-  TsharkRow& r4 = (*rows)[0];
-  CHECK(r4["frame.protocols"] == "eth:ethertype:ip:ip:tcp");
-  CHECK(r4["ip.checksum.status"] == "1,1");
-  CHECK(r4["tcp.checksum.status"] == "1");
-  CHECK(SplitValues(r4["ip.dst"])[0] == "198.18.0.1");   // the router
-  CHECK(SplitValues(r4["ip.dst"])[1] == "198.18.0.10");  // the VIP
-  CHECK(r4["tcp.flags.ack"] == "1");
-  CHECK(r4["tcp.flags.syn"] == "0");
-  CHECK(r4["_ws.malformed"].empty());
-  TsharkRow& r6 = (*rows)[1];
-  CHECK(r6["frame.protocols"] == "eth:ethertype:ipv6:ipv6:tcp");
-  CHECK(r6["tcp.checksum.status"] == "1");
-  CHECK(SplitValues(r6["ipv6.dst"])[0] == "2001:db8::1");
-  CHECK(r6["_ws.malformed"].empty());
+  CheckBouncesDissected(bounced, "tcp.flags.ack", "1");
 }
 
 }  // namespace

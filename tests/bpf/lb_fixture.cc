@@ -19,6 +19,7 @@
 
 #include "agent/dataplane/verdict.h"
 #include "ballast_flow_hash.h"
+#include "tests/bpf/tshark.h"
 
 namespace ballast::bpftest {
 
@@ -384,6 +385,8 @@ Listener::Listener(int family, uint16_t port) {
 
 Listener::~Listener() { close(fd_); }
 
+int Listener::Accept() { return accept(fd_, nullptr, nullptr); }
+
 std::unique_ptr<dataplane::Decap> LoadBackendDecap() {
   auto decap = dataplane::Decap::Load();
   INFO(decap.status().ToString());
@@ -421,6 +424,39 @@ void ExpectVerdicts(LbFixture& fx, const std::vector<VerdictCase>& cases, int ac
     CHECK(o.verdict == c.verdict);
     if (action == XDP_PASS) CHECK(o.out == c.frame);
   }
+}
+
+Bytes Bounce(const Bytes& encapsulated) {
+  Bytes b = encapsulated;
+  REQUIRE(b.size() >= 14 + 40);
+  for (int i = 0; i < 6; ++i) std::swap(b[i], b[6 + i]);
+  const bool v4 = b[12] == 0x08 && b[13] == 0x00;
+  const size_t src = 14 + (v4 ? 12 : 8), len = v4 ? 4 : 16;
+  for (size_t i = 0; i < len; ++i) std::swap(b[src + i], b[src + len + i]);
+  return b;
+}
+
+void CheckBouncesDissected(const std::vector<Bytes>& bounced, const std::string& tcp_field,
+                           const std::string& value) {
+  auto rows = Dissect(bounced, {"frame.protocols", "ip.checksum.status", "tcp.checksum.status",
+                                "ip.dst", "ipv6.dst", tcp_field, "_ws.malformed"});
+  INFO(rows.status().ToString());
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 2);
+  TsharkRow& r4 = (*rows)[0];
+  CHECK(r4["frame.protocols"] == "eth:ethertype:ip:ip:tcp");
+  CHECK(r4["ip.checksum.status"] == "1,1");
+  CHECK(r4["tcp.checksum.status"] == "1");
+  CHECK(SplitValues(r4["ip.dst"])[0] == "198.18.0.1");   // the router
+  CHECK(SplitValues(r4["ip.dst"])[1] == "198.18.0.10");  // the VIP
+  CHECK(r4[tcp_field] == value);
+  CHECK(r4["_ws.malformed"].empty());
+  TsharkRow& r6 = (*rows)[1];
+  CHECK(r6["frame.protocols"] == "eth:ethertype:ipv6:ipv6:tcp");
+  CHECK(r6["tcp.checksum.status"] == "1");
+  CHECK(SplitValues(r6["ipv6.dst"])[0] == "2001:db8::1");
+  CHECK(r6[tcp_field] == value);
+  CHECK(r6["_ws.malformed"].empty());
 }
 
 }  // namespace ballast::bpftest

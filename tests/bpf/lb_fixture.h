@@ -173,6 +173,19 @@ pktgen::IpView CheckEncapsulated(const Bytes& out, const EncapExpect& expect);
 // (Backend4/Backend6 1..3), nothing else set.
 std::unique_ptr<dataplane::Decap> LoadBackendDecap();
 
+// What a backend's decap program sends back for an encapsulated frame
+// (second chance): MACs and outer addresses swapped, TTL 64 (the router's
+// was 64: the IPv4 checksum is unchanged). Written independently of
+// xdp_decap; the chained tests check that the program does the same.
+Bytes Bounce(const Bytes& encapsulated);
+
+// An independent dissector (tshark) reads `bounced`, one IPv4 bounce and
+// one IPv6 bounce of xdp_decap: outer destination the router, the inner
+// packet intact to the VIP with `tcp_field` equal to `value`, every
+// checksum good, nothing malformed.
+void CheckBouncesDissected(const std::vector<Bytes>& bounced, const std::string& tcp_field,
+                           const std::string& value);
+
 // 10,000 UDP flows to the IPv4 UDP VIP (100 clients 198.18.100.1..100, 100
 // source ports each), each run once; every one must be forwarded. `seen`
 // gets each flow's key and its output's outer header.
@@ -190,6 +203,8 @@ class Listener {
   ~Listener();
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
+  // The next connection of its queue (blocking), or -1.
+  int Accept();
 
  private:
   int fd_ = -1;
