@@ -24,6 +24,11 @@
  * tuple's on the backend that bounced (a SYN forwarded on an established
  * flow, syn_reuse_idle_ns), which by its decap program's socket lookup has
  * no connection of that tuple left.
+ *
+ * Established second chance (bounce_take_est, esc.h): any other TCP packet
+ * but a SYN, bounced by a backend that holds no socket of it, is a packet
+ * of a flow adopted on a slot whose backend changed; it walks the slot's
+ * history (maglev_history) to the backend that holds the connection.
  */
 #ifndef BALLAST_BOUNCE_H
 #define BALLAST_BOUNCE_H
@@ -156,6 +161,24 @@ static __always_inline struct ballast_backend_bounces *backend_bounces_of(__u32 
 	return bpf_map_lookup_elem(&backend_bounces, &backend_id);
 }
 
+/* The TCP VIP a bounced packet `in` is for, or NULL with *v the verdict to
+ * drop it with (no such VIP; an owned VIP past its deadline, counted).
+ * Reads the precise clock into *now for an owned VIP. */
+static __always_inline const struct ballast_vip_meta *bounce_vip(const struct pkt *in, __u64 *now,
+								 __u32 *v)
+{
+	const struct ballast_vip_meta *vip;
+
+	vip = vip_lookup(in->key.dst, in->key.family, in->key.dport, IPPROTO_TCP);
+	*v = BALLAST_V_DROP_BOUNCE_BAD;
+	if (vip && vip_fenced(vip, now)) {
+		vip_account_fenced(vip->vip_id);
+		*v = BALLAST_V_DROP_FENCED;
+		return 0;
+	}
+	return vip;
+}
+
 /* The mark in the outer header of `outer`, as an IPv4 identification
  * (BALLAST_ENCAP_ID_PROBE or _LAST for the IPv6 flow labels of those marks),
  * or 0. A backend bounces a packet with its outer header as it came. */
@@ -258,16 +281,12 @@ static __always_inline __u32 bounce_take_est(struct xdp_md *ctx, const struct pk
 	const struct ballast_vip_meta *vip;
 	struct ballast_backend *be;
 	struct ballast_flow *f;
-	__u32 cur, first, next, hops;
+	__u32 cur, first, next, hops, v;
 	__u64 hist = 0;
 
-	vip = vip_lookup(in->key.dst, in->key.family, in->key.dport, IPPROTO_TCP);
+	vip = bounce_vip(in, now, &v);
 	if (!vip)
-		return BALLAST_V_DROP_BOUNCE_BAD;
-	if (vip_fenced(vip, now)) {
-		vip_account_fenced(vip->vip_id);
-		return BALLAST_V_DROP_FENCED;
-	}
+		return v;
 	if (!*now)
 		*now = clock_coarse();
 	if (outer_mark(ctx, outer) != BALLAST_ENCAP_ID_PROBE)
@@ -343,7 +362,7 @@ static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *o
 	struct ballast_handshake *h;
 	struct ballast_backend *be;
 	struct ballast_flow *f;
-	__u32 last, first, next, bounces;
+	__u32 last, first, next, bounces, v;
 
 	if (bounce_parse(ctx, outer, in))
 		return BALLAST_V_DROP_BOUNCE_BAD;
@@ -354,13 +373,9 @@ static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *o
 		*est = 1;
 		return bounce_take_est(ctx, outer, in, vipp, idp, bep, now);
 	}
-	vip = vip_lookup(in->key.dst, in->key.family, in->key.dport, IPPROTO_TCP);
+	vip = bounce_vip(in, now, &v);
 	if (!vip)
-		return BALLAST_V_DROP_BOUNCE_BAD;
-	if (vip_fenced(vip, now)) {
-		vip_account_fenced(vip->vip_id);
-		return BALLAST_V_DROP_FENCED;
-	}
+		return v;
 	if (!*now)
 		*now = clock_precise();
 

@@ -50,18 +50,28 @@ static __always_inline void *maglev_table_of(__u32 vip_id, __u32 *size)
 	return table;
 }
 
+/* The backend_id the VIP's table gives this flow, with the slot (*idx,
+ * 1..M) and the table's size (*m); BALLAST_INVALID_ID when the VIP has no
+ * table or the slot is empty. */
+static __always_inline __u32 maglev_slot(__u32 vip_id, struct pkt *p, __u32 *idx, __u32 *m)
+{
+	void *table = maglev_table_of(vip_id, m);
+	__u32 *id;
+
+	if (!table)
+		return BALLAST_INVALID_ID;
+	*idx = flow_hash_of(p) % *m + 1;
+	id = bpf_map_lookup_elem(table, idx);
+	return id ? *id : BALLAST_INVALID_ID;
+}
+
 /* Returns the backend_id the VIP's table gives this flow, or
  * BALLAST_INVALID_ID when the VIP has no table or the slot is empty. */
 static __always_inline __u32 maglev_pick(__u32 vip_id, struct pkt *p)
 {
-	__u32 idx, m = 0, *id;
-	void *table = maglev_table_of(vip_id, &m);
+	__u32 idx = 0, m = 0;
 
-	if (!table)
-		return BALLAST_INVALID_ID;
-	idx = flow_hash_of(p) % m + 1;
-	id = bpf_map_lookup_elem(table, &idx);
-	return id ? *id : BALLAST_INVALID_ID;
+	return maglev_slot(vip_id, p, &idx, &m);
 }
 
 /* The history word of slot `idx` (1..m) of the VIP's table of size `m`
@@ -86,18 +96,10 @@ __noinline __u64 maglev_history_at(__u32 vip_id, __u32 idx, __u32 m)
 /* maglev_pick(), and the slot's history word in *hist (0 = none). */
 static __always_inline __u32 maglev_pick_history(__u32 vip_id, struct pkt *p, __u64 *hist)
 {
-	__u32 idx, m = 0, *id;
-	void *table = maglev_table_of(vip_id, &m);
+	__u32 idx = 0, m = 0, id = maglev_slot(vip_id, p, &idx, &m);
 
-	*hist = 0;
-	if (!table)
-		return BALLAST_INVALID_ID;
-	idx = flow_hash_of(p) % m + 1;
-	id = bpf_map_lookup_elem(table, &idx);
-	if (!id)
-		return BALLAST_INVALID_ID;
-	*hist = maglev_history_at(vip_id, idx, m);
-	return *id;
+	*hist = id == BALLAST_INVALID_ID ? 0 : maglev_history_at(vip_id, idx, m);
+	return id;
 }
 
 #endif /* BALLAST_MAGLEV_H */

@@ -47,16 +47,6 @@ Addr ExpectedSource(const ballast_flow_key& key, const IpPrefix& p) {
   return a;
 }
 
-// A backend's decap bounce of `encapsulated`: MACs and outer addresses
-// swapped (the IPv4 header checksum does not change).
-Bytes Bounce(const Bytes& encapsulated) {
-  Bytes b = encapsulated;
-  REQUIRE(b.size() >= 14 + 20);
-  for (int i = 0; i < 6; ++i) std::swap(b[i], b[6 + i]);
-  for (size_t i = 0; i < 4; ++i) std::swap(b[14 + 12 + i], b[14 + 16 + i]);
-  return b;
-}
-
 TEST_CASE("IPv4 outer sources are chosen per flow from the router's prefix, stable per flow",
           "[lb][source]") {
   LbFixture fx;
