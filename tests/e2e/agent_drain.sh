@@ -72,7 +72,11 @@ lock = threading.Lock()
 def session(i):
     rec = {"session": i, "answers": [], "error": None, "error_t": None}
     try:
-        s = socket.create_connection((host, port), timeout=2)
+        # From ports above the ephemeral range (32768-60999) that part 1's
+        # wrk used: a backend holding one of its TIME_WAITs would answer a
+        # re-steered session with an ACK of the old connection, not a RST.
+        s = socket.create_connection((host, port), timeout=2,
+                                     source_address=("", 62000 + i))
         s.settimeout(2)
         f = s.makefile("rb")
         while time.time() - t0 < duration:
