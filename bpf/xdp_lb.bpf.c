@@ -39,7 +39,7 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 	struct ballast_nexthop *nh = 0;
 	enum nexthop_result nr;
 	__u8 smac[6], dmac[6];
-	__u32 overhead;
+	__u32 overhead, mtu = 0;
 
 	if (p->key.family == BALLAST_FAMILY_V6 && be->family == BALLAST_FAMILY_V4) {
 		vip_account(vip->vip_id, 0, 1);
@@ -50,18 +50,21 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 		return verdict(BALLAST_V_DROP_NO_SETTINGS, XDP_DROP);
 	}
 
-	nr = nexthop_get(ctx, backend_id, be, s, now, &nh, &unresolved);
+	nr = nexthop_get(ctx, backend_id, be, s, now, &nh, &unresolved, &mtu);
 	if (nr == NEXTHOP_FAIL || (nr == NEXTHOP_OK && !nh)) {
 		vip_account(vip->vip_id, 0, 1);
 		return verdict(BALLAST_V_DROP_FIB, XDP_DROP);
 	}
 
+	/* the next hop's MTU; an unresolved one's came with the lookup */
+	if (nh)
+		mtu = nh->mtu;
 	overhead = encap_overhead(be, vip->flags);
-	if (nh && p->ip_len + overhead > nh->mtu) {
+	if (mtu && p->ip_len + overhead > mtu) {
 		vip_account(vip->vip_id, 0, 1);
 		if ((s->policy & BALLAST_POLICY_ICMP_TOO_BIG) && p->df && fwd_tx == BALLAST_V_TX &&
-		    nh->mtu > overhead && icmp_can_answer(p) && icmp_budget_take() &&
-		    icmp_send_too_big(ctx, p, nh->mtu - overhead) == 0)
+		    mtu > overhead && icmp_can_answer(p) && icmp_budget_take() &&
+		    icmp_send_too_big(ctx, p, mtu - overhead) == 0)
 			return verdict(BALLAST_V_ICMP_TOO_BIG_SENT, XDP_TX);
 		return verdict(BALLAST_V_DROP_TOO_BIG, XDP_DROP);
 	}

@@ -22,13 +22,29 @@ enum nexthop_result {
 	NEXTHOP_FAIL,	  /* no route, blackhole, unreachable, ... */
 };
 
+/* The MTU towards the next hop of a lookup: the route's when the kernel
+ * reports one, else the device's (1500 if even that is unknown). */
+static __always_inline __u32 nexthop_mtu(struct xdp_md *ctx, const struct bpf_fib_lookup *fib)
+{
+	__u32 dev_mtu = 0;
+
+	if (fib->mtu_result)
+		return fib->mtu_result;
+	bpf_check_mtu(ctx, fib->ifindex, &dev_mtu, 0, 0);
+	return dev_mtu ? dev_mtu : 1500;
+}
+
 /* On NEXTHOP_NO_NEIGH, *unresolved gets the route's device and next hop
- * (struct ballast_neigh_meta without its magic) for tc_neigh. */
+ * (struct ballast_neigh_meta without its magic) for tc_neigh, and
+ * *unresolved_mtu the MTU towards it (the device's: the kernel reports the
+ * route's only for a resolved neighbour), so oversize packets are answered
+ * before the neighbour is known too. */
 static __always_inline enum nexthop_result nexthop_get(struct xdp_md *ctx, __u32 backend_id,
 						       const struct ballast_backend *be,
 						       const struct ballast_settings *s, __u64 now,
 						       struct ballast_nexthop **out,
-						       struct ballast_neigh_meta *unresolved)
+						       struct ballast_neigh_meta *unresolved,
+						       __u32 *unresolved_mtu)
 {
 	struct bpf_fib_lookup fib = {};
 	struct ballast_nexthop *nh;
@@ -66,6 +82,7 @@ static __always_inline enum nexthop_result nexthop_get(struct xdp_md *ctx, __u32
 			unresolved->family = BALLAST_FAMILY_V6;
 			__builtin_memcpy(unresolved->nh, fib.ipv6_dst, 16);
 		}
+		*unresolved_mtu = nexthop_mtu(ctx, &fib);
 		return NEXTHOP_NO_NEIGH;
 	}
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
@@ -74,14 +91,7 @@ static __always_inline enum nexthop_result nexthop_get(struct xdp_md *ctx, __u32
 	__builtin_memcpy(nh->smac, fib.smac, 6);
 	__builtin_memcpy(nh->dmac, fib.dmac, 6);
 	nh->ifindex = fib.ifindex;
-	/* Route MTU when the kernel reports one, else the device MTU. */
-	nh->mtu = fib.mtu_result;
-	if (!nh->mtu) {
-		__u32 dev_mtu = 0;
-
-		bpf_check_mtu(ctx, fib.ifindex, &dev_mtu, 0, 0);
-		nh->mtu = dev_mtu ? dev_mtu : 1500;
-	}
+	nh->mtu = nexthop_mtu(ctx, &fib);
 	nh->expires_ns = now + s->fib_ttl_ns;
 	*out = nh;
 	return NEXTHOP_OK;

@@ -171,5 +171,35 @@ TEST_CASE("Next hop unresolved: encapsulated and handed to tc_neigh with its nex
                             .dst = pktgen::Mac::Parse("02:00:00:00:02:02")});
 }
 
+TEST_CASE("Next hop unresolved: an oversize packet is still answered with ICMP too-big",
+          "[lb][neigh][mtu]") {
+  auto ns = BackendNetns();
+  REQUIRE(pktgen::RunCommand("ip link set n0 mtu 1400").empty());
+  LbFixture fx;
+  SetUpLab(fx);
+  for (uint32_t id : {1u, 11u}) fx.ClearNexthop(id);
+  fx.SetUniformTable(kVipTcp4, 1);
+  fx.SetUniformTable(kVipTcp6, 11);
+  // 1400 bytes of IP + 20 (IPv4 outer) or 40 (IPv6 outer) > 1400.
+  const Bytes big4 =
+      FromClient4().Tcp(40100, 80, tcp::kAck, 5000, 1).PayloadSize(1400 - 40).Build();
+  const Bytes big6 =
+      FromClient6().Tcp(40101, 443, tcp::kAck, 5000, 1).PayloadSize(1400 - 60).Build();
+  const Outcome o4 = fx.Run(big4);
+  CHECK(o4.verdict == BALLAST_V_ICMP_TOO_BIG_SENT);
+  CHECK(o4.action == XDP_TX);
+  const Outcome o6 = fx.Run(big6);
+  CHECK(o6.verdict == BALLAST_V_ICMP_TOO_BIG_SENT);
+  // The answers advertise the device's MTU less the outer header.
+  auto v4 = pktgen::ParseFrame(o4.out);
+  REQUIRE(v4.ok());
+  REQUIRE(v4->ip.has_value());
+  REQUIRE(o4.out.size() >= 14 + 20 + 8);
+  CHECK(pktgen::GetBe16(&o4.out[14 + 20 + 6]) == 1400 - 20);
+  // A packet that fits still goes to tc_neigh.
+  const Bytes fits = FromClient4().Tcp(40102, 80, tcp::kAck, 5000, 1).PayloadSize(100).Build();
+  CHECK(fx.Run(fits).verdict == BALLAST_V_PASS_FIB_NO_NEIGH);
+}
+
 }  // namespace
 }  // namespace ballast::bpftest
