@@ -27,7 +27,8 @@
  *    per retransmission until the health checks catch up. The client's ACK that
  *    completes the handshake stays with the backend the SYN went to (its
  *    slot), and creates the `flows` entry.
- *  - A SYN on a tuple whose `flows` entry is ESTABLISHED on an ACTIVE
+ *  - A SYN on a tuple whose `flows` entry is ESTABLISHED on a usable (ACTIVE,
+ *    or DRAINING before its deadline)
  *    backend and saw a packet within syn_reuse_idle_ns is forwarded to that
  *    backend and leaves the entry as it is (the backend's TCP stack judges
  *    it: a challenge ACK for a stray or spoofed SYN, RFC 5961; its listener
@@ -378,7 +379,8 @@ static __always_inline __u32 handshake_syn(const struct ballast_vip_meta *vip, s
 }
 
 /* Whether a pure SYN on flow `f` (backend `be`) leaves it in place: the flow
- * is ESTABLISHED on an ACTIVE backend and saw a packet less than
+ * is ESTABLISHED on a usable backend (ACTIVE, or DRAINING before its
+ * deadline) and saw a packet less than
  * syn_reuse_idle_ns before `now` (the precise clock). */
 static __always_inline int syn_keeps_flow(const struct ballast_flow *f,
 					  const struct ballast_backend *be, __u64 now)
@@ -386,7 +388,10 @@ static __always_inline int syn_keeps_flow(const struct ballast_flow *f,
 	struct ballast_handshake_settings *hs;
 	__u32 zero = 0;
 
-	if (f->state != BALLAST_FLOW_ESTABLISHED || !be || be->state != BALLAST_BACKEND_ACTIVE)
+	/* A draining backend keeps its connections until its deadline: a SYN
+	 * (stray, spoofed, or a port reused after the backend's RST) does not
+	 * take one away. */
+	if (f->state != BALLAST_FLOW_ESTABLISHED || !backend_usable(be))
 		return 0;
 	hs = bpf_map_lookup_elem(&handshake_settings, &zero);
 	if (!hs || hs->syn_reuse_idle_ns == 0)

@@ -144,9 +144,21 @@ TEST_CASE("A SYN on an active flow goes to the flow's backend and moves nothing"
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0))) == 2);
     CHECK_FALSE(fx.Flow(kKey));
   }
-  SECTION("on a draining backend's flow, a SYN starts a new connection") {
-    fx.SetBackendState(1, BALLAST_BACKEND_DRAINING);
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0))) == 2);
+  SECTION("a draining backend keeps its flow against a SYN until its deadline") {
+    // (until 2026-12-07 one SYN took a draining backend's connection away)
+    const uint64_t now = dataplane::Dataplane::MonotonicNowNs();
+    fx.SetBackendState(1, BALLAST_BACKEND_DRAINING, now + 3600ull * 1000000000ull);
+    const Outcome o = fx.Run(Segment(tcp::kSyn, 7000, 0));
+    CHECK(o.verdict == BALLAST_V_GUARDED_TX);
+    CHECK(BackendOf(fx, o) == 1);
+    CHECK(FlowOf(fx).backend_id == 1);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, 111, 5001, 10))) == 1);
+    fx.SetBackendState(1, BALLAST_BACKEND_DRAINING, 0);  // no deadline: the same
+    CHECK(fx.Run(Segment(tcp::kSyn, 7001, 0)).verdict == BALLAST_V_GUARDED_TX);
+    CHECK(FlowOf(fx).backend_id == 1);
+    // Past its deadline, a SYN is a new connection on the table's pick.
+    fx.SetBackendState(1, BALLAST_BACKEND_DRAINING, now - 1);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7002, 0))) == 2);
     CHECK_FALSE(fx.Flow(kKey));
   }
   SECTION("syn_reuse_idle_ns 0 (an older agent): every SYN starts a new connection") {
