@@ -43,26 +43,9 @@
 #include "absl/status/statusor.h"
 #include "tools/lbsim/scenario.h"
 #include "tools/lbsim/sim.h"
+#include "tools/lbsim/sim_ecmp.h"
 
 namespace ballast::lbsim::internal {
-
-// The ToR's choice of router for a flow hash, given the routers announcing.
-class Ecmp {
- public:
-  static constexpr int kBuckets = 128;  // resilient nexthop groups' default
-
-  Ecmp(EcmpMode mode, int routers) : mode_(mode), routers_(routers) {}
-  // The routers announcing now (announced[i] for router i).
-  void Set(const std::vector<bool>& announced);
-  // The router for `hash`, or -1 when none announces.
-  int Route(uint64_t hash) const;
-
- private:
-  EcmpMode mode_;
-  int routers_;
-  std::vector<int> list_;     // announcing routers, in index order
-  std::vector<int> buckets_;  // resilient: router per bucket
-};
 
 absl::StatusOr<RunResult> RunChurn(const Scenario& sc);
 
