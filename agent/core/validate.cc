@@ -437,6 +437,18 @@ absl::Status CheckTotals(const v1::Config& config, const FieldPath& at) {
   if (static_cast<uint32_t>(config.vips_size()) > kMaxVips) {
     return at.Child("vips").Invalid(absl::StrCat(config.vips_size(), " VIPs; at most ", kMaxVips));
   }
+  // The data plane's `vips` map holds one entry per VIP and one address
+  // marker per VIP address (BALLAST_MAX_VIPS in all).
+  std::set<std::string> addresses;
+  for (const v1::Vip& vip : config.vips()) addresses.insert(CanonicalAddress(vip.key().address()));
+  if (config.vips_size() + addresses.size() > BALLAST_MAX_VIPS) {
+    return at.Child("vips").Invalid(
+        absl::StrCat(config.vips_size(), " VIPs on ", addresses.size(), " addresses need ",
+                     config.vips_size() + addresses.size(),
+                     " entries of the data plane's VIP map; it holds ", BALLAST_MAX_VIPS,
+                     " (one per VIP and one per VIP address): fewer VIPs, or more of them "
+                     "on one address"));
+  }
   uint64_t total = 0;
   for (const v1::Vip& vip : config.vips()) total += static_cast<uint64_t>(vip.backends_size());
   if (total > kMaxBackendsTotal) {

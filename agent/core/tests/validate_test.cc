@@ -149,6 +149,18 @@ TEST_CASE("ValidateConfig names the field and the allowed range of every bad inp
          }
        },
        "vips: 1024 VIPs; at most 1023"},
+      {"more VIPs and VIP addresses than the data plane's VIP map holds",
+       [](v1::Config& c) {
+         // 600 VIPs on 600 addresses: 1200 entries (each VIP and one
+         // marker per address) of 1024 (#41: validation took up to 1023).
+         c.clear_vips();
+         for (int i = 0; i < 600; ++i) {
+           *c.add_vips()->mutable_key() =
+               Key("198.18." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1), 80);
+         }
+       },
+       "vips: 600 VIPs on 600 addresses need 1200 entries of the data plane's VIP map; it holds "
+       "1024 (one per VIP and one per VIP address): fewer VIPs, or more of them on one address"},
       {"too many backends in total",
        [](v1::Config& c) {
          c.clear_vips();
@@ -399,9 +411,13 @@ TEST_CASE("Limits at their edges are accepted") {
   for (int i = 8; i <= 20; ++i)
     *v->add_backends() = MakeBackend("198.18.1." + std::to_string(i), 0);
   REQUIRE(ValidateConfig(c, FieldPath::Index()).ok());
-  // 1023 VIPs.
+  // 1023 VIPs on one address (ports 1..1023), and 512 VIPs on 512
+  // addresses: 1024 entries of the data plane's VIP map each.
   v1::Config many;
-  for (int i = 0; i < 1023; ++i) {
+  for (uint32_t i = 1; i <= 1023; ++i) *many.add_vips()->mutable_key() = Key("198.18.0.1", i);
+  REQUIRE(ValidateConfig(many, FieldPath::Index()).ok());
+  many.clear_vips();
+  for (int i = 0; i < 512; ++i) {
     *many.add_vips()->mutable_key() =
         Key("198.18." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1), 80);
   }
