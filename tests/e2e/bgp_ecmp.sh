@@ -12,10 +12,11 @@ ecmp up --routers 2 | sed "s/^/$T_NAME: /"
 client4=198.18.2.2
 client6=2001:db8:2::2
 
-# Byte-identical Maglev tables: dump each VIP's inner table on each router.
-table_hash() {  # table_hash ROUTER VIP_ID
-  local r=$1 id=$2 inner
-  inner=$(ecmp exec "$r" bpftool -j map lookup pinned "/sys/fs/bpf/ballast-$r/maglev_tables" \
+# Byte-identical Maglev tables: dump each VIP's inner table on each router
+# (MAP: maglev_tables, or maglev_history for the slots' previous backends).
+table_hash() {  # table_hash ROUTER VIP_ID [MAP]
+  local r=$1 id=$2 map=${3:-maglev_tables} inner
+  inner=$(ecmp exec "$r" bpftool -j map lookup pinned "/sys/fs/bpf/ballast-$r/$map" \
     key "$id" 0 0 0 | python3 -c '
 import json, sys
 v = json.load(sys.stdin)["value"]  # the inner map id, as bytes or as a number
@@ -31,6 +32,19 @@ for id in 1 2; do
   log "VIP id $id Maglev table: r1 $h1, r2 $h2 (entries, sha256 prefix)"
   check "VIP id $id: r1 and r2 have byte-identical Maglev tables" test "$h1" = "$h2"
 done
+# The same table change on both routers (as an operator's lbctl, or the
+# replicated state in a cluster, makes it): the slot histories of
+# established second chance are byte-identical too, so a connection moved
+# between the routers is walked to the same previous backend by either.
+for r in r1 r2; do
+  ecmp lbctl "$r" backend weight "$VIP4:80/tcp" 198.18.31.2 3 >/dev/null ||
+    fail "$r: lbctl backend weight"
+done
+h1=$(table_hash r1 1 maglev_history)
+h2=$(table_hash r2 1 maglev_history)
+log "VIP id 1 slot history after a weight change: r1 $h1, r2 $h2 (entries, sha256 prefix)"
+check "r1 and r2 have byte-identical slot histories" test "$h1" = "$h2" -a -n "$h1"
+for r in r1 r2; do ecmp lbctl "$r" backend weight "$VIP4:80/tcp" 198.18.31.2 1 >/dev/null; done
 
 # run_fixed TAG: the fixed 5-tuples, IPv4 and IPv6, into $STATE/fixed-TAG.json.
 run_fixed() {
