@@ -71,8 +71,9 @@
  * with them, only the routers can send packets through the tunnel, and only
  * to the VIPs this host serves; without them it is an open tunnel.
  *
- * Not handled (passed untouched): outer IPv4 fragments, outer IPv6 extension
- * headers, QinQ. The outer IPv4 header is checked as the kernel's ip_rcv
+ * Outer fragments of tunnelled packets to this host are dropped (frag):
+ * the routers never send one. Not handled (passed untouched): outer IPv6
+ * extension headers other than a fragment header, QinQ. The outer IPv4 header is checked as the kernel's ip_rcv
  * would (header checksum, total length within the frame): its check is
  * skipped for the packets this program strips. IPv6 has no header checksum.
  *
@@ -599,11 +600,13 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 	} else if (ip->protocol != IPPROTO_IPIP) {
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
 	}
-	/* A fragment of a tunnelled packet cannot be decapsulated alone. */
-	if (ip->frag_off & bpf_htons(0x3fff))
-		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
 	if (!is_local(&ip->daddr, 4, BALLAST_FAMILY_V4))
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+	/* A fragment of a tunnelled packet: never the routers' (see
+	 * BALLAST_DECAP_V_FRAG), and not to be left to the kernel's
+	 * reassembly and decapsulation past the checks below. */
+	if (ip->frag_off & bpf_htons(0x3fff))
+		return count(BALLAST_DECAP_V_FRAG, XDP_DROP);
 	if (!outer4_ok(ip, data_end))
 		return count(BALLAST_DECAP_V_BAD_OUTER, XDP_DROP);
 	outer_len = ip->ihl * 4;
@@ -627,6 +630,14 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 	return strip_outer(ctx, l2_len, outer_len, ETH_P_IP,
 			   gue ? BALLAST_DECAP_V_DECAPPED_GUE : BALLAST_DECAP_V_DECAPPED);
 }
+
+/* The IPv6 fragment header (RFC 8200 4.5). */
+struct decap_frag_hdr {
+	__u8 nexthdr;
+	__u8 reserved;
+	__be16 frag_off; /* offset in 8-byte units (upper 13 bits), M flag (bit 0) */
+	__be32 identification;
+};
 
 static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
 {
@@ -655,6 +666,22 @@ static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
 			return count(BALLAST_DECAP_V_PASS, XDP_PASS);
 		inner_proto = 0;
 		outer_len += sizeof(*uh);
+	} else if (ip6->nexthdr == IPPROTO_FRAGMENT) {
+		/* A fragment of IP-in-IPv6 (any of them) or of GUE (the first:
+		 * the later ones carry no port) to this host: see
+		 * BALLAST_DECAP_V_FRAG. */
+		struct decap_frag_hdr *fh = (void *)(ip6 + 1);
+		struct udphdr *uh = (void *)(fh + 1);
+		__u16 port = gue_port();
+
+		if ((void *)(fh + 1) > data_end ||
+		    !is_local(&ip6->daddr, 16, BALLAST_FAMILY_V6))
+			return count(BALLAST_DECAP_V_PASS, XDP_PASS);
+		if (fh->nexthdr == IPPROTO_IPV6 || fh->nexthdr == IPPROTO_IPIP ||
+		    (fh->nexthdr == IPPROTO_UDP && (fh->frag_off & bpf_htons(0xfff8)) == 0 &&
+		     (void *)(uh + 1) <= data_end && port && uh->dest == port))
+			return count(BALLAST_DECAP_V_FRAG, XDP_DROP);
+		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
 	} else {
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
 	}

@@ -111,6 +111,8 @@ std::string_view DecapVerdictName(ballast_decap_verdict v) {
       return "tw_refused";
     case BALLAST_DECAP_V_BOUNCED_EST:
       return "bounced_est";
+    case BALLAST_DECAP_V_FRAG:
+      return "frag";
     case BALLAST_DECAP_V_MAX:
       break;
   }

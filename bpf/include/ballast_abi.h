@@ -673,6 +673,12 @@ enum ballast_decap_verdict {
 	 * flow, established second chance) that no socket here holds: sent back
 	 * to the router, outer addresses swapped (XDP_TX). */
 	BALLAST_DECAP_V_BOUNCED_EST,
+	/* An outer fragment of a tunnelled packet (IP-in-IP, IPv6-in-IP, the
+	 * first fragment of GUE) to this host: the routers never send one (DF
+	 * is kept, oversize packets are answered with ICMP too-big), and the
+	 * kernel would reassemble and decapsulate it past the source and VIP
+	 * checks: dropped. */
+	BALLAST_DECAP_V_FRAG,
 	BALLAST_DECAP_V_MAX
 };
 

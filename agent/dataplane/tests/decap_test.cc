@@ -217,6 +217,27 @@ TEST_CASE("decap strips the outer header of packets for local addresses", "[data
     CHECK(r.action == XDP_PASS);
     REQUIRE(r.out.size() == l2 + inner4.size());
     CHECK(std::equal(inner4.begin(), inner4.end(), r.out.begin() + l2));
+    // An outer fragment of a tunnelled packet for us: never the router's,
+    // dropped (frag) rather than left to the kernel's reassembly and
+    // decapsulation past the checks; not for us: untouched.
+    for (const uint16_t frag_off : {0x2000 /* MF */, 0x0003 /* offset 24 */}) {
+      auto frag = pkt;
+      PutBe16(frag, l2 + 6, frag_off);
+      PutBe16(frag, l2 + 10, 0);
+      PutBe16(frag, l2 + 10, Checksum(&frag[l2], 20));
+      CHECK(RunProg(fd, frag).action == XDP_DROP);
+      auto frag_other = other;
+      PutBe16(frag_other, l2 + 6, frag_off);
+      CHECK(RunProg(fd, frag_other).action == XDP_PASS);
+    }
+    // IPv6: a fragment header in front of IPv6-in-IPv6.
+    {
+      auto f6 = Eth(ETH_P_IPV6, vlan);
+      PutIp6(f6, IPPROTO_FRAGMENT, "2001:db8::1", "2001:db8:1::10", 8 + inner4.size());
+      f6.insert(f6.end(), {IPPROTO_IPIP, 0, 0, 1, 0, 0, 0x12, 0x34});  // offset 0, MF
+      f6.insert(f6.end(), inner4.begin(), inner4.end());
+      CHECK(RunProg(fd, f6).action == XDP_DROP);
+    }
     // Not for us, wrong checksum: the kernel's to judge (untouched).
     auto other_bad = other;
     other_bad[l2 + 8] = 63;
@@ -227,9 +248,10 @@ TEST_CASE("decap strips the outer header of packets for local addresses", "[data
   auto stats = (*d)->Stats();
   REQUIRE(stats.ok());
   CHECK((*stats)[BALLAST_DECAP_V_DECAPPED] == 8);
-  CHECK((*stats)[BALLAST_DECAP_V_PASS] == 6);
+  CHECK((*stats)[BALLAST_DECAP_V_PASS] == 10);  // 4 of them fragments not for us
   CHECK((*stats)[BALLAST_DECAP_V_BAD_INNER] == 4);
   CHECK((*stats)[BALLAST_DECAP_V_BAD_OUTER] == 4);
+  CHECK((*stats)[BALLAST_DECAP_V_FRAG] == 6);
   REQUIRE((*d)->RemoveAddress(Ip("198.18.1.10")).ok());
   CHECK((*d)->RemoveAddress(Ip("198.18.1.10")).code() == absl::StatusCode::kNotFound);
 }
