@@ -179,7 +179,7 @@ std::string RenderStatusPage(const StatusPageInput& in) {
   } else {
     for (const v1::VipStatus& vip : in.status->vips()) AppendVip(&out, vip, in);
   }
-  AppendActions(&out, in.recent);
+  if (!in.hide_actions) AppendActions(&out, in.recent);
   absl::StrAppend(&out, "</body></html>\n");
   return out;
 }

@@ -23,6 +23,7 @@ struct StatusPageInput {
   const v1::StatusResponse* status = nullptr;  // null: reading it failed
   std::string status_error;                    // why, when status is null
   std::vector<v1::AuditRecord> recent;         // the last actions, oldest first
+  bool hide_actions = false;  // the operator left them out (AgentConfig.status_page NO_AUDIT)
   std::map<TimelineKey, std::vector<TimelinePoint>> timelines;
   int64_t now_unix_ms = 0;
   int64_t horizon_ms = 3'600'000;  // what the timelines' x axis spans at most

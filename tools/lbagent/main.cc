@@ -441,7 +441,8 @@ int Run(const std::string& config_path) {
   core::Timeline timeline;
   std::unique_ptr<lbagent::MetricsServer> metrics;
   if (!config.metrics_listen().empty()) {
-    auto m = lbagent::MetricsServer::Start(config.metrics_listen(), engine->get(), &timeline);
+    auto m = lbagent::MetricsServer::Start(config.metrics_listen(), engine->get(), &timeline,
+                                           config.status_page());
     if (!m.ok()) {
       Log(LogLevel::kError, "refusing to start", {{"error", std::string(m.status().message())}});
       return kExitRuntime;

@@ -39,7 +39,8 @@ void LowerThisThreadOnce() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
-    const std::string& listen, core::RouterEngine* engine, const core::Timeline* timeline) {
+    const std::string& listen, core::RouterEngine* engine, const core::Timeline* timeline,
+    v1::AgentConfig::StatusPage status_page) {
   const size_t colon = listen.rfind(':');
   std::string host = listen.substr(0, colon);
   const int port = std::stoi(listen.substr(colon + 1));
@@ -65,26 +66,38 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
           return true;
         });
   });
-  m->server_.Get("/status", [engine, timeline](const httplib::Request&, httplib::Response& res) {
-    LowerThisThreadOnce();
-    core::StatusPageInput in;
-    in.now_unix_ms = absl::ToUnixMillis(absl::Now());
-    auto status = engine->GetStatus();
-    if (status.ok()) {
-      in.status = &*status;
-    } else {
-      in.status_error = std::string(status.status().message());
-    }
-    // The last actions: those of the last 10 minutes, at most 30.
-    constexpr size_t kActions = 30;
-    if (auto recent = engine->QueryAudit(in.now_unix_ms - 600'000, 0); recent.ok()) {
-      const size_t skip = recent->size() > kActions ? recent->size() - kActions : 0;
-      in.recent.assign(recent->begin() + static_cast<std::ptrdiff_t>(skip), recent->end());
-    }
-    if (timeline != nullptr) in.timelines = timeline->Snapshot(in.now_unix_ms);
-    res.set_header("Cache-Control", "no-store");
-    res.set_content(core::RenderStatusPage(in), "text/html; charset=utf-8");
-  });
+  core::PageCache* cache = &m->status_page_;
+  const bool hide_actions = status_page == v1::AgentConfig::STATUS_PAGE_NO_AUDIT;
+  if (status_page != v1::AgentConfig::STATUS_PAGE_OFF) {
+    m->server_.Get("/status", [engine, timeline, cache, hide_actions](const httplib::Request&,
+                                                                      httplib::Response& res) {
+      LowerThisThreadOnce();
+      const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+      const std::string page = cache->Get(now_ms, [&] {
+        core::StatusPageInput in;
+        in.now_unix_ms = now_ms;
+        auto status = engine->GetStatus();
+        if (status.ok()) {
+          in.status = &*status;
+        } else {
+          in.status_error = std::string(status.status().message());
+        }
+        // The last actions: those of the last 10 minutes, at most 30.
+        constexpr size_t kActions = 30;
+        in.hide_actions = hide_actions;
+        if (!hide_actions) {
+          if (auto recent = engine->QueryAudit(in.now_unix_ms - 600'000, 0); recent.ok()) {
+            const size_t skip = recent->size() > kActions ? recent->size() - kActions : 0;
+            in.recent.assign(recent->begin() + static_cast<std::ptrdiff_t>(skip), recent->end());
+          }
+        }
+        if (timeline != nullptr) in.timelines = timeline->Snapshot(in.now_unix_ms);
+        return core::RenderStatusPage(in);
+      });
+      res.set_header("Cache-Control", "no-store");
+      res.set_content(page, "text/html; charset=utf-8");
+    });
+  }
   m->server_.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ballast lbagent: metrics at /metrics, status page at /status\n", "text/plain");
   });

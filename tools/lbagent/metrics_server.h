@@ -8,6 +8,11 @@
 // configuration changes and health decisions instead of competing with them
 // (docs/benchmarks.md, "Writers under scrapers").
 //
+// The status page is rendered at most once a second (core::PageCache):
+// a burst of requests from any local user costs one status read and flow
+// scan per second. `status_page` (AgentConfig) may leave out its actions
+// (who did what) or turn it off (404).
+//
 // Thread-safety: Start() and the destructor from one thread; the engine
 // must outlive the server.
 #ifndef BALLAST_TOOLS_LBAGENT_METRICS_SERVER_H_
@@ -20,6 +25,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "agent/core/page_cache.h"
 #include "agent/core/router_engine.h"
 #include "agent/core/timeline.h"
 
@@ -34,9 +40,9 @@ class MetricsServer {
   // address cannot be bound.
   // `timeline` (the status page's timelines) may be null; it and the
   // engine must outlive the server.
-  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& listen,
-                                                              core::RouterEngine* engine,
-                                                              const core::Timeline* timeline);
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
+      const std::string& listen, core::RouterEngine* engine, const core::Timeline* timeline,
+      v1::AgentConfig::StatusPage status_page = v1::AgentConfig::STATUS_PAGE_FULL);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
@@ -44,6 +50,7 @@ class MetricsServer {
  private:
   MetricsServer() = default;
   httplib::Server server_;
+  core::PageCache status_page_{1000};
   std::thread thread_;
 };
 

@@ -113,6 +113,11 @@ TEST_CASE("The status page marks an impaired backend, draws its timelines and es
   // No external assets: nothing is loaded from anywhere.
   CHECK_THAT(html, !Catch::Contains("src="));
   CHECK_THAT(html, !Catch::Contains("href="));
+  // The operator may leave the actions (who did what) out of the page.
+  in.hide_actions = true;
+  const std::string hidden = RenderStatusPage(in);
+  CHECK_THAT(hidden, !Catch::Contains("id=\"actions\""));
+  CHECK_THAT(hidden, !Catch::Contains("health_weight"));
 }
 
 TEST_CASE("The status page says why it has nothing to show") {
