@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -272,6 +273,39 @@ TEST_CASE("Forged or stray established bounces are dropped, counted, and move no
 
 // ---- the backend's half, chained with the router ----------------------------
 
+// A connection from the lab's client address to the VIP's `dport` in the
+// test's namespace (both addresses on its lo): the client socket's fd and
+// its port. The server side is in the listener's queue.
+std::pair<int, uint16_t> ConnectFromClient(bool v6, uint16_t dport) {
+  const int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_storage src = {}, dst = {};
+  socklen_t len = 0;
+  if (!v6) {
+    auto* s4 = reinterpret_cast<sockaddr_in*>(&src);
+    auto* d4 = reinterpret_cast<sockaddr_in*>(&dst);
+    s4->sin_family = d4->sin_family = AF_INET;
+    inet_pton(AF_INET, "198.18.100.1", &s4->sin_addr);
+    inet_pton(AF_INET, "198.18.0.10", &d4->sin_addr);
+    d4->sin_port = htons(dport);
+    len = sizeof(sockaddr_in);
+  } else {
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(&src);
+    auto* d6 = reinterpret_cast<sockaddr_in6*>(&dst);
+    s6->sin6_family = d6->sin6_family = AF_INET6;
+    inet_pton(AF_INET6, "2001:db8:100::1", &s6->sin6_addr);
+    inet_pton(AF_INET6, "2001:db8::10", &d6->sin6_addr);
+    d6->sin6_port = htons(dport);
+    len = sizeof(sockaddr_in6);
+  }
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&src), len) == 0);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&dst), len) == 0);
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&src), &len) == 0);
+  const uint16_t port = v6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&src)->sin6_port)
+                           : ntohs(reinterpret_cast<sockaddr_in*>(&src)->sin_port);
+  return {fd, port};
+}
+
 TEST_CASE("xdp_decap bounces a marked packet no socket holds, and passes the rest",
           "[lb][esc][decap]") {
   const std::string name = "ballast-bt-esc";
@@ -303,36 +337,10 @@ TEST_CASE("xdp_decap bounces a marked packet no socket holds, and passes the res
   for (const Family& f : kFamilies) {
     INFO((f.v6 ? "IPv6" : "IPv4"));
     TableWithHistory(fx, f);
-    const int family = f.v6 ? AF_INET6 : AF_INET;
     // A real connection client -> VIP:dport in this namespace: the server
     // side's socket is the one a backend holds for the flow.
-    Listener l(family, f.dport);
-    const int c = socket(family, SOCK_STREAM, 0);
-    REQUIRE(c >= 0);
-    uint16_t held_port = 0;
-    if (!f.v6) {
-      sockaddr_in src = {}, dst = {};
-      src.sin_family = dst.sin_family = AF_INET;
-      inet_pton(AF_INET, "198.18.100.1", &src.sin_addr);
-      inet_pton(AF_INET, "198.18.0.10", &dst.sin_addr);
-      dst.sin_port = htons(f.dport);
-      REQUIRE(bind(c, reinterpret_cast<sockaddr*>(&src), sizeof(src)) == 0);
-      REQUIRE(connect(c, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) == 0);
-      socklen_t len = sizeof(src);
-      REQUIRE(getsockname(c, reinterpret_cast<sockaddr*>(&src), &len) == 0);
-      held_port = ntohs(src.sin_port);
-    } else {
-      sockaddr_in6 src = {}, dst = {};
-      src.sin6_family = dst.sin6_family = AF_INET6;
-      inet_pton(AF_INET6, "2001:db8:100::1", &src.sin6_addr);
-      inet_pton(AF_INET6, "2001:db8::10", &dst.sin6_addr);
-      dst.sin6_port = htons(f.dport);
-      REQUIRE(bind(c, reinterpret_cast<sockaddr*>(&src), sizeof(src)) == 0);
-      REQUIRE(connect(c, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) == 0);
-      socklen_t len = sizeof(src);
-      REQUIRE(getsockname(c, reinterpret_cast<sockaddr*>(&src), &len) == 0);
-      held_port = ntohs(src.sin6_port);
-    }
+    Listener l(f.v6 ? AF_INET6 : AF_INET, f.dport);
+    const auto [c, held_port] = ConnectFromClient(f.v6, f.dport);
     const auto before = stats();
     // Marked, and this host holds the connection: passed up.
     const Outcome held = fx.Run(From(f).Tcp(held_port, f.dport, tcp::kAck, 1, 1).Build());
@@ -353,32 +361,7 @@ TEST_CASE("xdp_decap bounces a marked packet no socket holds, and passes the res
     // A TIME_WAIT of the tuple here (that connection ended; the client
     // reused its port and its live connection is elsewhere): back too.
     {
-      const int tc = socket(family, SOCK_STREAM, 0);
-      REQUIRE(tc >= 0);
-      uint16_t tw_port = 0;
-      if (!f.v6) {
-        sockaddr_in src = {}, dst = {};
-        src.sin_family = dst.sin_family = AF_INET;
-        inet_pton(AF_INET, "198.18.100.1", &src.sin_addr);
-        inet_pton(AF_INET, "198.18.0.10", &dst.sin_addr);
-        dst.sin_port = htons(f.dport);
-        REQUIRE(bind(tc, reinterpret_cast<sockaddr*>(&src), sizeof(src)) == 0);
-        REQUIRE(connect(tc, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) == 0);
-        socklen_t len = sizeof(src);
-        REQUIRE(getsockname(tc, reinterpret_cast<sockaddr*>(&src), &len) == 0);
-        tw_port = ntohs(src.sin_port);
-      } else {
-        sockaddr_in6 src = {}, dst = {};
-        src.sin6_family = dst.sin6_family = AF_INET6;
-        inet_pton(AF_INET6, "2001:db8:100::1", &src.sin6_addr);
-        inet_pton(AF_INET6, "2001:db8::10", &dst.sin6_addr);
-        dst.sin6_port = htons(f.dport);
-        REQUIRE(bind(tc, reinterpret_cast<sockaddr*>(&src), sizeof(src)) == 0);
-        REQUIRE(connect(tc, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) == 0);
-        socklen_t len = sizeof(src);
-        REQUIRE(getsockname(tc, reinterpret_cast<sockaddr*>(&src), &len) == 0);
-        tw_port = ntohs(src.sin6_port);
-      }
+      const auto [tc, tw_port] = ConnectFromClient(f.v6, f.dport);
       // Accepted in order: the held connection's server side, then this
       // one's, which closes first and so goes to TIME_WAIT.
       const int held_srv = l.Accept();
