@@ -13,6 +13,7 @@
 #include "tools/lbsim/runner.h"
 #include "tools/lbsim/scenario.h"
 #include "tools/lbsim/sim.h"
+#include "tools/lbsim/tests/test_util.h"
 #include "tools/lbsim/sim_churn.h"
 
 namespace ballast::lbsim {
@@ -31,27 +32,9 @@ table_changes: [{at: 3s, kind: weight, backends: [0], weight: 2}]
 router_events: [{at: 4s, kind: withdraw, router: 0}]
 )";
 
-Scenario Make(const Sets& sets = {}) {
-  auto f = ParseScenarioText(kBase, "churn.yaml");
-  REQUIRE(f.ok());
-  auto sc = BuildScenario(*f, "", sets);
-  INFO(sc.status().message());
-  REQUIRE(sc.ok());
-  return *sc;
-}
-
-RunResult RunOk(const Scenario& sc) {
-  auto r = Run(sc);
-  INFO(r.status().message());
-  REQUIRE(r.ok());
-  return *std::move(r);
-}
-
-double M(const RunResult& r, const std::string& name) {
-  auto v = FindMetric(Metrics(r), name);
-  REQUIRE(v.has_value());
-  return *v;
-}
+Scenario Make(const Sets& sets = {}) { return testing::MakeScenario(kBase, "churn.yaml", sets); }
+using testing::M;
+using testing::RunOk;
 
 TEST_CASE("churn: the same scenario and seed give the same figures; another seed does not") {
   const Scenario sc = Make({{"long_lived.count", "400"}});

@@ -8,6 +8,7 @@
 #include "tools/lbsim/runner.h"
 #include "tools/lbsim/scenario.h"
 #include "tools/lbsim/sim.h"
+#include "tools/lbsim/tests/test_util.h"
 #include "tools/lbsim/svg.h"
 
 namespace ballast::lbsim {
@@ -29,27 +30,9 @@ dataplane: {table_size: 4099}
 health: {probe_interval: 200ms}
 )";
 
-Scenario Make(const Sets& sets = {}) {
-  auto f = ParseScenarioText(kBase, "unit.yaml");
-  REQUIRE(f.ok());
-  auto sc = BuildScenario(*f, "", sets);
-  INFO(sc.status().message());
-  REQUIRE(sc.ok());
-  return *sc;
-}
-
-RunResult RunOk(const Scenario& sc) {
-  auto r = Run(sc);
-  INFO(r.status().message());
-  REQUIRE(r.ok());
-  return *std::move(r);
-}
-
-double M(const RunResult& r, const std::string& name) {
-  auto v = FindMetric(Metrics(r), name);
-  REQUIRE(v.has_value());
-  return *v;
-}
+Scenario Make(const Sets& sets = {}) { return testing::MakeScenario(kBase, "unit.yaml", sets); }
+using testing::M;
+using testing::RunOk;
 
 TEST_CASE("the same scenario and seed give byte-identical output; another seed does not") {
   const Scenario sc =
