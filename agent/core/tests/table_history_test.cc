@@ -55,6 +55,19 @@ TEST_CASE("SlotHistory: previous backends of each slot, most recent first, witho
   CHECK(SlotHistory(now, {}) == std::vector<uint64_t>(now.size(), 0));
 }
 
+// A router: an engine over the in-memory data plane, started from
+// SmallConfig() (or `config`).
+struct Router {
+  explicit Router(const v1::Config& config = SmallConfig()) {
+    e = StartEngine(dir, &clock, config, false, &dp);
+    REQUIRE(e != nullptr);
+  }
+  TempDir dir;
+  FakeClock clock{1'700'000'000'000, 5'000'000'000'000};
+  dataplane::FakeDataplane* dp = nullptr;
+  std::unique_ptr<RouterEngine> e;
+};
+
 // The history the engine's data plane holds for the VIP.
 std::vector<uint64_t> HistoryOf(dataplane::FakeDataplane* dp, const RouterEngine& e,
                                 const v1::VipKey& vip) {
@@ -64,11 +77,9 @@ std::vector<uint64_t> HistoryOf(dataplane::FakeDataplane* dp, const RouterEngine
 }
 
 TEST_CASE("A table change becomes history: every slot it changed names its old backend") {
-  TempDir dir;
-  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
-  dataplane::FakeDataplane* dp = nullptr;
-  auto e = StartEngine(dir, &clock, SmallConfig(), false, &dp);
-  REQUIRE(e != nullptr);
+  Router r;
+  RouterEngine* e = r.e.get();
+  dataplane::FakeDataplane* dp = r.dp;
   const v1::VipKey vip = Key("198.18.0.10", 80);
   CHECK(FindTableHistory(e->State(), vip) == nullptr);
   CHECK(HistoryOf(dp, *e, vip).empty());
@@ -111,11 +122,8 @@ TEST_CASE("A table change becomes history: every slot it changed names its old b
 }
 
 TEST_CASE("History keeps the last versions, and a draining backend's until its deadline") {
-  TempDir dir;
-  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
-  dataplane::FakeDataplane* dp = nullptr;
-  auto e = StartEngine(dir, &clock, SmallConfig(), false, &dp);
-  REQUIRE(e != nullptr);
+  Router r;
+  RouterEngine* e = r.e.get();
   const v1::VipKey vip = Key("198.18.0.10", 80);
   // 198.18.1.1 drained: its weight goes to 0 (a version in which it had 1).
   REQUIRE(e->Drain(vip, "198.18.1.1", 3600, kOp).ok());
@@ -175,11 +183,9 @@ TEST_CASE("Every router derives the same history from the same changes; a restar
 }
 
 TEST_CASE("A VIP deleted loses its history; a new table size starts its history again") {
-  TempDir dir;
-  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
-  dataplane::FakeDataplane* dp = nullptr;
-  auto e = StartEngine(dir, &clock, SmallConfig(), false, &dp);
-  REQUIRE(e != nullptr);
+  Router r;
+  RouterEngine* e = r.e.get();
+  dataplane::FakeDataplane* dp = r.dp;
   const v1::VipKey vip = Key("198.18.0.10", 80);
   REQUIRE(e->SetWeight(vip, "198.18.1.1", 3, kOp).ok());
   REQUIRE(FindTableHistory(e->State(), vip) != nullptr);
@@ -197,12 +203,6 @@ TEST_CASE("A VIP deleted loses its history; a new table size starts its history 
   testing::RequireDataplaneMatchesState(*e);
 }
 
-}  // namespace
-}  // namespace ballast::core
-
-namespace ballast::core {
-namespace {
-
 TEST_CASE("The probe window reaches the data plane: default, set, and off") {
   v1::Global g;
   CHECK(SettingsOf(g).adopted_bounce_ms == dataplane::kDefaultAdoptedBounceMs);
@@ -211,13 +211,10 @@ TEST_CASE("The probe window reaches the data plane: default, set, and off") {
   g.set_no_established_second_chance(true);
   CHECK(SettingsOf(g).adopted_bounce_ms == 0);
   // In the engine's data plane.
-  TempDir dir;
-  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
   v1::Config c = SmallConfig();
   c.mutable_global()->set_no_established_second_chance(true);
-  auto e = StartEngine(dir, &clock, c);
-  REQUIRE(e != nullptr);
-  CHECK_THAT(testing::DataplaneText(*e), Catch::Contains(" adopted_bounce_ms=0 "));
+  Router r(c);
+  CHECK_THAT(testing::DataplaneText(*r.e), Catch::Contains(" adopted_bounce_ms=0 "));
 }
 
 }  // namespace
