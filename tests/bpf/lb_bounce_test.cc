@@ -335,17 +335,8 @@ TEST_CASE("xdp_decap bounces a SYN nobody listens for, and the router takes it",
   REQUIRE(decap->AddSource("2001:db8::1").ok());
   REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip4())).ok());
   REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip6())).ok());
-  const int decap_fd = decap->prog_fd();
-  const auto run_decap = [&](const Bytes& frame) {
-    auto r = pktgen::RunXdp(decap_fd, frame);
-    REQUIRE(r.ok());
-    return *r;
-  };
-  const auto stats = [&] {
-    auto s = decap->Stats();
-    REQUIRE(s.ok());
-    return *s;
-  };
+  const auto run_decap = [&](const Bytes& frame) { return RunDecap(*decap, frame); };
+  const auto stats = [&] { return DecapStats(*decap); };
 
   std::vector<Bytes> bounced;  // the decap program's bounces, for tshark
   for (const bool v6 : {false, true}) {

@@ -323,16 +323,8 @@ TEST_CASE("xdp_decap bounces a marked packet no socket holds, and passes the res
   REQUIRE(decap->AddSource("2001:db8::1").ok());
   REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip4())).ok());
   REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip6())).ok());
-  const auto run_decap = [&](const Bytes& frame) {
-    auto r = pktgen::RunXdp(decap->prog_fd(), frame);
-    REQUIRE(r.ok());
-    return *r;
-  };
-  const auto stats = [&] {
-    auto s = decap->Stats();
-    REQUIRE(s.ok());
-    return *s;
-  };
+  const auto run_decap = [&](const Bytes& frame) { return RunDecap(*decap, frame); };
+  const auto stats = [&] { return DecapStats(*decap); };
   std::vector<Bytes> bounced;
   for (const Family& f : kFamilies) {
     INFO((f.v6 ? "IPv6" : "IPv4"));

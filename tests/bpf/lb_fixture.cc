@@ -426,6 +426,18 @@ void ExpectVerdicts(LbFixture& fx, const std::vector<VerdictCase>& cases, int ac
   }
 }
 
+pktgen::XdpResult RunDecap(const dataplane::Decap& decap, const Bytes& frame) {
+  auto r = pktgen::RunXdp(decap.prog_fd(), frame);
+  REQUIRE(r.ok());
+  return *r;
+}
+
+std::array<uint64_t, BALLAST_DECAP_V_MAX> DecapStats(const dataplane::Decap& decap) {
+  auto s = decap.Stats();
+  REQUIRE(s.ok());
+  return *s;
+}
+
 Bytes Bounce(const Bytes& encapsulated) {
   Bytes b = encapsulated;
   REQUIRE(b.size() >= 14 + 40);

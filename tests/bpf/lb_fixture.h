@@ -16,6 +16,7 @@
 #ifndef BALLAST_TESTS_BPF_LB_FIXTURE_H_
 #define BALLAST_TESTS_BPF_LB_FIXTURE_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -172,6 +173,11 @@ pktgen::IpView CheckEncapsulated(const Bytes& out, const EncapExpect& expect);
 // A copy of xdp_decap (not attached) for the lab's backends' addresses
 // (Backend4/Backend6 1..3), nothing else set.
 std::unique_ptr<dataplane::Decap> LoadBackendDecap();
+
+// One run of a backend's decap program on `frame` (REQUIREs it ran), and
+// its counters.
+pktgen::XdpResult RunDecap(const dataplane::Decap& decap, const Bytes& frame);
+std::array<uint64_t, BALLAST_DECAP_V_MAX> DecapStats(const dataplane::Decap& decap);
 
 // What a backend's decap program sends back for an encapsulated frame
 // (second chance): MACs and outer addresses swapped, TTL 64 (the router's

@@ -261,16 +261,8 @@ TEST_CASE("xdp_decap takes GUE off on its port only, and bounces it with its por
   SetUpLab(fx);
   SetGue(fx, true);
   const std::unique_ptr<dataplane::Decap> decap = LoadBackendDecap();
-  const auto run_decap = [&](const Bytes& frame) {
-    auto r = pktgen::RunXdp(decap->prog_fd(), frame);
-    REQUIRE(r.ok());
-    return *r;
-  };
-  const auto stats = [&] {
-    auto s = decap->Stats();
-    REQUIRE(s.ok());
-    return *s;
-  };
+  const auto run_decap = [&](const Bytes& frame) { return RunDecap(*decap, frame); };
+  const auto stats = [&] { return DecapStats(*decap); };
   const Bytes ack4 = FromClient4().Tcp(44000, 80, tcp::kAck, 5, 1).PayloadSize(20).Build();
   const Bytes ack6 = FromClient6().Tcp(44000, 443, tcp::kAck, 5, 1).PayloadSize(20).Build();
   const Bytes ack4in6 = FromClient4().Tcp(44000, 443, tcp::kAck, 5, 1).Build();
