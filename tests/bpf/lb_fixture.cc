@@ -426,6 +426,15 @@ void ExpectVerdicts(LbFixture& fx, const std::vector<VerdictCase>& cases, int ac
   }
 }
 
+std::unique_ptr<dataplane::Decap> LoadRouterOnlyDecap() {
+  std::unique_ptr<dataplane::Decap> decap = LoadBackendDecap();
+  REQUIRE(decap->AddSource(Lab::Src4().ToString()).ok());
+  REQUIRE(decap->AddSource(Lab::Src6().ToString()).ok());
+  REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip4())).ok());
+  REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip6())).ok());
+  return decap;
+}
+
 pktgen::XdpResult RunDecap(const dataplane::Decap& decap, const Bytes& frame) {
   auto r = pktgen::RunXdp(decap.prog_fd(), frame);
   REQUIRE(r.ok());

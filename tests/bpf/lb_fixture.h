@@ -173,6 +173,9 @@ pktgen::IpView CheckEncapsulated(const Bytes& out, const EncapExpect& expect);
 // A copy of xdp_decap (not attached) for the lab's backends' addresses
 // (Backend4/Backend6 1..3), nothing else set.
 std::unique_ptr<dataplane::Decap> LoadBackendDecap();
+// The same, taking packets only from the lab router's sources (Src4, Src6)
+// and only for its VIPs (Vip4, Vip6), as lbdp decap attach --from --vip.
+std::unique_ptr<dataplane::Decap> LoadRouterOnlyDecap();
 
 // One run of a backend's decap program on `frame` (REQUIREs it ran), and
 // its counters.
