@@ -152,7 +152,7 @@ absl::Status RouterEngine::Program(const Image& from, const BuiltImage& built,
       return Annotate(s, absl::StrCat("attaching to ", to.interface));
     }
     ++stats->attached;
-    if (!attached_if_.empty()) {
+    if (!attached_if_.empty() && !KeepForBounces(attached_if_)) {
       if (auto s = dp.Detach(attached_if_); !s.ok() && s.code() != absl::StatusCode::kNotFound) {
         Log(LogLevel::kWarning, "could not detach from the previous interface",
             {{"interface", attached_if_}, {"error", std::string(s.message())}});
@@ -185,6 +185,12 @@ absl::Status RouterEngine::ProgramExtraInterfaces(dataplane::DataplanePort& dp,
   for (auto it = attached_extra_.begin(); it != attached_extra_.end();) {
     if (want.count(*it) != 0) {
       ++it;
+      continue;
+    }
+    // Now the interface (attached above), or still where bounces arrive:
+    // it keeps the program.
+    if (*it == attached_if_ || KeepForBounces(*it)) {
+      it = attached_extra_.erase(it);
       continue;
     }
     if (auto s = dp.Detach(*it); !s.ok() && s.code() != absl::StatusCode::kNotFound) {

@@ -226,6 +226,7 @@ absl::Status RouterEngine::StatusLocked(v1::StatusResponse* status) const {
   if (health_.torn_down) return absl::OkStatus();
   out.mutable_established_second_chance()->set_window_ms(
       TimeoutsOf(state_->config().global()).adopted_bounce_ms);
+  for (const std::string& dev : bounce_.attached) out.add_bounce_interfaces(dev);
 
   std::map<std::string, const v1::BackendOverride*> overrides;
   for (const v1::BackendOverride& o : state_->overrides()) {
@@ -282,6 +283,15 @@ absl::Status RouterEngine::StatusLocked(v1::StatusResponse* status) const {
       }
       if (vi != nullptr) {
         if (auto it = vi->slots.find(id); it != vi->slots.end()) bs->set_table_slots(it->second);
+      }
+      if (auto addr = IpAddress::Parse(b.address()); addr.ok()) {
+        if (auto it = bounce_view_.find(*addr); it != bounce_view_.end()) {
+          v1::BouncePath* bp = bs->mutable_bounce_path();
+          bp->set_device(it->second.device);
+          bp->set_ok(it->second.ok);
+          bp->set_via(it->second.via);
+          bp->set_problem(it->second.problem);
+        }
       }
     }
   }

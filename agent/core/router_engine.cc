@@ -79,6 +79,7 @@ absl::StatusOr<std::unique_ptr<RouterEngine>> RouterEngine::Start(
     return loaded.status();
   }
 
+  e->bounce_.inherited = LoadBounceDevices(options.bounce_devices_file);
   if (auto s = e->ReconcileLocked(state, &e->health_.start_reconcile); !s.ok()) {
     return Annotate(s, "reconciling the data plane with the state");
   }
@@ -377,6 +378,12 @@ absl::Status RouterEngine::Teardown(const Actor& actor) {
       health_.torn_down = true;  // even a partial teardown: stop programming
       attached_if_.clear();
       attached_extra_.clear();
+      bounce_ = {};  // detached with everything else
+      bounce_view_.clear();
+      if (auto b = SaveBounceDevices(); !b.ok()) {
+        Log(LogLevel::kWarning, "teardown: could not remove the record of bounce devices",
+            {{"error", std::string(b.message())}});
+      }
       gen = health_.generation;
     }
   }

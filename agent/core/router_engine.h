@@ -9,6 +9,7 @@
 //   engine_status.cc     GetStatus, counters, flow counts, audit queries
 //   engine_health.cc     the tick and health checking's port (engine_health.h)
 //   engine_cluster.cc    cluster mode's hooks (coord::ClusterNode)
+//   engine_bounce.cc     where second-chance bounces arrive (bounce_path.h)
 //
 // Life cycle (lbagent):
 //   auto dp = Dataplane::Open(...);                 // adopts pinned maps/program
@@ -60,6 +61,7 @@
 #include <google/protobuf/message.h>
 
 #include "agent/core/audit_log.h"
+#include "agent/core/bounce_path.h"
 #include "agent/core/clock.h"
 #include "agent/core/engine.h"
 #include "agent/core/engine_health.h"
@@ -90,6 +92,13 @@ struct EngineOptions {
   // node (coord::ClusterNode) holds its lease and renews its deadline.
   // false (standalone): the field is ignored, every VIP is forwarded.
   bool vip_ownership = false;
+  // Second-chance bounces (bounce_path.h): the device through which this
+  // router reaches each address (lbagent: a netlink route lookup). Null:
+  // RefreshBouncePaths() does nothing (tests that do not look at it).
+  RouteLookup route_lookup;
+  // Where the devices attached for bounces are recorded, so that the next
+  // run detaches those no backend needs any more. "": not recorded.
+  std::string bounce_devices_file;
 };
 
 // What one programming pass wrote (for logs, tests and the benchmark).
@@ -181,6 +190,15 @@ class RouterEngine final : public Engine {
   // Frees the data plane's expired handshake slots (Dataplane::
   // ExpireHandshakes); the agent calls it every minute. Returns how many.
   absl::StatusOr<uint64_t> ExpireHandshakes();
+
+  // Second chance's bounce paths (engine_bounce.cc): looks up each backend's
+  // device (options.route_lookup, outside the lock), attaches the lb program
+  // where bounces arrive and nothing runs it, detaches it where this agent
+  // attached it and no backend needs it any more, logs each problem once
+  // and keeps the per-backend view GetStatus() shows. The agent calls it at
+  // start, after state changes and periodically (routes change). Errors:
+  // recording the devices (bounce_devices_file); the rest is reported.
+  absl::Status RefreshBouncePaths();
 
   // Drops audit records older than `days` days (0 = keep everything).
   absl::StatusOr<size_t> PruneAudit(uint32_t days);
@@ -305,6 +323,13 @@ class RouterEngine final : public Engine {
   // detaches from those it attached that are no longer wanted.
   absl::Status ProgramExtraInterfaces(dataplane::DataplanePort& dp,
                                       const std::set<std::string>& want, ProgramStats* stats);
+  // A device leaving `interface` or `extra_interfaces`: true if bounces
+  // still arrive there, and then it stays attached, now for them.
+  bool KeepForBounces(const std::string& device);
+  // Writes bounce_.attached to options_.bounce_devices_file; Load reads
+  // such a file (nothing when it is missing).
+  absl::Status SaveBounceDevices() const;
+  static std::set<std::string> LoadBounceDevices(const std::string& path);
   // Reads the maps and programs `state` over them (start-up, and recovery
   // after a failed programming pass).
   absl::Status ReconcileLocked(const v1::State& state, ProgramStats* stats);
@@ -367,6 +392,11 @@ class RouterEngine final : public Engine {
   Image image_;                           // what the maps hold (as last programmed)
   std::string attached_if_;               // device the program was attached to by this engine
   std::set<std::string> attached_extra_;  // Global.extra_interfaces attached by this engine
+  // Second chance's bounce paths (guarded by mu_): the memory, the last
+  // facts and the per-backend view of RefreshBouncePaths().
+  BounceState bounce_;
+  BounceFacts bounce_facts_;
+  std::map<IpAddress, BackendBouncePath> bounce_view_;
   EngineHealth health_;
   HealthView health_view_;  // guarded by mu_
   // RelearnHealth requests per VIP since start (HealthPool::relearn_requests).

@@ -363,6 +363,10 @@ absl::Status ValidateGlobal(const v1::Global& g, const FieldPath& at) {
     if (n == g.interface()) return here.Invalid(absl::StrCat("\"", n, "\" is the interface"));
     if (!extra.insert(n).second) return here.Invalid(absl::StrCat("\"", n, "\" is listed twice"));
   }
+  // Like extra_interfaces: without an interface the agent attaches nothing.
+  if (g.no_auto_bounce_interfaces() && g.interface().empty()) {
+    return at.Child("no_auto_bounce_interfaces").Invalid("set, but interface is not");
+  }
   if (auto s = CheckSource(g.source_v4(), true, at.Child("source_v4")); !s.ok()) return s;
   if (auto s = CheckSource(g.source_v6(), false, at.Child("source_v6")); !s.ok()) return s;
   if (auto s = CheckSourcePrefix(g, at.Child("source_v4_prefix")); !s.ok()) return s;

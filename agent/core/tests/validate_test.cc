@@ -266,6 +266,12 @@ TEST_CASE("ValidateConfig names the field and the allowed range of every bad inp
          }
        },
        "global.extra_interfaces: 17 devices; at most 16"},
+      {"automatic bounce interfaces turned off without the interface",
+       [](v1::Config& c) {
+         c.mutable_global()->clear_interface();
+         c.mutable_global()->set_no_auto_bounce_interfaces(true);
+       },
+       "global.no_auto_bounce_interfaces: set, but interface is not"},
       {"tcp idle timeout out of range",
        [](v1::Config& c) { c.mutable_global()->mutable_timeouts()->set_tcp_idle_s(90000); },
        "global.timeouts.tcp_idle_s: 90000 is out of range 1..86400 (0 = default 300)"},
