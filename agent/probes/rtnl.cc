@@ -7,6 +7,7 @@
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -192,6 +193,81 @@ absl::Status ReplacePermanentNeighbour(int ifindex, const IpAddress& addr,
 absl::Status DeleteNeighbour(int ifindex, const IpAddress& addr) {
   return Neighbour(RTM_DELNEIGH, 0, ifindex, addr, nullptr,
                    Cat("deleting the neighbour ", addr.ToString(), " on ifindex ", ifindex));
+}
+
+namespace {
+
+// The kernel's answer to one RTM_GETROUTE (sequence `seq`) on `fd`.
+RouteDevice ReadRouteAnswer(int fd, uint32_t seq) {
+  alignas(nlmsghdr) char buf[8192];
+  for (;;) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return {"", Cat("reading the netlink answer: ", std::strerror(errno))};
+    }
+    int len = static_cast<int>(n);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+      if (h->nlmsg_seq != seq) continue;  // a late answer to an earlier request
+      if (h->nlmsg_type == NLMSG_ERROR) {
+        const auto* err = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
+        return {"", err->error == 0 ? std::string("no route in the answer")
+                                    : std::string(std::strerror(-err->error))};
+      }
+      if (h->nlmsg_type != RTM_NEWROUTE) continue;
+      const auto* rtm = static_cast<const rtmsg*>(NLMSG_DATA(h));
+      if (rtm->rtm_type == RTN_LOCAL) return {"", "an address of this host"};
+      if (rtm->rtm_type != RTN_UNICAST) return {"", Cat("route type ", rtm->rtm_type)};
+      int rlen = static_cast<int>(RTM_PAYLOAD(h));
+      for (auto* a = RTM_RTA(rtm); RTA_OK(a, rlen); a = RTA_NEXT(a, rlen)) {
+        if (a->rta_type != RTA_OIF) continue;
+        uint32_t oif = 0;
+        std::memcpy(&oif, RTA_DATA(a), sizeof(oif));
+        char name[IF_NAMESIZE] = {};
+        if (if_indextoname(oif, name) == nullptr) {
+          return {"", Cat("ifindex ", oif, ": ", std::strerror(errno))};
+        }
+        return {name, ""};
+      }
+      return {"", "the route names no output device"};
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<RouteDevice> RouteDevices(const std::vector<IpAddress>& addrs) {
+  std::vector<RouteDevice> out(addrs.size());
+  if (addrs.empty()) return out;
+  const auto fail_all = [&out](const std::string& why) {
+    for (RouteDevice& r : out) r = {"", why};
+    return out;
+  };
+  UniqueFd fd(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
+  if (!fd) return fail_all(Cat("opening a netlink socket: ", std::strerror(errno)));
+  // The kernel answers at once; a caller is never held longer than this.
+  const timeval timeout = {1, 0};
+  setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    const IpAddress& a = addrs[i];
+    rtmsg rtm{};
+    rtm.rtm_family = static_cast<uint8_t>(a.is_v4() ? AF_INET : AF_INET6);
+    rtm.rtm_dst_len = a.is_v4() ? 32 : 128;
+    Request req(RTM_GETROUTE, 0, &rtm, sizeof(rtm));
+    req.Addr(RTA_DST, a);
+    // One answer per request: the route, or an error (no acknowledgement).
+    req.hdr()->nlmsg_flags = NLM_F_REQUEST;
+    req.hdr()->nlmsg_seq = static_cast<uint32_t>(i + 1);
+    if (sendto(fd.get(), req.bytes().data(), req.bytes().size(), 0,
+               reinterpret_cast<sockaddr*>(&kernel), sizeof(kernel)) < 0) {
+      out[i] = {"", Cat("sending to netlink: ", std::strerror(errno))};
+      continue;
+    }
+    out[i] = ReadRouteAnswer(fd.get(), static_cast<uint32_t>(i + 1));
+  }
+  return out;
 }
 
 absl::StatusOr<std::array<uint8_t, 6>> DeviceMac(const std::string& ifname) {

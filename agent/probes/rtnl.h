@@ -1,8 +1,9 @@
-// Just enough rtnetlink for the probe forwarder: policy rules that send
-// marked packets to a routing table, and that table's default route.
+// Just enough rtnetlink for the probe forwarder (policy rules that send
+// marked packets to a routing table, and that table's default route) and
+// for the agent's route lookups (which device reaches a backend).
 //
 // Each call opens its own NETLINK_ROUTE socket in the caller's network
-// namespace, sends one request and waits for the kernel's acknowledgement.
+// namespace, sends its request(s) and waits for the kernel's answer.
 // Kernel errors come back as a Status with what was being done and
 // strerror() of the errno. Stateless, thread-safe.
 #ifndef BALLAST_AGENT_PROBES_RTNL_H_
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -45,6 +47,17 @@ absl::Status ReplacePermanentNeighbour(int ifindex, const IpAddress& addr,
 absl::Status DeleteNeighbour(int ifindex, const IpAddress& addr);
 // `ip route del default table TABLE` (family); NotFound if absent.
 absl::Status DeleteDefaultRoute(int family, uint32_t table);
+
+// The device through which this host sends to each address (its FIB, as
+// `ip route get ADDR` answers: no source, no input device), in order: its
+// name, or why there is none ("Network is unreachable", a blackhole, an
+// address of this host). With a multipath route the kernel names one of
+// its paths. One socket for the whole list, one request per address.
+struct RouteDevice {
+  std::string device;
+  std::string error;  // set when `device` is empty
+};
+std::vector<RouteDevice> RouteDevices(const std::vector<IpAddress>& addrs);
 
 // Interface index and MTU of a device in the current namespace.
 absl::StatusOr<int> IfIndex(const std::string& ifname);

@@ -10,7 +10,9 @@
 // Running: opens the data plane (adopting the pinned program and maps of a
 // previous run), restores the state (or the config's `initial` on the first
 // start), reconciles the maps with it, attaches the program to
-// global.interface if it is not attached, then serves the admin API and the
+// global.interface if it is not attached (and, looking up the backends'
+// routes, to the devices their second-chance bounces arrive on: again after
+// each state change and every 10 s), then serves the admin API and the
 // metrics endpoint and runs the drain-deadline tick. With a `bgp` section it
 // announces each VIP through BIRD (agent/bgp/agent_announcer.h, docs/bgp.md).
 // SIGTERM/SIGINT stop the agent: first every VIP is withdrawn from BGP, then
@@ -52,6 +54,7 @@
 #include "agent/coord/etcd_store.h"
 #include "agent/core/agent_config.h"
 #include "agent/core/clock.h"
+#include "agent/core/file_util.h"
 #include "agent/core/log.h"
 #include "agent/core/health_controller.h"
 #include "agent/core/metrics.h"
@@ -59,6 +62,7 @@
 #include "agent/core/state_store.h"
 #include "agent/dataplane/dataplane.h"
 #include "agent/probes/forwarder.h"
+#include "agent/probes/rtnl.h"
 #include "tools/lbagent/metrics_server.h"
 #include "tools/lbagent/reload.h"
 #include "tools/lbagent/systemd_notify.h"
@@ -142,6 +146,44 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* error) {
   }
   return true;
 }
+
+// The router's FIB for second chance's bounce paths (core/bounce_path.h).
+std::vector<core::RouteFact> LookUpRoutes(const std::vector<IpAddress>& addrs) {
+  std::vector<core::RouteFact> facts;
+  for (probes::rtnl::RouteDevice& r : probes::rtnl::RouteDevices(addrs)) {
+    facts.push_back({std::move(r.device), std::move(r.error)});
+  }
+  return facts;
+}
+
+// Looks again where second-chance bounces arrive (RefreshBouncePaths) at
+// most every kBounceRefresh, and sooner (at most once a second) after a
+// state change; logs a failure when it changes.
+class BounceRefresher {
+ public:
+  explicit BounceRefresher(core::RouterEngine* engine) : engine_(engine) {}
+  void MaybeRefresh() {
+    const auto now = std::chrono::steady_clock::now();
+    const uint64_t generation = engine_->Health().generation;
+    const bool changed = generation != generation_;
+    if (last_ && now - *last_ < (changed ? std::chrono::seconds(1) : kBounceRefresh)) return;
+    last_ = now;
+    generation_ = generation;
+    const absl::Status s = engine_->RefreshBouncePaths();
+    const std::string err = s.ok() ? "" : std::string(s.message());
+    if (err != last_error_ && !err.empty()) {
+      Log(LogLevel::kWarning, "bounce paths: refresh failed", {{"error", err}});
+    }
+    last_error_ = err;
+  }
+
+ private:
+  static constexpr std::chrono::seconds kBounceRefresh{10};
+  core::RouterEngine* const engine_;
+  std::optional<std::chrono::steady_clock::time_point> last_;
+  uint64_t generation_ = 0;
+  std::string last_error_;
+};
 
 dataplane::AttachMode AttachModeOf(const std::string& m) {
   if (m == "native") return dataplane::AttachMode::kNative;
@@ -426,6 +468,8 @@ int Run(const std::string& config_path) {
   eo.agent_version = BALLAST_VERSION;
   if (cluster != nullptr) eo.store = cluster->store();
   eo.vip_ownership = cluster != nullptr;
+  eo.route_lookup = LookUpRoutes;
+  eo.bounce_devices_file = core::DirOf(config.state_file()) + "/bounce-interfaces";
   auto engine = core::RouterEngine::Start(std::move(*dp), eo, &clock, config.initial());
   if (!engine.ok()) {
     Log(LogLevel::kError, "refusing to start", {{"error", std::string(engine.status().message())}});
@@ -496,6 +540,11 @@ int Run(const std::string& config_path) {
     Log(LogLevel::kInfo, "bgp announcement on", {{"bird_socket", config.bgp().bird_socket()}});
   }
 
+  // Where the backends' bounces arrive: attached (or warned about) before
+  // the agent says it is ready.
+  BounceRefresher bounces(engine->get());
+  bounces.MaybeRefresh();
+
   // systemd: ready once the data plane is attached and programmed (Start
   // did both) and the admin socket listens; then the watchdog.
   lbagent::SystemdNotifier systemd;
@@ -545,6 +594,7 @@ int Run(const std::string& config_path) {
             {{"error", std::string(n.status().message())}});
       }
     }
+    bounces.MaybeRefresh();
     // Handshake slots older than syn_idle are freed well before their 32-bit
     // time wraps (18 minutes), so an abandoned one never looks fresh again.
     if (std::chrono::steady_clock::now() - last_expire > std::chrono::minutes(1)) {
