@@ -295,6 +295,13 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
       w.Sample("ballast_established_second_chance_window_seconds", "",
                static_cast<double>(e.window_ms()) / 1000.0);
     }
+    w.Family("ballast_bounce_interface", "gauge",
+             "Always 1; a device the agent attached the lb program to by itself because "
+             "backends' second-chance bounces arrive there (global.no_auto_bounce_interfaces "
+             "off).");
+    for (const std::string& dev : status->bounce_interfaces()) {
+      w.Sample("ballast_bounce_interface", Label("device", dev), uint64_t{1});
+    }
     if (status->flow_tables_size() > 0) {
       w.Family("ballast_flow_table_entries", "gauge",
                "Entries in a map of the connection table (live or not yet evicted; bounded "
@@ -408,6 +415,15 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
     backend_family("ballast_backend_second_chance_syns_total", "counter",
                    "Bounced SYNs sent to the backend as the flow's next choice.",
                    [](const v1::BackendStatus& b) { return b.counters().second_chance_syns(); });
+    w.Family("ballast_backend_bounce_path_ok", "gauge",
+             "1 while the lb program runs on the device through which the router reaches the "
+             "backend, where its second-chance bounces arrive; 0 while they are lost there "
+             "(lbctl status says why). Absent until the agent has looked.");
+    for (const BackendRow& r : rows) {
+      if (!r.b->has_bounce_path()) continue;
+      w.Sample("ballast_backend_bounce_path_ok", r.labels,
+               uint64_t{r.b->bounce_path().ok() ? 1u : 0u});
+    }
     backend_family("ballast_backend_resteered_away_total", "counter",
                    "Flows moved off the backend (evicted, drain deadline).",
                    [](const v1::BackendStatus& b) { return b.counters().resteered_away(); });

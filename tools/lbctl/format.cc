@@ -162,6 +162,11 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
                       "\n");
     }
   }
+  if (st.bounce_interfaces_size() > 0) {
+    absl::StrAppend(&out,
+                    "bounce interfaces (lb program attached where backends' bounces arrive): ",
+                    absl::StrJoin(st.bounce_interfaces(), " "), "\n");
+  }
   if (st.audit_append_failures() > 0) {
     absl::StrAppend(
         &out, "AUDIT: ", st.audit_append_failures(),
@@ -211,6 +216,7 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
             "  ");
     t.SetNumeric({false, false, true, true, true, true, true, true, true, true, true, true, true,
                   false, false});
+    std::vector<std::string> lost;  // second-chance bounces that cannot be taken
     for (const v1::BackendStatus& b : vip.backends()) {
       const v1::BackendCounters& c = b.counters();
       std::string slots =
@@ -225,13 +231,20 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
               : "-";
       std::string health = b.health().empty() ? "-" : b.health();
       if (b.health() == "ramping") absl::StrAppend(&health, " ", b.ramp_percent(), "%");
+      std::vector<std::string> why(b.conditions().begin(), b.conditions().end());
+      if (b.has_bounce_path() && !b.bounce_path().ok()) {
+        why.push_back("bounces_unreachable");
+        lost.push_back(
+            absl::StrCat("  BOUNCES LOST: ", b.address(), ": ", b.bounce_path().problem(), "\n"));
+      }
       t.AddRow({b.address(), BackendState(b, now), absl::StrCat(b.nominal_weight()),
                 absl::StrCat(b.effective_weight()), slots, Compact(b.flows()),
                 Compact(c.new_flows()), Compact(c.packets()), Compact(c.syn_retransmits()),
                 Compact(c.client_rsts()), Compact(c.refused_syns()), hs, absl::StrCat(b.score()),
-                health, b.conditions_size() == 0 ? "-" : absl::StrJoin(b.conditions(), ",")});
+                health, why.empty() ? "-" : absl::StrJoin(why, ",")});
     }
     out.append(t.Render());
+    for (const std::string& l : lost) out.append(l);
   }
   return out;
 }

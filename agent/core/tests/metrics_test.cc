@@ -37,6 +37,9 @@ v1::StatusResponse SampleStatus() {
   b->set_state("draining");
   b->set_drain_deadline_unix_ms(1764439452345);
   b->set_flows(4);
+  b->mutable_bounce_path()->set_device("eth2");
+  b->mutable_bounce_path()->set_problem("bounces_unreachable: device eth2 runs no lb program");
+  s.add_bounce_interfaces("eth1");
   b->mutable_counters()->set_handshake_ns_sum(1500000000);
   b->mutable_counters()->set_handshake_count(3);
   // One sample below 65.5 us, two in [131 us, 262 us): the data plane's
@@ -107,6 +110,10 @@ TEST_CASE("Metrics carry per-VIP and per-backend series with escaped labels") {
   REQUIRE(text.find("ballast_established_second_chance_window_seconds 2\n") != std::string::npos);
   REQUIRE(text.find("ballast_vip_table_history_versions{vip=\"[2001:db8:10::10]:443/tcp\"} 4\n") !=
           std::string::npos);
+  // Where second-chance bounces arrive: per backend, and the devices the
+  // agent attached for them.
+  REQUIRE(text.find("ballast_backend_bounce_path_ok{" + lb + "} 0\n") != std::string::npos);
+  REQUIRE(text.find("ballast_bounce_interface{device=\"eth1\"} 1\n") != std::string::npos);
   REQUIRE(EscapeLabelValue("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
 }
 

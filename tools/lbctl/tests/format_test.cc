@@ -177,6 +177,29 @@ TEST_CASE("FormatStatus: header, VIP line, one row per backend", "[lbctl][format
   st.clear_established_second_chance();
   vip->set_history_versions(0);
 
+  // Where bounces arrive: the devices the agent attached, and each backend
+  // whose bounces are lost (a condition in WHY, the reason under the table).
+  st.add_bounce_interfaces("eth1");
+  st.add_bounce_interfaces("eth2");
+  b->mutable_bounce_path()->set_device("eth3");
+  b->mutable_bounce_path()->set_problem(
+      "bounces_unreachable: device eth3 runs no lb program (global.no_auto_bounce_interfaces is "
+      "set)");
+  a->mutable_bounce_path()->set_device("eth1");
+  a->mutable_bounce_path()->set_ok(true);
+  a->mutable_bounce_path()->set_via("automatic");
+  const std::string bounces = FormatStatus(st, now);
+  CHECK_THAT(bounces, Catch::Contains("bounce interfaces (lb program attached where backends' "
+                                      "bounces arrive): eth1 eth2\n"));
+  CHECK_THAT(bounces, Catch::Contains("ramping 20%  low_traffic,cooldown\n"));
+  CHECK_THAT(bounces, Catch::Contains("100  -            bounces_unreachable\n"
+                                      "  BOUNCES LOST: 198.18.1.2: bounces_unreachable: device "
+                                      "eth3 runs no lb program (global.no_auto_bounce_interfaces "
+                                      "is set)\n"));
+  st.clear_bounce_interfaces();
+  a->clear_bounce_path();
+  b->clear_bounce_path();
+
   // Flow counts from a read that stopped at the agent's limit are flagged.
   st.set_flows_read(1048576);
   st.set_flows_partial(true);
