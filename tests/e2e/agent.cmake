@@ -13,7 +13,7 @@ foreach(_t lbagent lbctl lbdp)
   endif()
 endforeach()
 
-foreach(_name metrics restart drain systemd)
+foreach(_name metrics restart drain systemd bounce_path)
   add_test(NAME e2e_agent_${_name} COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent_${_name}.sh)
   set_tests_properties(e2e_agent_${_name} PROPERTIES
     LABELS e2e
