@@ -318,6 +318,21 @@ TEST_CASE("engine bounce paths: a device dropped from extra_interfaces stays whi
   CHECK(r.PathOf("198.18.11.2").via() == "automatic");
 }
 
+TEST_CASE("engine attachments: a device moved from extra_interfaces to interface stays attached",
+          "[bounce]") {
+  Router r;
+  v1::Config c = LabConfig();
+  c.mutable_global()->add_extra_interfaces("eth1");
+  r.Start(c);
+  c = r.engine->GetConfig();
+  c.mutable_global()->set_interface("eth1");
+  c.mutable_global()->clear_extra_interfaces();
+  c.mutable_global()->set_no_auto_bounce_interfaces(true);  // nothing kept for bounces
+  REQUIRE(r.engine->ApplyConfig(c, false, kOp).ok());
+  CHECK(r.Attached("eth1"));
+  CHECK_FALSE(r.Attached("eth0"));
+}
+
 TEST_CASE("engine bounce paths: a device that cannot be attached is reported", "[bounce]") {
   Router r;
   r.Start(LabConfig(), {"eth0", "eth2"});  // eth1 is missing
