@@ -42,8 +42,9 @@
  * Established second chance is the same for a packet of a connection that
  * the router adopted mid-stream onto a slot whose backend changed since the
  * connection began (ECMP moved it from another router): the router marks
- * such packets (BALLAST_ENCAP_ID_PROBE, BALLAST_FLOW_LABEL_PROBE) for a
- * short while, and one that no connection here holds (no established or
+ * such packets (the probe mark: any outer IPv4 identification but 0 and
+ * the last-hop mark, an outer IPv6 flow label with
+ * BALLAST_FLOW_LABEL_PROBE_BIT; mark.h) for a short while, and one that no connection here holds (no established or
  * request socket of its tuple: nothing, or a TIME_WAIT of a connection that
  * ended; no listener taking its SYN cookie) goes back too; the router sends
  * it to the slot's previous backend. Unmarked
@@ -92,6 +93,7 @@
 #include "ballast_abi.h"
 #include "counter.h"
 #include "csum.h"
+#include "mark.h"
 
 #define DECAP_MAX_ADDRS 256
 
@@ -380,20 +382,20 @@ static __always_inline int strip_outer(struct xdp_md *ctx, __u32 l2_len, __u32 o
 
 /* The second-chance step for an encapsulated packet that passed every
  * check: returns -1 to strip it as usual, else the action taken. `mark`:
- * the router's mark (BALLAST_ENCAP_ID_LAST: the last hop;
- * BALLAST_ENCAP_ID_PROBE: a packet of an adopted flow that may be bounced;
- * 0: none). */
+ * the router's mark (mark.h: MARK_LAST, the last hop; MARK_PROBE, a packet
+ * other than a SYN that may be bounced; a SYN is whatever its mark, unless
+ * it is the last hop). */
 static __always_inline int second_chance(struct xdp_md *ctx, __u32 l2_len, __u32 outer_len,
 					 __u16 inner_proto, __u32 flags, int outer_v4, __u32 mark)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ballast_decap_syn syn; /* written by syn_has_socket when it asks */
-	int has, last = mark == BALLAST_ENCAP_ID_LAST;
+	int has, last = mark == MARK_LAST;
 
 	if (flags & BALLAST_DECAP_NO_BOUNCE)
 		return -1;
-	if (mark == BALLAST_ENCAP_ID_PROBE) {
+	if (mark == MARK_PROBE) {
 		/* established second chance: not ours, back to the router */
 		has = est_has_socket(ctx, data, data_end, l2_len + outer_len, inner_proto);
 		if (has == 0)
@@ -464,7 +466,7 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 		return count(BALLAST_DECAP_V_BAD_SOURCE, XDP_DROP);
 	if (!inner_vip_ok(data, data_end, l2_len + outer_len, ETH_P_IP, flags))
 		return count(BALLAST_DECAP_V_NOT_VIP, XDP_DROP);
-	action = second_chance(ctx, l2_len, outer_len, ETH_P_IP, flags, 1, bpf_ntohs(ip->id));
+	action = second_chance(ctx, l2_len, outer_len, ETH_P_IP, flags, 1, mark_of_id(bpf_ntohs(ip->id)));
 	if (action >= 0)
 		return action;
 	return strip_outer(ctx, l2_len, outer_len, ETH_P_IP,
@@ -542,10 +544,7 @@ static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
 		return count(BALLAST_DECAP_V_NOT_VIP, XDP_DROP);
 	label = (__u32)(ip6->flow_lbl[0] & 0x0f) << 16 | (__u32)ip6->flow_lbl[1] << 8 |
 		ip6->flow_lbl[2];
-	action = second_chance(ctx, l2_len, outer_len, inner_proto, flags, 0,
-			       label == BALLAST_FLOW_LABEL_LAST    ? BALLAST_ENCAP_ID_LAST
-			       : label == BALLAST_FLOW_LABEL_PROBE ? BALLAST_ENCAP_ID_PROBE
-								   : 0);
+	action = second_chance(ctx, l2_len, outer_len, inner_proto, flags, 0, mark_of_label(label));
 	if (action >= 0)
 		return action;
 	return strip_outer(ctx, l2_len, outer_len, inner_proto,

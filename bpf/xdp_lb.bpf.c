@@ -87,7 +87,7 @@ static __always_inline int forward(struct xdp_md *ctx, struct pkt *p,
 		__builtin_memcpy(dmac, eth->h_dest, 6);
 	}
 
-	if (encap_push(ctx, p, be, s, vip->flags))
+	if (encap_push(ctx, p, be, s, vip->flags, mark_prepare(p, be)))
 		return verdict(BALLAST_V_DROP_ENCAP, XDP_DROP);
 
 	if (nr == NEXTHOP_NO_NEIGH) {

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <net/if.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
@@ -115,6 +116,25 @@ bool GrowsCounters(const bpf_map* m, const std::string& path) {
 }
 
 }  // namespace
+
+// The bounce tags' key (ballast_abi.h, struct ballast_bounce_key): drawn
+// once, when the map is new (all zero), and kept in the pins from then on,
+// so that bounces of packets sent before a restart still match.
+absl::Status EnsureBounceKey(int fd) {
+  const uint32_t zero = 0;
+  ballast_bounce_key key = {};
+  if (bpf_map_lookup_elem(fd, &zero, &key) != 0) {
+    return ErrnoStatus(errno, "reading the bounce_key map");
+  }
+  if ((key.k[0] | key.k[1]) != 0) return absl::OkStatus();
+  if (getrandom(&key, sizeof(key), 0) != static_cast<ssize_t>(sizeof(key))) {
+    return ErrnoStatus(errno, "drawing the bounce key (getrandom)");
+  }
+  if (bpf_map_update_elem(fd, &zero, &key, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, "writing the bounce_key map");
+  }
+  return absl::OkStatus();
+}
 
 uint32_t AdoptedSetsFor(uint32_t flow_capacity) {
   const uint64_t sets =
@@ -226,6 +246,7 @@ absl::StatusOr<std::unique_ptr<Dataplane>> Dataplane::Open(const Options& option
   bpf_object__for_each_map(m, dp->skel_->obj) {
     if (!bpf_map__is_internal(m)) dp->maps_[bpf_map__name(m)] = bpf_map__fd(m);
   }
+  if (absl::Status s = EnsureBounceKey(dp->map_fd("bounce_key")); !s.ok()) return s;
   // VIPs adopted from pins written by a build without vip_refs (or by
   // anything that wrote `vips` alone) get their shortcut entries.
   {

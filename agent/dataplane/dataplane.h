@@ -24,7 +24,7 @@
 //  - Each map of the program is pinned at <pin_dir>/<map name> (names are the
 //    ABI names: vips, vip_refs, vip_filter, backends, maglev_tables, flows, adopted_flows,
 //    flows_udp, handshakes, settings, handshake_settings, icmp_budget, nexthops, backend_stats,
-//    vip_stats, verdicts, clock_cache, maglev_history, esc_stats). Open()
+//    vip_stats, verdicts, clock_cache, maglev_history, esc_stats, bounce_key). Open()
 //    reuses the pinned maps when they exist (their contents, including the flow table, survive) and
 //    pins the ones that do not. The program is pinned at <pin_dir>/prog_xdp_lb. An older build's
 //    `flows_adopted` (an LRU hash; adopted flows now live in `adopted_flows`) is unpinned, and

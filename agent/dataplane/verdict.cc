@@ -79,6 +79,8 @@ std::string_view VerdictName(ballast_verdict v) {
       return "esc_tx";
     case BALLAST_V_ESC_REDIRECT:
       return "esc_redirect";
+    case BALLAST_V_DROP_BOUNCE_FORGED:
+      return "drop_bounce_forged";
     case BALLAST_V_MAX:
       break;
   }

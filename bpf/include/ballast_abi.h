@@ -374,20 +374,41 @@ struct ballast_handshake_settings {
  * bounce is marked as the last hop, and its backend's kernel answers it
  * (with a RST when nothing listens there either). */
 #define BALLAST_BOUNCES_MAX 2
-/* The last-hop mark: the outer IPv4 header's identification (0 on every
- * other encapsulated packet: they are atomic datagrams, RFC 6864), or the
- * outer IPv6 flow label. A flow whose label happens to be this value is
- * never bounced. */
+/* Marks and tags in the outer header (bpf/lib/mark.h). The outer IPv4
+ * identification, or the outer IPv6 flow label, of an encapsulated packet
+ * says how the backend's decap program treats it:
+ *  - the last-hop mark (BALLAST_ENCAP_ID_LAST / BALLAST_FLOW_LABEL_LAST):
+ *    a SYN that must not be bounced; its backend's kernel answers it;
+ *  - the probe mark: a packet other than a SYN that may be bounced (a flow
+ *    adopted on a changed slot, established second chance): the decap
+ *    program looks for its socket (established, request or TIME_WAIT
+ *    socket, or a listener that takes its SYN cookie) and, with none,
+ *    sends it back to the router. IPv4: any identification but 0 and the
+ *    last-hop mark; IPv6: a label with BALLAST_FLOW_LABEL_PROBE_BIT, other
+ *    than the last-hop mark;
+ *  - anything else: a SYN may be bounced (no listener), other packets are
+ *    never looked up. Unmarked packets other than SYNs carry identification
+ *    0 (atomic datagrams, RFC 6864) or a flow label without the probe bit.
+ * A SYN that may be bounced, and a probe-marked packet, carry in those bits
+ * a tag keyed with this router's secret (`bounce_key`): a bounce is taken
+ * only when it echoes the tag of the packet the router sent, so a stranger
+ * who forges one from a backend's address must guess 15 to 20 bits, and
+ * has one guess per handshake or probed flow (a wrong tag ends that
+ * handshake's or flow's second chance; docs/security.md). */
 #define BALLAST_ENCAP_ID_LAST 0xba11u
 #define BALLAST_FLOW_LABEL_LAST 0xfffffu
-/* The probe mark: a packet of an adopted flow that may be bounced (not a
- * SYN): the backend's decap program looks for its socket (established,
- * request or TIME_WAIT socket, or a listener that takes its SYN cookie) and,
- * with none, sends it back to the router, which sends it to the slot's
- * previous backend (established second chance). Unmarked packets other
- * than SYNs are never looked up. */
+#define BALLAST_FLOW_LABEL_PROBE_BIT 0x80000u
+/* Inside the lb program (struct pkt's outer_id): this packet gets the probe
+ * mark and its tag. Never on the wire as such. */
 #define BALLAST_ENCAP_ID_PROBE 0xba12u
-#define BALLAST_FLOW_LABEL_PROBE 0xffffeu
+
+/* Value of the single-entry `bounce_key` array: the router's secret for
+ * bounce tags. Written once by the agent (random) when it is zero, and kept
+ * in the pins across restarts, so that bounces of packets sent before a
+ * restart still match. Never leaves the router. */
+struct ballast_bounce_key {
+	__u64 k[2];
+};
 
 /* Per-backend second-chance counters (per-CPU array `backend_bounces`, by
  * backend_id). A map apart from backend_stats, so that a backend_stats map
@@ -604,6 +625,11 @@ enum ballast_verdict {
 	 * slot (or back to the table's pick as the last hop). */
 	BALLAST_V_ESC_TX,
 	BALLAST_V_ESC_REDIRECT,
+	/* Encapsulated to this router from a backend's address, but its outer
+	 * header does not carry the tag of the packet the router sent there
+	 * (a forged bounce): dropped; the handshake's or flow's second chance
+	 * ends (one guess each). */
+	BALLAST_V_DROP_BOUNCE_FORGED,
 	BALLAST_V_MAX
 };
 

@@ -179,24 +179,38 @@ static __always_inline const struct ballast_vip_meta *bounce_vip(const struct pk
 	return vip;
 }
 
-/* The mark in the outer header of `outer`, as an IPv4 identification
- * (BALLAST_ENCAP_ID_PROBE or _LAST for the IPv6 flow labels of those marks),
- * or 0. A backend bounces a packet with its outer header as it came. */
-static __always_inline __u32 outer_mark(struct xdp_md *ctx, const struct pkt *outer)
+/* The outer IPv4 identification, or the outer IPv6 flow label, of
+ * `outer` (a backend bounces a packet with its outer header as it came),
+ * or ~0. */
+static __always_inline __u32 outer_field(struct xdp_md *ctx, const struct pkt *outer)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	__u8 *h = data + (outer->l3_off & 0x7F);
-	__u32 label;
 
 	if ((void *)(h + 8) > data_end)
-		return 0;
+		return ~0u;
 	if (outer->key.family == BALLAST_FAMILY_V4)
 		return (__u32)h[4] << 8 | h[5]; /* identification */
-	label = (__u32)(h[1] & 0x0f) << 16 | (__u32)h[2] << 8 | h[3];
-	if (label == BALLAST_FLOW_LABEL_PROBE)
-		return BALLAST_ENCAP_ID_PROBE;
-	return label == BALLAST_FLOW_LABEL_LAST ? BALLAST_ENCAP_ID_LAST : 0;
+	return (__u32)(h[1] & 0x0f) << 16 | (__u32)h[2] << 8 | h[3];
+}
+
+/* Whether the bounce `outer` of `in` echoes the tag that the router put on
+ * the packet it sent to the bounce's outer source (mark.h): `probe` for a
+ * probe-marked packet, else a SYN that may be bounced. */
+static __always_inline int bounce_tag_ok(struct xdp_md *ctx, const struct pkt *outer,
+					 struct pkt *in, int probe)
+{
+	const struct ballast_bounce_key *k = bounce_key_get();
+	__u32 tag, got = outer_field(ctx, outer), mark = probe ? MARK_PROBE : MARK_NONE;
+
+	if (!k)
+		return 0;
+	tag = mark_tag(k, flow_hash_of(in), probe ? 0 : in->seq,
+		       mark_addr_word(outer->key.src, outer->key.family));
+	if (outer->key.family == BALLAST_FAMILY_V4)
+		return got == mark_id(mark, tag, !probe);
+	return got == mark_label(mark, tag, !probe, 0);
 }
 
 /* The chain of a flow's slot: the table's pick `first`, then the slot's
@@ -289,8 +303,6 @@ static __always_inline __u32 bounce_take_est(struct xdp_md *ctx, const struct pk
 		return v;
 	if (!*now)
 		*now = clock_coarse();
-	if (outer_mark(ctx, outer) != BALLAST_ENCAP_ID_PROBE)
-		goto stranger;
 	f = bpf_map_lookup_elem(&flows, &in->key);
 	if (!f)
 		f = adopted_lookup(in);
@@ -302,12 +314,16 @@ static __always_inline __u32 bounce_take_est(struct xdp_md *ctx, const struct pk
 	if (!be || !backend_is_source(be, outer)) {
 		if (!esc_source_before(first, hist, cur, outer))
 			goto stranger;
+		if (!bounce_tag_ok(ctx, outer, in, 1))
+			goto forged;
 		if (es)
 			es->forwarded += 1;
 		next = cur;
 		in->outer_id = BALLAST_ENCAP_ID_PROBE;
 		goto send;
 	}
+	if (!bounce_tag_ok(ctx, outer, in, 1))
+		goto forged;
 	hops = f->reserved & 0xff;
 	next = BALLAST_INVALID_ID;
 	if (hops < BALLAST_ESC_HOPS_MAX)
@@ -343,6 +359,10 @@ stranger:
 	if (es)
 		es->stranger += 1;
 	return BALLAST_V_DROP_BOUNCE_STRANGER;
+forged:
+	/* One guess per flow: it stays where it is, and probes no more. */
+	f->flags &= ~BALLAST_FLOW_F_HISTORY;
+	return BALLAST_V_DROP_BOUNCE_FORGED;
 }
 
 /* Takes the bounce in `outer` (tunnel_to_router() is true): on success
@@ -363,6 +383,7 @@ static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *o
 	struct ballast_backend *be;
 	struct ballast_flow *f;
 	__u32 last, first, next, bounces, v;
+	int guarded;
 
 	if (bounce_parse(ctx, outer, in))
 		return BALLAST_V_DROP_BOUNCE_BAD;
@@ -390,8 +411,22 @@ static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *o
 		return BALLAST_V_DROP_BOUNCE_STRANGER;
 	if (h->bounces >= BALLAST_BOUNCES_MAX)
 		return BALLAST_V_DROP_BOUNCE_BUDGET;
+	if (!bounce_tag_ok(ctx, outer, in, 0)) {
+		/* One guess per handshake: no more bounces of it are taken
+		 * (the client's retransmission starts it afresh). */
+		*(__u64 *)&h->hash =
+			in->hash | (__u64)(last | (__u32)BALLAST_BOUNCES_MAX << 16) << 32;
+		return BALLAST_V_DROP_BOUNCE_FORGED;
+	}
+	/* A SYN that came on an established flow of that backend (a reused
+	 * port, syn_keeps_flow) is no evidence against the backend, and the
+	 * bounce does not end the flow: the client's completing ACK moves it
+	 * (handshake_reopened), and a client that goes on with the old
+	 * connection keeps it where it is. */
+	f = bpf_map_lookup_elem(&flows, &in->key);
+	guarded = f && f->backend_id == last;
 	bb = backend_bounces_of(last);
-	if (bb)
+	if (bb && !guarded)
 		bb->refused += 1;
 
 	first = maglev_pick(vip->vip_id, in);
@@ -402,12 +437,6 @@ static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *o
 		vip_account(vip->vip_id, 0, 1);
 		return BALLAST_V_DROP_NO_BACKEND;
 	}
-	/* The SYN came on an established flow of that backend, which has no
-	 * socket for it: the flow is over, and the client's completing ACK
-	 * must find the slot, not the flow. */
-	f = bpf_map_lookup_elem(&flows, &in->key);
-	if (f && f->backend_id == last)
-		bpf_map_delete_elem(&flows, &in->key);
 	/* No other choice: back to the one that refused, as its last hop. */
 	bounces = next == last ? BALLAST_BOUNCES_MAX : h->bounces + 1u;
 	*(__u64 *)&h->hash = in->hash | (__u64)(next | bounces << 16) << 32;

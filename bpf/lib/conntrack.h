@@ -378,12 +378,18 @@ static __always_inline __u32 handshake_syn(const struct ballast_vip_meta *vip, s
 	return id;
 }
 
-/* Whether a pure SYN on flow `f` (backend `be`) leaves it in place: the flow
- * is ESTABLISHED on a usable backend (ACTIVE, or DRAINING before its
- * deadline) and saw a packet less than
- * syn_reuse_idle_ns before `now` (the precise clock). */
+/* Whether a pure SYN on flow `f` (backend `be`) leaves it in place: the
+ * flow's backend is usable (ACTIVE, or DRAINING before its deadline) and
+ * the flow is ESTABLISHED and saw a packet less than syn_reuse_idle_ns
+ * before `now` (the precise clock), or CLOSING within its linger. A FIN or
+ * RST in the flow's window can be guessed (BALLAST_SEQ_WINDOW): were a SYN
+ * after it a new connection on the table's pick, two guessed packets would
+ * move a live connection. A port reused after a close goes to the backend
+ * that had it, whose listener takes it (or which bounces it: second
+ * chance). */
 static __always_inline int syn_keeps_flow(const struct ballast_flow *f,
-					  const struct ballast_backend *be, __u64 now)
+					  const struct ballast_backend *be,
+					  const struct ballast_settings *s, __u64 now)
 {
 	struct ballast_handshake_settings *hs;
 	__u32 zero = 0;
@@ -391,10 +397,14 @@ static __always_inline int syn_keeps_flow(const struct ballast_flow *f,
 	/* A draining backend keeps its connections until its deadline: a SYN
 	 * (stray, spoofed, or a port reused after the backend's RST) does not
 	 * take one away. */
-	if (f->state != BALLAST_FLOW_ESTABLISHED || !backend_usable(be))
+	if (!backend_usable(be))
 		return 0;
 	hs = bpf_map_lookup_elem(&handshake_settings, &zero);
 	if (!hs || hs->syn_reuse_idle_ns == 0)
+		return 0;
+	if (f->state == BALLAST_FLOW_CLOSING)
+		return !flow_expired(f, s, now);
+	if (f->state != BALLAST_FLOW_ESTABLISHED)
 		return 0;
 	return now < f->last_seen_ns + hs->syn_reuse_idle_ns;
 }
@@ -434,11 +444,17 @@ static __always_inline void handshake_syn_guarded(struct pkt *p, const struct ba
 }
 
 /* The first client packet after a SYN that reopened flow `f`
- * (BALLAST_FLOW_F_REOPENED): the slot that SYN wrote, still on the flow's
- * backend, gives the handshake sample (an ACK) and is freed. The mark goes
- * either way. Reads the precise clock (the slot's time is precise). */
-static __always_inline void handshake_reopened(struct ballast_flow *f, struct pkt *p,
-					       const struct ballast_settings *s)
+ * (BALLAST_FLOW_F_REOPENED): when it completes that SYN's handshake (it
+ * follows the slot's ISN), the new connection is the flow from now on: its
+ * handshake sample is taken (an ACK), a CLOSING flow is ESTABLISHED again
+ * with the new connection's sequence, and when the flow's backend bounced
+ * that SYN (no socket there: the old connection is gone) and the slot
+ * sent it on, the flow moves to where the new connection is. The slot is
+ * freed. Any other packet (the old connection going on) leaves the flow as
+ * it was. The mark goes either way. Reads the precise clock (the slot's
+ * time is precise). Returns the flow's backend. */
+static __always_inline __u32 handshake_reopened(struct ballast_flow *f, struct pkt *p,
+						const struct ballast_settings *s)
 {
 	struct ballast_handshake_set *set = handshake_set_of(p);
 	__u64 t = clock_precise();
@@ -447,9 +463,15 @@ static __always_inline void handshake_reopened(struct ballast_flow *f, struct pk
 	__u32 age;
 
 	f->flags &= ~BALLAST_FLOW_F_REOPENED;
-	if (!h || h->backend_id != f->backend_id)
-		return;
+	if (!h || (h->backend_id != f->backend_id && !h->bounces))
+		return f->backend_id;
 	age = handshake_time(t) - h->syn_time;
+	if (h->backend_id != f->backend_id || f->state == BALLAST_FLOW_CLOSING) {
+		f->backend_id = h->backend_id;
+		f->state = BALLAST_FLOW_ESTABLISHED;
+		f->seq_next = p->seq + p->payload_len;
+		f->flags = BALLAST_FLOW_F_SEQ_KNOWN | BALLAST_FLOW_F_HANDSHAKE_SEEN;
+	}
 	*(__u64 *)&h->hash = 0; /* free the slot */
 	bs = backend_stats_of(f->backend_id);
 	if (bs && (p->tcp_flags & (TCP_ACK | TCP_RST)) == TCP_ACK) {
@@ -457,6 +479,7 @@ static __always_inline void handshake_reopened(struct ballast_flow *f, struct pk
 		bs->handshake_count += 1;
 		latency_sample(f->backend_id, 0, (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT);
 	}
+	return f->backend_id;
 }
 
 /* A TCP packet other than a SYN with no `flows` entry whose slot holds its
@@ -658,7 +681,7 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 	be = bpf_map_lookup_elem(&backends, &old);
 	if (cls == FLOW_SEEN && is_pure_syn(p)) {
 		/* `now` is the precise clock (xdp_lb) */
-		if (!syn_keeps_flow(f, be, now))
+		if (!syn_keeps_flow(f, be, s, now))
 			return handshake_syn(vip, p, s, now, f);
 		handshake_syn_guarded(p, s, now, old, f);
 		p->guarded = 1;
@@ -674,8 +697,14 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 	if (flow_expired(f, s, now))
 		return flow_restart(vip, p, now, cls);
 
-	if (unlikely(f->flags & BALLAST_FLOW_F_REOPENED))
-		handshake_reopened(f, p, s);
+	if (unlikely(f->flags & BALLAST_FLOW_F_REOPENED) && handshake_reopened(f, p, s) != old) {
+		/* moved with its new connection, to a backend the bounce found
+		 * ACTIVE (the slot's); checked again like any pick */
+		old = f->backend_id;
+		be = bpf_map_lookup_elem(&backends, &old);
+		if (!backend_usable(be))
+			return flow_restart(vip, p, now, cls);
+	}
 	if (p->key.proto == IPPROTO_TCP && flow_tcp_update(f, p, now)) {
 		p->guarded = 1; /* a RST or FIN outside the window: the flow stays */
 		*bep = be;

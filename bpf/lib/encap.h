@@ -26,7 +26,9 @@
 #include "common.h"
 #include "ballast_flow_hash.h"
 #include "csum.h"
+#include "maglev.h"
 #include "maps.h"
+#include "mark.h"
 #include "parse.h"
 
 #define ENCAP_TTL 64
@@ -83,11 +85,42 @@ static __always_inline __u32 encap_source4(const struct pkt *p, const struct bal
 	return *(const __u32 *)s->src4;
 }
 
+/* The bounce key (struct ballast_bounce_key), or NULL. */
+static __always_inline const struct ballast_bounce_key *bounce_key_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&bounce_key, &zero);
+}
+
+/* Whether `p` is a pure TCP SYN, which a backend may bounce (mark.h). */
+static __always_inline int mark_syn(const struct pkt *p)
+{
+	return p->key.proto == IPPROTO_TCP &&
+	       (p->tcp_flags & (TCP_SYN | TCP_ACK | TCP_RST | TCP_FIN)) == TCP_SYN;
+}
+
+/* The bounce tag of `p` sent to backend `be` (mark.h): for a packet that
+ * may be bounced (a pure TCP SYN not marked as the last hop, or a
+ * probe-marked one), else 0. */
+static __always_inline __u32 mark_prepare(struct pkt *p, const struct ballast_backend *be)
+{
+	const struct ballast_bounce_key *k;
+	int syn = mark_syn(p);
+
+	if (p->outer_id == MARK_LAST || (!syn && p->outer_id != MARK_PROBE))
+		return 0;
+	k = bounce_key_get();
+	if (!k)
+		return 0;
+	return mark_tag(k, flow_hash_of(p), syn ? p->seq : 0, mark_addr_word(be->addr, be->family));
+}
+
 /* encap_push() for IP-in-IP (gue 0) or GUE (gue 1): called with a
  * constant, so each is compiled on its own and IP-in-IP runs no GUE test. */
 static __always_inline int encap_build(struct xdp_md *ctx, const struct pkt *p,
 				       const struct ballast_backend *be,
-				       const struct ballast_settings *s, const int gue)
+				       const struct ballast_settings *s, __u32 tag, const int gue)
 {
 	const __u32 udp_len = gue ? sizeof(struct udphdr) : 0;
 	int grow = (int)encap_overhead(be, gue ? BALLAST_VIP_F_GUE : 0) -
@@ -118,8 +151,9 @@ static __always_inline int encap_build(struct xdp_md *ctx, const struct pkt *p,
 		 * stores just made to it. */
 		w0 = bpf_htonl((0x45u << 24) | ((__u32)p->tos << 16) |
 			       (p->ip_len + sizeof(*ip) + udp_len));
-		/* id 0 (or the last-hop or probe mark); RFC 2003: DF copied */
-		w1 = bpf_htonl((__u32)p->outer_id << 16 | (p->df ? IP_DF : 0));
+		/* id 0, or the mark and tag (mark.h); RFC 2003: DF copied */
+		w1 = bpf_htonl((__u32)mark_id(p->outer_id, tag, mark_syn(p)) << 16 |
+			       (p->df ? IP_DF : 0));
 		ttl_proto = bpf_htons((ENCAP_TTL << 8) | (gue ? IPPROTO_UDP : IPPROTO_IPIP));
 		saddr = encap_source4(p, s);
 		daddr = *(const __u32 *)be->addr;
@@ -133,10 +167,8 @@ static __always_inline int encap_build(struct xdp_md *ctx, const struct pkt *p,
 			gue_write((void *)(ip + 1), p, p->ip_len);
 	} else {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
-		/* the flow's label, or the last-hop or probe mark */
-		__u32 label = !p->outer_id			      ? ballast_flow_label(&p->key)
-			      : p->outer_id == BALLAST_ENCAP_ID_PROBE ? BALLAST_FLOW_LABEL_PROBE
-								      : BALLAST_FLOW_LABEL_LAST;
+		/* the flow's label, or the mark and tag (mark.h) */
+		__u32 label = mark_label(p->outer_id, tag, mark_syn(p), ballast_flow_label(&p->key));
 		__u32 *w = (__u32 *)ip6;
 		__u32 next = gue ? IPPROTO_UDP
 				 : p->key.family == BALLAST_FAMILY_V4 ? IPPROTO_IPIP : IPPROTO_IPV6;
@@ -163,17 +195,18 @@ static __always_inline int encap_build(struct xdp_md *ctx, const struct pkt *p,
 	return 0;
 }
 
-/* Prepends the outer header (GUE when `vip_flags` has BALLAST_VIP_F_GUE).
+/* Prepends the outer header (GUE when `vip_flags` has BALLAST_VIP_F_GUE),
+ * carrying `p`'s mark and bounce tag `tag` (mark_prepare()).
  * MACs are written by the caller (they depend on the next hop). Returns 0,
  * or -1 if the headroom could not be grown (the packet is then unchanged
  * apart from its headroom and must be dropped). */
 static __always_inline int encap_push(struct xdp_md *ctx, const struct pkt *p,
 				      const struct ballast_backend *be,
-				      const struct ballast_settings *s, __u32 vip_flags)
+				      const struct ballast_settings *s, __u32 vip_flags, __u32 tag)
 {
 	if (unlikely(vip_flags & BALLAST_VIP_F_GUE))
-		return encap_build(ctx, p, be, s, 1);
-	return encap_build(ctx, p, be, s, 0);
+		return encap_build(ctx, p, be, s, tag, 1);
+	return encap_build(ctx, p, be, s, tag, 0);
 }
 
 /* Writes the Ethernet addresses of the (already encapsulated) frame. */

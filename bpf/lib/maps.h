@@ -219,6 +219,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } esc_stats SEC(".maps");
 
+/* The router's secret for bounce tags (struct ballast_bounce_key), key 0:
+ * written once by the agent, kept in the pins. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ballast_bounce_key);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} bounce_key SEC(".maps");
+
 /* vip_id -> packets and bytes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -63,9 +63,8 @@ struct pkt {
 	__u8 df;  /* IPv4 don't-fragment bit set */
 	__u8 has_hash;
 	__u8 icmp_type;
-	/* Outer IPv4 identification of the encapsulated packet (0, or
-	 * BALLAST_ENCAP_ID_LAST / BALLAST_ENCAP_ID_PROBE: an IPv6 outer header
-	 * then carries BALLAST_FLOW_LABEL_LAST / BALLAST_FLOW_LABEL_PROBE) */
+	/* The encapsulated packet's mark (bpf/lib/mark.h): MARK_NONE,
+	 * MARK_LAST or MARK_PROBE */
 	__u16 outer_id;
 	__u8 guarded; /* set by conntrack_select: a SYN/RST/FIN that left its flow alone */
 };

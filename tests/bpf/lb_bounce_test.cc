@@ -93,7 +93,7 @@ TEST_CASE("A bounced SYN goes to the next choice, twice at most, and the ACK fol
   LbFixture fx;
   const FirstSyn setup = SendFirstSyn(fx);
   const auto& [first, second, third, port, key, syn, o1] = setup;
-  CHECK(OuterId(o1.out) == 0);
+  CHECK(OuterId(o1.out) != BALLAST_ENCAP_ID_LAST);  // the SYN's tag (mark.h)
 
   // The first backend has no listener: its bounce goes to the second.
   const Outcome o2 = fx.Run(Bounce(o1.out));
@@ -102,7 +102,8 @@ TEST_CASE("A bounced SYN goes to the next choice, twice at most, and the ACK fol
                              .outer_src = Lab::Src4(),
                              .outer_dst = fx.BackendAddr(second),
                              .inner_ip = pktgen::IpPacketOf(syn)});
-  CHECK(OuterId(o2.out) == 0);
+  CHECK(OuterId(o2.out) != BALLAST_ENCAP_ID_LAST);
+  CHECK(OuterId(o2.out) != OuterId(o1.out));  // a tag of its own for that backend
   REQUIRE(fx.Handshake(key));
   CHECK(fx.Handshake(key)->backend_id == second);
   CHECK(fx.Handshake(key)->bounces == 1);
@@ -140,9 +141,11 @@ TEST_CASE("A bounced SYN goes to the next choice, twice at most, and the ACK fol
 // A client reuses the port of a connection its backend ended (the router
 // never saw a close: the flow is ESTABLISHED and recent), and that backend
 // no longer listens: the SYN goes to the flow's backend (lb_spoof_test),
-// which bounces it; the bounce ends the flow, and the ACK follows the next
-// choice.
-TEST_CASE("A SYN on an active flow that its backend bounces ends the flow", "[lb][bounce]") {
+// which bounces it. The bounce sends it on to the next choice but neither
+// ends the flow nor counts against the backend (the port reused, not the
+// backend refusing); the new connection's ACK moves the flow.
+TEST_CASE("A SYN on an active flow that its backend bounces: the new connection's ACK moves it",
+          "[lb][bounce]") {
   LbFixture fx;
   const FirstSyn setup = SendFirstSyn(fx);
   const auto& [first, second, third, port, key, syn, o1] = setup;
@@ -163,10 +166,62 @@ TEST_CASE("A SYN on an active flow that its backend bounces ends the flow", "[lb
   const Outcome o3 = fx.Run(Bounce(o2.out));
   REQUIRE(o3.verdict == BALLAST_V_BOUNCE_TX);
   CHECK(BackendOf(fx, o3) == second);
-  CHECK_FALSE(fx.Flow(key));
-  CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 777001, 1).Build())) == second);
   REQUIRE(fx.Flow(key));
-  CHECK(fx.Flow(key)->backend_id == second);
+  CHECK(fx.Flow(key)->backend_id == first);
+  CHECK(Bounces(fx, first).refused == 0);
+
+  SECTION("the new connection's ACK moves the flow") {
+    CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 777001, 1).Build())) ==
+          second);
+    REQUIRE(fx.Flow(key));
+    CHECK(fx.Flow(key)->backend_id == second);
+    CHECK(fx.Flow(key)->seq_next == 777001);
+    CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 777001, 1).Build())) ==
+          second);
+  }
+  SECTION("the old connection going on keeps it where it was") {
+    CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 101, 5001).Build())) ==
+          first);
+    CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 777001, 1).Build())) ==
+          first);
+    CHECK(fx.Flow(key)->backend_id == first);
+  }
+}
+
+// A bounce must echo the tag the router put in the outer header of the
+// packet it sent (bpf/lib/mark.h): a stranger who forges one from the
+// backend's address, with the handshake's ISN (its own spoofed SYN's),
+// must guess it, once per handshake.
+TEST_CASE("A bounce without the router's tag is forged: dropped, one guess per handshake",
+          "[lb][bounce]") {
+  for (const bool on_flow : {false, true}) {
+    INFO((on_flow ? "a SYN guarded on a live flow" : "a new connection's SYN"));
+    LbFixture fx;
+    const FirstSyn setup = SendFirstSyn(fx);
+    const auto& [first, second, third, port, key, syn, o1] = setup;
+    Bytes sent = o1.out;
+    if (on_flow) {
+      REQUIRE(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 101, 5001).Build())) ==
+              first);
+      // The spoofer's SYN on the live tuple, with its own ISN.
+      const Outcome g = fx.Run(FromClient4().Tcp(port, 80, tcp::kSyn, 555000, 0).Build());
+      REQUIRE(g.verdict == BALLAST_V_GUARDED_TX);
+      sent = g.out;
+    }
+    const Outcome f = fx.Run(WithOuterMark(Bounce(sent), OuterMarkOf(sent) ^ 0x100));  // a bit off
+    CHECK(f.verdict == BALLAST_V_DROP_BOUNCE_FORGED);
+    CHECK(f.action == XDP_DROP);
+    CHECK(Bounces(fx, first).refused == 0);
+    CHECK(fx.BackendStats(second).packets == 0);
+    // The genuine bounce after a wrong guess is not taken either.
+    CHECK(fx.Run(Bounce(sent)).verdict == BALLAST_V_DROP_BOUNCE_BUDGET);
+    if (on_flow) {
+      REQUIRE(fx.Flow(key));
+      CHECK(fx.Flow(key)->backend_id == first);
+      CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 555001, 1).Build())) ==
+            first);
+    }
+  }
 }
 
 TEST_CASE("IPv6 and IPv4-in-IPv6 bounces; the last hop is marked in the flow label",

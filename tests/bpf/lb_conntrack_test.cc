@@ -616,14 +616,14 @@ TEST_CASE("FIN and RST: the flow lingers on its backend; client RSTs are counted
     CHECK(fx.BackendStats(2).client_rsts == 0);
     CHECK(fx.Flow(kKey)->flags & BALLAST_FLOW_F_HANDSHAKE_SEEN);  // the real one has it
   }
-  SECTION("a new SYN on the closed tuple is a new connection on the current table") {
+  SECTION("a new SYN on the closed tuple reopens it on its backend while it lingers") {
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kRst, 101, 0))) == 1);
     fx.SetUniformTable(kVipTcp4, 3);
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 900, 0))) == 3);
-    CHECK_FALSE(fx.Flow(kKey));
-    CHECK(fx.Handshake(kKey)->backend_id == 3);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 900, 0))) == 1);
+    CHECK(fx.Handshake(kKey)->backend_id == 1);
     CHECK(fx.BackendStats(1).syn_retransmits == 0);
-    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 901, 100))) == 3);
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 901, 100))) == 1);
+    CHECK(fx.Flow(kKey)->state == BALLAST_FLOW_ESTABLISHED);
   }
 }
 

@@ -29,15 +29,20 @@ namespace tcp = pktgen::tcp;
 
 constexpr size_t kM = 13;  // the lab's table size
 
-// The router's mark in an encapsulated output, as an IPv4 identification.
+// The router's mark in an encapsulated output, as a backend's decap program
+// reads it for a packet other than a SYN (bpf/lib/mark.h): the probe mark
+// is any IPv4 identification but 0 and the last-hop mark, or an IPv6 flow
+// label with the probe bit.
 uint32_t MarkOf(const Bytes& out) {
   auto v = pktgen::ParseFrame(out);
   REQUIRE(v.ok());
   REQUIRE(v->ip.has_value());
-  if (v->ip->family == 4) return v->ip->id;
-  if (v->ip->flow_label == BALLAST_FLOW_LABEL_PROBE) return BALLAST_ENCAP_ID_PROBE;
+  if (v->ip->family == 4) {
+    if (v->ip->id == BALLAST_ENCAP_ID_LAST) return BALLAST_ENCAP_ID_LAST;
+    return v->ip->id != 0 ? BALLAST_ENCAP_ID_PROBE : 0;
+  }
   if (v->ip->flow_label == BALLAST_FLOW_LABEL_LAST) return BALLAST_ENCAP_ID_LAST;
-  return 0;
+  return (v->ip->flow_label & BALLAST_FLOW_LABEL_PROBE_BIT) != 0 ? BALLAST_ENCAP_ID_PROBE : 0;
 }
 
 // One history word: `ids` most recent first.
@@ -246,22 +251,18 @@ TEST_CASE("Forged or stray established bounces are dropped, counted, and move no
         .Build();
   };
   const Addr cur = fx.BackendAddr(f.cur), other = fx.BackendAddr(f.prev2);
-  ExpectVerdicts(
-      fx,
-      {
-          {"without the probe mark", forged(cur, 20000, 0), BALLAST_V_DROP_BOUNCE_STRANGER},
-          {"with the last-hop mark", forged(cur, 20000, BALLAST_ENCAP_ID_LAST),
-           BALLAST_V_DROP_BOUNCE_STRANGER},
-          {"from a backend the flow never went to", forged(other, 20000, BALLAST_ENCAP_ID_PROBE),
-           BALLAST_V_DROP_BOUNCE_STRANGER},
-          {"from an address that is no backend",
-           forged(Lab::Backend4(99), 20000, BALLAST_ENCAP_ID_PROBE),
-           BALLAST_V_DROP_BOUNCE_STRANGER},
-          {"a sequence number outside the flow's window",
-           forged(cur, 20000 + 3 * BALLAST_SEQ_WINDOW, BALLAST_ENCAP_ID_PROBE),
-           BALLAST_V_DROP_BOUNCE_STRANGER},
-      },
-      XDP_DROP);
+  ExpectVerdicts(fx,
+                 {
+                     {"from a backend the flow never went to",
+                      forged(other, 20000, BALLAST_ENCAP_ID_PROBE), BALLAST_V_DROP_BOUNCE_STRANGER},
+                     {"from an address that is no backend",
+                      forged(Lab::Backend4(99), 20000, BALLAST_ENCAP_ID_PROBE),
+                      BALLAST_V_DROP_BOUNCE_STRANGER},
+                     {"a sequence number outside the flow's window",
+                      forged(cur, 20000 + 3 * BALLAST_SEQ_WINDOW, BALLAST_ENCAP_ID_PROBE),
+                      BALLAST_V_DROP_BOUNCE_STRANGER},
+                 },
+                 XDP_DROP);
   const ballast_flow after = *fx.Flow(key);
   CHECK(after.backend_id == before.backend_id);
   CHECK(after.reserved == before.reserved);
@@ -269,6 +270,33 @@ TEST_CASE("Forged or stray established bounces are dropped, counted, and move no
   const Outcome b = fx.Run(Bounce(a.out));
   REQUIRE(b.verdict == BALLAST_V_ESC_TX);
   CHECK(BackendOf(fx, b) == f.prev1);
+
+  SECTION("without the router's tag: forged, and the flow probes no more") {
+    // From the flow's backend now (prev1), in its window, but without the
+    // tag of the packet the router sent there (one guess per flow).
+    const Outcome c = fx.Run(From(f).Tcp(port, f.dport, tcp::kAck, 20000, 1).Build());
+    REQUIRE(MarkOf(c.out) == BALLAST_ENCAP_ID_PROBE);
+    for (const uint32_t id :
+         {0u, BALLAST_ENCAP_ID_LAST, BALLAST_ENCAP_ID_PROBE, OuterMarkOf(c.out) ^ 0x10u}) {
+      INFO("outer identification " << id);
+      LbFixture fx2;  // a fresh flow for each guess
+      SetUpLab(fx2);
+      TableWithHistory(fx2, f);
+      const Outcome a2 = fx2.Run(From(f).Tcp(port, f.dport, tcp::kAck, 20000, 1).Build());
+      REQUIRE(MarkOf(a2.out) == BALLAST_ENCAP_ID_PROBE);
+      if (id == (OuterMarkOf(a2.out) & 0xffff)) continue;
+      const Outcome g = fx2.Run(WithOuterMark(Bounce(a2.out), id));
+      CHECK(g.verdict == BALLAST_V_DROP_BOUNCE_FORGED);
+      CHECK(fx2.Flow(key)->backend_id == f.cur);
+      CHECK((fx2.Flow(key)->flags & BALLAST_FLOW_F_HISTORY) == 0);
+      // The genuine bounce after it is not taken, and the flow's packets
+      // go unmarked to its backend, as before second chance.
+      CHECK(fx2.Run(Bounce(a2.out)).verdict == BALLAST_V_DROP_BOUNCE_STRANGER);
+      const Outcome next = fx2.Run(From(f).Tcp(port, f.dport, tcp::kAck, 20000, 1).Build());
+      CHECK(BackendOf(fx2, next) == f.cur);
+      CHECK(MarkOf(next.out) == 0);
+    }
+  }
 }
 
 // ---- the backend's half, chained with the router ----------------------------

@@ -20,6 +20,7 @@
 #include "agent/dataplane/verdict.h"
 #include "ballast_flow_hash.h"
 #include "tests/bpf/tshark.h"
+#include "tests/lib/checksum.h"
 
 namespace ballast::bpftest {
 
@@ -455,6 +456,30 @@ Bytes Bounce(const Bytes& encapsulated) {
   const size_t src = 14 + (v4 ? 12 : 8), len = v4 ? 4 : 16;
   for (size_t i = 0; i < len; ++i) std::swap(b[src + i], b[src + len + i]);
   return b;
+}
+
+Bytes WithOuterMark(const Bytes& frame, uint32_t value) {
+  Bytes b = frame;
+  REQUIRE(b.size() >= 14 + 40);
+  if (b[12] == 0x08 && b[13] == 0x00) {
+    b[14 + 4] = static_cast<uint8_t>(value >> 8);
+    b[14 + 5] = static_cast<uint8_t>(value);
+    b[14 + 10] = b[14 + 11] = 0;
+    const uint16_t csum = pktgen::InternetChecksum(std::span<const uint8_t>(&b[14], 20));
+    b[14 + 10] = static_cast<uint8_t>(csum >> 8);
+    b[14 + 11] = static_cast<uint8_t>(csum);
+  } else {
+    b[14 + 1] = static_cast<uint8_t>((b[14 + 1] & 0xf0) | ((value >> 16) & 0x0f));
+    b[14 + 2] = static_cast<uint8_t>(value >> 8);
+    b[14 + 3] = static_cast<uint8_t>(value);
+  }
+  return b;
+}
+
+uint32_t OuterMarkOf(const Bytes& frame) {
+  REQUIRE(frame.size() >= 14 + 40);
+  if (frame[12] == 0x08 && frame[13] == 0x00) return uint32_t{frame[14 + 4]} << 8 | frame[14 + 5];
+  return uint32_t{frame[14 + 1] & 0x0fu} << 16 | uint32_t{frame[14 + 2]} << 8 | frame[14 + 3];
 }
 
 void CheckBouncesDissected(const std::vector<Bytes>& bounced, const std::string& tcp_field,

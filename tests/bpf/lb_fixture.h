@@ -188,6 +188,13 @@ std::array<uint64_t, BALLAST_DECAP_V_MAX> DecapStats(const dataplane::Decap& dec
 // xdp_decap; the chained tests check that the program does the same.
 Bytes Bounce(const Bytes& encapsulated);
 
+// `frame` (Ethernet + IPv4, or + IPv6) with its outer IPv4 identification,
+// or IPv6 flow label, set to `value` (the IPv4 checksum mended): where the
+// router's mark and bounce tag travel (bpf/lib/mark.h).
+Bytes WithOuterMark(const Bytes& frame, uint32_t value);
+// The outer IPv4 identification or IPv6 flow label of `frame`.
+uint32_t OuterMarkOf(const Bytes& frame);
+
 // An independent dissector (tshark) reads `bounced`, one IPv4 bounce and
 // one IPv6 bounce of xdp_decap: outer destination the router, the inner
 // packet intact to the VIP with `tcp_field` equal to `value`, every

@@ -61,8 +61,9 @@ TEST_CASE("IPv4 SYN to a VIP is IPv4-in-IPv4 encapsulated to the backend the tab
   CHECK(vs.dropped == 0);
 }
 
-TEST_CASE("IPv6 SYN to a VIP is IPv6-in-IPv6 encapsulated; flow label from the 5-tuple",
-          "[lb][forward]") {
+TEST_CASE(
+    "IPv6 SYN to a VIP is IPv6-in-IPv6 encapsulated; flow label from the 5-tuple after the SYN",
+    "[lb][forward]") {
   LbFixture fx;
   SetUpLab(fx);
   std::set<uint32_t> seen;
@@ -79,10 +80,13 @@ TEST_CASE("IPv6 SYN to a VIP is IPv6-in-IPv6 encapsulated; flow label from the 5
                                                  .outer_dst = fx.BackendAddr(want),
                                                  .inner_ip = pktgen::IpPacketOf(in),
                                                  .outer_tos = 0x28});
-    CHECK(outer.flow_label == ballast_flow_label(&key));
+    // A SYN's label is its bounce tag (bpf/lib/mark.h), never the last-hop
+    // mark.
+    CHECK(outer.flow_label != BALLAST_FLOW_LABEL_LAST);
     CHECK(fx.Handshake(key).has_value());
     seen.insert(want);
-    // Every packet of the flow carries the same label (one receive queue).
+    // Every packet of the flow after the SYN carries the same label (one
+    // receive queue): the 5-tuple's, without the probe bit.
     const Bytes ack = FromClient6().Tcp(sport, 443, tcp::kAck, 1001, 5001).Build();
     const Outcome oa = fx.Run(ack);
     REQUIRE(oa.action == XDP_TX);
@@ -90,7 +94,9 @@ TEST_CASE("IPv6 SYN to a VIP is IPv6-in-IPv6 encapsulated; flow label from the 5
                                                       .outer_src = Lab::Src6(),
                                                       .outer_dst = fx.BackendAddr(want),
                                                       .inner_ip = pktgen::IpPacketOf(ack)});
-    CHECK(outer_ack.flow_label == outer.flow_label);
+    CHECK(outer_ack.flow_label == (ballast_flow_label(&key) & ~BALLAST_FLOW_LABEL_PROBE_BIT));
+    const Bytes data = FromClient6().Tcp(sport, 443, tcp::kAck, 1001, 5001).PayloadSize(1).Build();
+    CHECK(pktgen::ParseFrame(fx.Run(data).out)->ip->flow_label == outer_ack.flow_label);
   }
   CHECK(seen.size() == 3);
 }
@@ -109,7 +115,10 @@ TEST_CASE("IPv4 client to an IPv6 backend is IPv4-in-IPv6", "[lb][forward]") {
                                                .outer_dst = fx.BackendAddr(want),
                                                .inner_ip = pktgen::IpPacketOf(in)});
   CHECK(outer.proto == proto::kIpip);
-  CHECK(outer.flow_label == ballast_flow_label(&key));
+  CHECK(outer.flow_label != BALLAST_FLOW_LABEL_LAST);  // the SYN's tag
+  const Bytes ack = FromClient4().Tcp(40001, 443, tcp::kAck, 1001, 5001).Build();
+  CHECK(pktgen::ParseFrame(fx.Run(ack).out)->ip->flow_label ==
+        (ballast_flow_label(&key) & ~BALLAST_FLOW_LABEL_PROBE_BIT));
 }
 
 TEST_CASE("IPv6 client to an IPv4 backend is dropped and counted", "[lb][forward]") {

@@ -138,9 +138,24 @@ TEST_CASE("A SYN on an active flow goes to the flow's backend and moves nothing"
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 7001, 1))) == 2);
     CHECK(FlowOf(fx).backend_id == 2);
   }
-  SECTION("on a closing flow (the client's FIN), a SYN starts a new connection") {
+  SECTION("on a closing flow (the client's FIN), a SYN reopens it on its backend") {
     REQUIRE(fx.Run(Segment(tcp::kFin | tcp::kAck, 111, 5001)).verdict == BALLAST_V_TX);
     REQUIRE(FlowOf(fx).state == BALLAST_FLOW_CLOSING);
+    const Outcome o = fx.Run(Segment(tcp::kSyn, 7000, 0));
+    CHECK(o.verdict == BALLAST_V_GUARDED_TX);
+    CHECK(BackendOf(fx, o) == 1);
+    // The new connection completes there, and the flow is its own.
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 7001, 1))) == 1);
+    CHECK(FlowOf(fx).state == BALLAST_FLOW_ESTABLISHED);
+    CHECK(FlowOf(fx).seq_next == 7001);
+    CHECK(FlowOf(fx).backend_id == 1);
+  }
+  SECTION("on a closing flow past its linger, a SYN starts a new connection") {
+    REQUIRE(fx.Run(Segment(tcp::kFin | tcp::kAck, 111, 5001)).verdict == BALLAST_V_TX);
+    ballast_flow aged = FlowOf(fx);
+    aged.last_seen_ns =
+        dataplane::Dataplane::MonotonicNowNs() - dataplane::Settings{}.linger_ns - 1'000'000'000ull;
+    fx.SetFlow(kKey, aged);
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 7000, 0))) == 2);
     CHECK_FALSE(fx.Flow(kKey));
   }
@@ -276,6 +291,28 @@ TEST_CASE("The completing ACK may follow data in the SYN (TCP Fast Open), not mo
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 8001, 1))) == 1);
   CHECK(fx.FlowMap(kKey) == "flows");
   CHECK(fx.BackendStats(1).handshake_count == 1);
+}
+
+TEST_CASE("A guessed in-window RST followed by a SYN moves nothing", "[lb][spoof]") {
+  // (until 2026-12-07 the RST closed the flow and the SYN started a new
+  // connection on the table's pick: the spoofer's ACK then took the live
+  // connection's tuple to backend 2)
+  LbFixture fx;
+  Establish(fx);
+  for (const uint8_t close : {tcp::kRst, static_cast<uint8_t>(tcp::kFin | tcp::kAck)}) {
+    INFO("closed with flags " << int{close});
+    REQUIRE(BackendOf(fx, fx.Run(Segment(close, 111 + 1000, 5001))) == 1);  // in the window
+    REQUIRE(FlowOf(fx).state == BALLAST_FLOW_CLOSING);
+    const Outcome syn = fx.Run(Segment(tcp::kSyn, 3'000'000'000u, 0));
+    CHECK(syn.verdict == BALLAST_V_GUARDED_TX);
+    CHECK(BackendOf(fx, syn) == 1);
+    // The live connection goes on where it was.
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, 111, 5001, 10))) == 1);
+    // So does the spoofer's completing ACK.
+    CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 3'000'000'001u, 1))) == 1);
+    CHECK(FlowOf(fx).backend_id == 1);
+    CHECK(fx.BackendStats(2).packets == 0);
+  }
 }
 
 }  // namespace
