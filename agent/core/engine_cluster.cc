@@ -59,6 +59,7 @@ absl::Status RouterEngine::AdoptReplicated(const v1::State& incoming, int64_t re
     revision_ = revision;
     health_.store_revision = revision_;
     health_.generation = state_->generation();
+    generation_ = health_.generation;
     health_.last_map_update_unix_ms = clock_->NowUnixMs();
     ++health_.adopted;
     health_.adopted_map_writes += static_cast<uint64_t>(stats.map_writes());
@@ -95,12 +96,9 @@ void RouterEngine::Record(const Actor& actor, const std::string& action, const s
   Mutation m;
   m.audit.push_back({action, vip, backend, inputs_json});
   m.events.push_back(MakeEvent(action, vip, backend, message));
-  uint64_t generation = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    generation = health_.generation;
-  }
-  Finish(actor, m, absl::OkStatus(), generation);
+  // No mu_: a commit holds it across its store's write (disk, etcd), and
+  // the cluster's owner calls this under its renewal lock.
+  Finish(actor, m, absl::OkStatus(), generation_.load());
 }
 
 void RouterEngine::SetCoordination(v1::Coordination view) {

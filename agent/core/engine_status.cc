@@ -68,8 +68,11 @@ absl::StatusOr<v1::StatusResponse> RouterEngine::GetStatus() const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (absl::Status s = StatusLocked(&out); !s.ok()) return s;
-    out.set_audit_append_failures(health_.audit_append_failures);
-    out.set_last_audit_error(health_.last_audit_error);
+    // Every record lost counts: failed writes and records a full queue
+    // refused (metrics tell them apart).
+    const AuditLog::Stats audit = audit_->stats();
+    out.set_audit_append_failures(audit.failed + audit.dropped);
+    out.set_last_audit_error(audit.last_error);
     if (health_.torn_down) return out;
     timeouts = image_.settings;
     attached_if = attached_if_;

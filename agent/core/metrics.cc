@@ -168,8 +168,13 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
            "Programming passes of the data plane that failed (and were rolled back).");
   w.Sample("ballast_map_update_errors_total", "", health.map_update_errors);
   w.Family("ballast_audit_append_failures_total", "counter",
-           "Changes applied whose audit record could not be written (disk full, I/O error).");
+           "Audit records that could not be written or synced (disk full, I/O error); their "
+           "changes were applied.");
   w.Sample("ballast_audit_append_failures_total", "", health.audit_append_failures);
+  w.Family("ballast_audit_records_dropped_total", "counter",
+           "Audit records dropped because the audit log's queue was full (its disk too slow); "
+           "their changes were applied.");
+  w.Sample("ballast_audit_records_dropped_total", "", health.audit_records_dropped);
   w.Family("ballast_evictions_total", "counter",
            "Draining backends evicted because their drain deadline passed.");
   w.Sample("ballast_evictions_total", "", health.evictions);

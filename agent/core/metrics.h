@@ -4,7 +4,8 @@
 //   agent:   ballast_up, ballast_agent_info{version,interface,attach_mode},
 //            ballast_config_generation, ballast_last_map_update_timestamp_seconds,
 //            ballast_map_update_errors_total, ballast_evictions_total,
-//            ballast_agent_start_time_seconds
+//            ballast_audit_append_failures_total,
+//            ballast_audit_records_dropped_total, ballast_agent_start_time_seconds
 //   data plane: ballast_verdict_packets_total{verdict} (names from
 //            dataplane::VerdictName)
 //   per VIP: ballast_vip_{packets,bytes,dropped}_total, ballast_vip_table_size,

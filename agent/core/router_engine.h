@@ -43,7 +43,9 @@
 //    CLOCK_MONOTONIC through the injected Clock.
 //
 // Thread-safety: as Engine (one mutex; the Dataplane is only touched with it
-// held). Tick() and the accessors below follow the same rule.
+// held). Tick() and the accessors below follow the same rule. Audit records
+// are queued after the mutex is released; no call waits for the audit
+// log's disk but PruneAudit() and FlushAudit(), which hold no engine lock.
 #ifndef BALLAST_AGENT_CORE_ROUTER_ENGINE_H_
 #define BALLAST_AGENT_CORE_ROUTER_ENGINE_H_
 
@@ -76,6 +78,7 @@ struct EngineOptions {
   std::string state_file = "/var/lib/ballast/state.pb";
   std::string audit_log = "/var/lib/ballast/audit.jsonl";
   uint64_t audit_max_bytes = AuditLog::kDefaultMaxBytes;  // rotated past this
+  AuditLog::Syncer audit_sync;  // null: fdatasync (tests inject a slow disk)
   dataplane::AttachMode attach_mode = dataplane::AttachMode::kAuto;
   // Status counts flows per backend by reading at most this many entries of
   // the connection table (its three maps). The read runs outside the
@@ -134,12 +137,16 @@ struct EngineHealth {
   ProgramStats start_reconcile;                    // what the start-up reconciliation wrote
   std::map<std::string, uint64_t> health_actions;  // automated health actions by kind
   bool torn_down = false;
-  int64_t store_revision = 0;          // the store's revision of the running state
-  uint64_t adopted = 0;                // replicated states applied (AdoptReplicated)
-  uint64_t adopted_map_writes = 0;     // map writes those applications made
-  uint64_t commit_conflicts = 0;       // operator writes retried after another writer won
-  uint64_t audit_append_failures = 0;  // changes applied whose audit record was lost
-  std::string last_audit_error;        // why the latest of them was lost
+  int64_t store_revision = 0;       // the store's revision of the running state
+  uint64_t adopted = 0;             // replicated states applied (AdoptReplicated)
+  uint64_t adopted_map_writes = 0;  // map writes those applications made
+  uint64_t commit_conflicts = 0;    // operator writes retried after another writer won
+  // The audit log's (AuditLog::Stats): records whose write or sync failed
+  // (disk full, I/O error), records refused by its full queue (the disk too
+  // slow), and why the latest of either was lost.
+  uint64_t audit_append_failures = 0;
+  uint64_t audit_records_dropped = 0;
+  std::string last_audit_error;
 };
 
 class RouterEngine final : public Engine {
@@ -200,8 +207,13 @@ class RouterEngine final : public Engine {
   // recording the devices (bounce_devices_file); the rest is reported.
   absl::Status RefreshBouncePaths();
 
-  // Drops audit records older than `days` days (0 = keep everything).
+  // Drops audit records older than `days` days (0 = keep everything). The
+  // audit log's writer thread does it; the caller waits for it (the disk),
+  // holding no engine lock.
   absl::StatusOr<size_t> PruneAudit(uint32_t days);
+  // Waits until the audit records of every call that returned so far are
+  // written and synced (AuditLog::Flush); destroying the engine does too.
+  void FlushAudit();
 
   // ---- health checking (driven by HealthController; types in engine_health.h) ----
 
@@ -230,7 +242,9 @@ class RouterEngine final : public Engine {
   absl::Status RefreshFromStore(const Actor& actor);
   // Writes an audit record (and sends an event of the same kind) for
   // something this node noticed or did outside a state change, e.g.
-  // "coordination_lost", "leader_elected", "fenced", "split_view".
+  // "coordination_lost", "leader_elected", "fenced", "split_view". Takes
+  // no engine lock and never waits for the disk (the record is queued):
+  // the cluster's owner calls it under its renewal lock.
   void Record(const Actor& actor, const std::string& action, const std::string& vip,
               const std::string& backend, const std::string& inputs_json,
               const std::string& message);
@@ -399,6 +413,8 @@ class RouterEngine final : public Engine {
   std::map<IpAddress, BackendBouncePath> bounce_view_;
   EngineHealth health_;
   HealthView health_view_;  // guarded by mu_
+  // health_.generation, for Record() and Finish() without mu_.
+  std::atomic<uint64_t> generation_{0};
   // RelearnHealth requests per VIP since start (HealthPool::relearn_requests).
   std::map<dataplane::VipKey, uint64_t> relearn_requests_;  // guarded by mu_
   std::atomic<bool> shutdown_{false};

@@ -55,6 +55,8 @@ TEST_CASE("Metrics carry per-VIP and per-backend series with escaped labels") {
   EngineHealth h;
   h.generation = 7;
   h.last_map_update_unix_ms = 1764439452000;
+  h.audit_append_failures = 2;
+  h.audit_records_dropped = 3;
   ProcessStats p;
   p.resident_bytes = 1234;
   const v1::StatusResponse s = SampleStatus();
@@ -63,6 +65,8 @@ TEST_CASE("Metrics carry per-VIP and per-backend series with escaped labels") {
   REQUIRE(text.find("ballast_up 1\n") != std::string::npos);
   REQUIRE(text.find("ballast_config_generation 7\n") != std::string::npos);
   REQUIRE(text.find("ballast_last_map_update_timestamp_seconds 1764439452\n") != std::string::npos);
+  REQUIRE(text.find("ballast_audit_append_failures_total 2\n") != std::string::npos);
+  REQUIRE(text.find("ballast_audit_records_dropped_total 3\n") != std::string::npos);
   REQUIRE(text.find("ballast_verdict_packets_total{verdict=\"pass_not_vip\"} 3\n") !=
           std::string::npos);
   REQUIRE(text.find("ballast_vip_packets_total{vip=\"[2001:db8:10::10]:443/tcp\"} 100\n") !=

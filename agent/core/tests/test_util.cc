@@ -91,18 +91,71 @@ void RequireRoot() {
 namespace {
 
 std::unique_ptr<RouterEngine> Start(const TempDir& dir, const Clock* clock,
-                                    const v1::Config& initial, bool vip_ownership,
+                                    const v1::Config& initial, EngineOptions eo,
                                     std::unique_ptr<dataplane::DataplanePort> dp) {
-  EngineOptions eo;
   eo.state_file = dir.File("state.pb");
   eo.audit_log = dir.File("audit.jsonl");
-  eo.vip_ownership = vip_ownership;
   auto e = RouterEngine::Start(std::move(dp), eo, clock, initial);
   if (!e.ok()) FAIL("starting the engine: " << e.status().ToString());
   return std::move(*e);
 }
 
+std::unique_ptr<RouterEngine> Start(const TempDir& dir, const Clock* clock,
+                                    const v1::Config& initial, bool vip_ownership,
+                                    std::unique_ptr<dataplane::DataplanePort> dp) {
+  EngineOptions eo;
+  eo.vip_ownership = vip_ownership;
+  return Start(dir, clock, initial, std::move(eo), std::move(dp));
+}
+
 }  // namespace
+
+std::unique_ptr<RouterEngine> StartEngine(const TempDir& dir, const Clock* clock,
+                                          const v1::Config& initial, EngineOptions options,
+                                          dataplane::FakeDataplane** fake) {
+  auto dp = std::make_unique<dataplane::FakeDataplane>();
+  if (fake != nullptr) *fake = dp.get();
+  return Start(dir, clock, initial, std::move(options), std::move(dp));
+}
+
+SlowDisk::SlowDisk(std::chrono::milliseconds max) : max_(max) {}
+
+AuditLog::Syncer SlowDisk::syncer() const {
+  return [s = s_, max = max_](int fd) {
+    {
+      std::unique_lock<std::mutex> lock(s->mu);
+      if (s->stalled) {
+        ++s->blocked;
+        s->cv.notify_all();
+        s->cv.wait_for(lock, max, [&] { return !s->stalled; });
+        --s->blocked;
+      }
+      ++s->syncs;
+    }
+    return fdatasync(fd);
+  };
+}
+
+void SlowDisk::Stall() {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  s_->stalled = true;
+}
+
+void SlowDisk::Release() {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  s_->stalled = false;
+  s_->cv.notify_all();
+}
+
+bool SlowDisk::WaitBlocked(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(s_->mu);
+  return s_->cv.wait_for(lock, timeout, [&] { return s_->blocked > 0; });
+}
+
+int SlowDisk::syncs() const {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  return s_->syncs;
+}
 
 std::unique_ptr<RouterEngine> StartEngine(const TempDir& dir, const Clock* clock,
                                           const v1::Config& initial, bool vip_ownership,

@@ -3,7 +3,10 @@
 #ifndef BALLAST_AGENT_CORE_TESTS_TEST_UTIL_H_
 #define BALLAST_AGENT_CORE_TESTS_TEST_UTIL_H_
 
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,6 +51,39 @@ void RequireRoot();
 std::unique_ptr<RouterEngine> StartEngine(const TempDir& dir, const Clock* clock,
                                           const v1::Config& initial, bool vip_ownership = false,
                                           dataplane::FakeDataplane** fake = nullptr);
+
+// The same with `options` (state_file and audit_log set to files in `dir`,
+// the rest as given).
+std::unique_ptr<RouterEngine> StartEngine(const TempDir& dir, const Clock* clock,
+                                          const v1::Config& initial, EngineOptions options,
+                                          dataplane::FakeDataplane** fake = nullptr);
+
+// A disk whose syncs can be stalled: while Stall() is in force, each sync
+// (AuditLog::Syncer, fdatasync underneath) blocks until Release() or until
+// it has blocked `max`. Outlives the log it is given to (the syncer shares
+// its state).
+class SlowDisk {
+ public:
+  explicit SlowDisk(std::chrono::milliseconds max = std::chrono::seconds(5));
+  ~SlowDisk() { Release(); }
+  AuditLog::Syncer syncer() const;
+  void Stall();
+  void Release();
+  // True once a sync is blocked (waits up to `timeout` for one).
+  bool WaitBlocked(std::chrono::milliseconds timeout) const;
+  int syncs() const;  // syncs that reached the disk
+
+ private:
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stalled = false;
+    int blocked = 0;
+    int syncs = 0;
+  };
+  std::chrono::milliseconds max_;
+  std::shared_ptr<Shared> s_ = std::make_shared<Shared>();
+};
 
 // The same over the real data plane (BPF maps; root), unpinned unless
 // `pin_dir` is given.
