@@ -168,8 +168,9 @@ class Dataplane final : public DataplanePort {
                          const VipOptions& options = {}) override;
   // Removes the VIP, its Maglev table and zeroes its counters. NotFound if
   // absent. The ownership goes with it: a VIP added again under the same key
-  // is new (see VipOptions).
-  absl::Status DeleteVip(const VipKey& key) override;
+  // is new (see VipOptions). The address's last VIP takes the address marker
+  // and filter bit too, unless options.keep_address_marker.
+  absl::Status DeleteVip(const VipKey& key, const DeleteVipOptions& options = {}) override;
   absl::StatusOr<std::vector<VipEntry>> Vips() const override;
   absl::StatusOr<std::vector<IpAddress>> VipAddressMarkers() const override;
   absl::Status DeleteVipAddressMarker(const IpAddress& addr) override;
@@ -315,8 +316,8 @@ class Dataplane final : public DataplanePort {
   Dataplane() = default;
   absl::Status AdoptOrPinProgram();
   bool IsOurs(uint32_t prog_id) const;
-  // Rewrites the vip_filter word that holds `addr`'s bit from the VIPs in the
-  // map (plus `addr` itself when include_addr).
+  // Rewrites the vip_filter word that holds `addr`'s bit from the VIPs and
+  // address markers in the map (plus `addr` itself when include_addr).
   absl::Status SetVipFilterWord(const IpAddress& addr, bool include_addr);
   absl::Status ZeroPerCpu(int map_fd, uint32_t key, size_t value_size, std::string_view what);
   // ForEachFlowIn for kAdoptedFlowsMap: the used ways of every set, the

@@ -191,7 +191,7 @@ absl::Status Dataplane::DeleteVipAddressMarker(const IpAddress& addr) {
     }
     return ErrnoStatus(errno, Cat("deleting the VIP address marker of ", addr.ToString()));
   }
-  return absl::OkStatus();
+  return SetVipFilterWord(addr, false);
 }
 
 namespace {
@@ -207,15 +207,23 @@ uint32_t VipFilterBit(const IpAddress& addr) {
 absl::Status Dataplane::SetVipFilterWord(const IpAddress& addr, bool include_addr) {
   const uint32_t bit = VipFilterBit(addr);
   const uint32_t word = bit / 64;
-  // Recompute the whole word from the VIPs that remain, so a bit shared by
-  // two addresses stays set while either exists.
+  // Recompute the whole word from the addresses the map still holds, VIPs
+  // and address markers alike (a marker kept after its last VIP keeps its
+  // bit), so a bit shared by two addresses stays set while either is there.
   uint64_t bits = include_addr ? (uint64_t{1} << (bit % 64)) : 0;
-  auto vips = Vips();
-  if (!vips.ok()) return vips.status();
-  for (const VipEntry& e : *vips) {
-    const uint32_t b = VipFilterBit(e.key.addr);
+  const int fd = map_fd("vips");
+  ballast_vip_key key = {};
+  ballast_vip_key next = {};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    auto a = IpAddress::FromAbi(key.addr, key.family);
+    if (!a.ok()) continue;
+    const uint32_t b = VipFilterBit(*a);
     if (b / 64 == word) bits |= uint64_t{1} << (b % 64);
   }
+  if (errno != ENOENT) return ErrnoStatus(errno, "walking the vips map");
   if (bpf_map_update_elem(map_fd("vip_filter"), &word, &bits, BPF_ANY) != 0) {
     return ErrnoStatus(errno, Cat("writing word ", word, " of the VIP address filter"));
   }
@@ -293,7 +301,7 @@ absl::Status Dataplane::UpsertVip(const VipKey& key, uint32_t vip_id, const VipO
   return absl::OkStatus();
 }
 
-absl::Status Dataplane::DeleteVip(const VipKey& key) {
+absl::Status Dataplane::DeleteVip(const VipKey& key, const DeleteVipOptions& options) {
   std::lock_guard<std::mutex> lock(vip_mu_);
   const ballast_vip_key k = ToAbi(key);
   ballast_vip_meta meta = {};
@@ -311,7 +319,7 @@ absl::Status Dataplane::DeleteVip(const VipKey& key) {
       return st;
     }
   }
-  {
+  if (!options.keep_address_marker) {
     auto rest = Vips();
     if (!rest.ok()) return rest.status();
     bool address_in_use = false;

@@ -102,14 +102,14 @@ absl::Status FakeDataplane::UpsertVip(const VipKey& key, uint32_t vip_id,
   return absl::OkStatus();
 }
 
-absl::Status FakeDataplane::DeleteVip(const VipKey& key) {
+absl::Status FakeDataplane::DeleteVip(const VipKey& key, const DeleteVipOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
   if (absl::Status st = Enter("DeleteVip"); !st.ok()) return st;
   auto it = vips_.find(VipKeyString(key));
   if (it == vips_.end()) return NoVip(key);
   const uint32_t id = it->second.meta.vip_id;
   vips_.erase(it);
-  if (!HasVipAddress(key.addr)) markers_.erase(key.addr);
+  if (!options.keep_address_marker && !HasVipAddress(key.addr)) markers_.erase(key.addr);
   tables_.erase(id);
   histories_.erase(id);
   vip_stats_.erase(id);

@@ -2,7 +2,9 @@
 // containers, no BPF, no root. It runs the same input checks as the real
 // Dataplane (checks.h) and keeps its semantics where the engine can see
 // them (port_contract_test.cc runs one contract over both): a VIP's address
-// marker lives while a VIP uses the address, an existing VIP keeps its
+// marker lives while a VIP uses the address (or until
+// DeleteVipAddressMarker when its last VIP was deleted with
+// keep_address_marker), an existing VIP keeps its
 // ownership, a deleted VIP takes its table and counters, a cleared backend
 // its counters.
 //
@@ -44,7 +46,7 @@ class FakeDataplane final : public DataplanePort {
   absl::StatusOr<Settings> GetSettings() const override;
   absl::Status UpsertVip(const VipKey& key, uint32_t vip_id,
                          const VipOptions& options = {}) override;
-  absl::Status DeleteVip(const VipKey& key) override;
+  absl::Status DeleteVip(const VipKey& key, const DeleteVipOptions& options = {}) override;
   absl::StatusOr<std::vector<VipEntry>> Vips() const override;
   absl::StatusOr<std::vector<IpAddress>> VipAddressMarkers() const override;
   absl::Status DeleteVipAddressMarker(const IpAddress& addr) override;

@@ -43,12 +43,16 @@ class DataplanePort {
   // AlreadyExists if another key holds vip_id.
   virtual absl::Status UpsertVip(const VipKey& key, uint32_t vip_id,
                                  const VipOptions& options = {}) = 0;
-  // NotFound if absent; takes the VIP's table and counters with it.
-  virtual absl::Status DeleteVip(const VipKey& key) = 0;
+  // NotFound if absent; takes the VIP's table and counters with it, and
+  // the address marker with the address's last VIP unless
+  // options.keep_address_marker.
+  virtual absl::Status DeleteVip(const VipKey& key, const DeleteVipOptions& options = {}) = 0;
   virtual absl::StatusOr<std::vector<VipEntry>> Vips() const = 0;
   // The addresses that hold an address marker.
   virtual absl::StatusOr<std::vector<IpAddress>> VipAddressMarkers() const = 0;
-  // Removes a marker no VIP uses (left by something else); NotFound if none.
+  // Removes a marker no VIP uses (kept by DeleteVip, or left by something
+  // else) with its filter bit; NotFound if none, FailedPrecondition while a
+  // VIP uses the address.
   virtual absl::Status DeleteVipAddressMarker(const IpAddress& addr) = 0;
   virtual absl::Status SetVipOwnerDeadline(const VipKey& key,
                                            std::optional<uint64_t> monotonic_ns) = 0;

@@ -86,6 +86,17 @@ struct VipOptions {
   bool gue = false;
 };
 
+// DeleteVip's options.
+struct DeleteVipOptions {
+  // The address's marker and filter bit stay even when this was the
+  // address's last VIP: its packets are still recognised as VIP traffic
+  // and dropped (drop_vip_unserved) instead of passed to the kernel, which
+  // would route them back to where they came from while a route still
+  // brings them (docs/bgp.md, "Deleting a VIP"). DeleteVipAddressMarker()
+  // removes them later.
+  bool keep_address_marker = false;
+};
+
 // A VIP's ownership state as the data plane holds it.
 struct VipOwner {
   // The owner deadline (absolute CLOCK_MONOTONIC ns); nullopt = the VIP is

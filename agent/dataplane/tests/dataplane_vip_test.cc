@@ -1,17 +1,26 @@
 // A VIP's flags word in the maps (both copies the program reads: `vips`
 // and vip_refs[id].meta): the owner deadline and the GUE flag, each left
-// alone by the other's updates, also from another thread. Needs root.
+// alone by the other's updates, also from another thread; and an address
+// marker kept after its last VIP (a retired address). Needs root.
 // (Split from dataplane_test.cc.)
 #include <bpf/bpf.h>
+#include <linux/bpf.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "agent/dataplane/dataplane.h"
 #include "agent/dataplane/tests/test_util.h"
+#include "ballast_flow_hash.h"
+#include "tests/lib/packet.h"
+#include "tests/lib/xdp_run.h"
 
 using namespace ballast::dataplane;
 using namespace ballast::dataplane::testing;
@@ -166,4 +175,86 @@ TEST_CASE("owner deadline renewals from another thread are never undone by VIP u
   auto [meta, ref] = VipMetas(*dp, *key, (*vips)[0].meta.vip_id);
   CHECK(meta.owner_deadline_ns == kRenewals);
   CHECK(ref.owner_deadline_ns == kRenewals);
+}
+
+namespace {
+
+// The vip_filter bit of an address (as the library computes it).
+uint32_t FilterBit(const ballast::IpAddress& a) {
+  uint32_t w[4];
+  std::memcpy(w, a.bytes().data(), sizeof(w));
+  return ballast_vip_filter_bit(w[0], w[1], w[2], w[3], a.family());
+}
+
+// One TCP SYN from a client to `dst`:`port` through the lb program: its
+// action and the verdict counter that moved ("XDP_DROP drop_vip_unserved").
+std::string Syn(Dataplane& dp, const char* dst, uint16_t port) {
+  using namespace ballast::pktgen;
+  const Bytes frame = PacketBuilder()
+                          .Eth(Mac::Parse("02:00:00:00:00:01"), Mac::Parse("02:00:00:00:00:02"))
+                          .Ip4(Addr::Parse("198.18.2.2"), Addr::Parse(dst))
+                          .Tcp(40000, port, tcp::kSyn)
+                          .Build();
+  auto before = dp.Verdicts();
+  REQUIRE(before.ok());
+  auto r = RunXdp(dp.prog_fd(), frame);
+  REQUIRE(r.ok());
+  auto after = dp.Verdicts();
+  REQUIRE(after.ok());
+  std::string out = XdpActionName(r->action);
+  for (int v = 0; v < BALLAST_V_MAX; ++v) {
+    if ((*after)[v] != (*before)[v]) {
+      out += " " + std::string(VerdictName(static_cast<ballast_verdict>(v)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a marker kept after the address's last VIP: its packets are dropped until it goes",
+          "[dataplane][bpf][retire]") {
+  RequireRoot();
+  auto dp = OpenUnpinned();
+  // Two addresses whose filter bits share a word, so that deleting one
+  // rewrites the word the other's bit is in.
+  const ballast::IpAddress a = Ip("198.18.0.10");
+  std::string b_text;
+  for (int i = 11; i < 65536 && b_text.empty(); ++i) {
+    const std::string t = "198.18." + std::to_string(i / 256) + "." + std::to_string(i % 256);
+    const uint32_t bit = FilterBit(*ballast::IpAddress::Parse(t));
+    if (bit / 64 == FilterBit(a) / 64 && bit != FilterBit(a)) b_text = t;
+  }
+  REQUIRE(!b_text.empty());
+  INFO("second address " << b_text);
+  auto ka = ParseVipKey("198.18.0.10:80/tcp");
+  auto kb = ParseVipKey(b_text + ":80/tcp");
+  REQUIRE((ka.ok() && kb.ok()));
+  REQUIRE(dp->UpsertVip(*ka, 1).ok());
+  REQUIRE(dp->UpsertVip(*kb, 2).ok());
+  const std::string kDropped = "XDP_DROP drop_vip_unserved";
+  // A port no VIP serves: dropped, never passed to the kernel.
+  CHECK(Syn(*dp, "198.18.0.10", 81) == kDropped);
+
+  // The address's last VIP goes, its marker stays: the VIP's own port is
+  // unserved now, dropped too.
+  REQUIRE(dp->DeleteVip(*ka, {.keep_address_marker = true}).ok());
+  auto markers = dp->VipAddressMarkers();
+  REQUIRE(markers.ok());
+  CHECK(std::count(markers->begin(), markers->end(), a) == 1);
+  CHECK(Syn(*dp, "198.18.0.10", 80) == kDropped);
+  // The neighbour's deletion rewrites the shared filter word: the kept
+  // marker's bit stays in it.
+  REQUIRE(dp->DeleteVip(*kb).ok());
+  CHECK(Syn(*dp, "198.18.0.10", 80) == kDropped);
+  CHECK(Syn(*dp, b_text.c_str(), 80) == "XDP_PASS pass_not_vip");
+
+  // Released: the address is nobody's, its packets are the kernel's; the
+  // word is empty again.
+  REQUIRE(dp->DeleteVipAddressMarker(a).ok());
+  CHECK(Syn(*dp, "198.18.0.10", 80) == "XDP_PASS pass_not_vip");
+  uint64_t word = 1;
+  const uint32_t w = FilterBit(a) / 64;
+  REQUIRE(bpf_map_lookup_elem(dp->map_fd("vip_filter"), &w, &word) == 0);
+  CHECK(word == 0);
 }

@@ -94,6 +94,25 @@ void RunContract(DataplanePort& dp) {
     CHECK(VipTexts(dp).empty());
   }
 
+  SECTION("A marker kept after the address's last VIP stays until it is deleted") {
+    const VipKey a = Vip("198.18.0.10", 80), b = Vip("198.18.0.10", 443);
+    REQUIRE(dp.UpsertVip(a, 1).ok());
+    REQUIRE(dp.UpsertVip(b, 2).ok());
+    REQUIRE(dp.DeleteVip(a, {.keep_address_marker = true}).ok());
+    REQUIRE(dp.DeleteVip(b, {.keep_address_marker = true}).ok());
+    CHECK(VipTexts(dp).empty());
+    CHECK(Markers(dp) == Texts{"198.18.0.10"});
+    // A VIP on it again uses the marker; its last VIP, deleted without the
+    // option, takes it.
+    REQUIRE(dp.UpsertVip(a, 1).ok());
+    CHECK(dp.DeleteVipAddressMarker(Addr("198.18.0.10")).code() ==
+          absl::StatusCode::kFailedPrecondition);
+    REQUIRE(dp.DeleteVip(a, {.keep_address_marker = true}).ok());
+    REQUIRE(dp.DeleteVipAddressMarker(Addr("198.18.0.10")).ok());
+    CHECK(Markers(dp).empty());
+    CHECK(dp.DeleteVipAddressMarker(Addr("198.18.0.10")).code() == absl::StatusCode::kNotFound);
+  }
+
   SECTION("Ownership: a new VIP is owned only when asked; an update keeps it") {
     const VipKey a = Vip("198.18.0.10", 80), b = Vip("198.18.0.20", 80);
     REQUIRE(dp.UpsertVip(a, 1).ok());
