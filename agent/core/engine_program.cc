@@ -59,14 +59,24 @@ absl::Status RouterEngine::Program(const Image& from, const BuiltImage& built,
     ++stats->backends_set;
   }
   // VIPs that go away (or whose id changes) before tables are written, so a
-  // reused vip_id never has its new table deleted.
+  // reused vip_id never has its new table deleted. A VIP whose id changes
+  // is added again below and keeps its address marker meanwhile; so does
+  // one that goes when addresses are retired (NoteRetired).
+  std::set<IpAddress> emptied;
   for (const auto& [k, v] : from.vips) {
     if (!in_scope(k)) continue;
     auto it = to.vips.find(k);
     if (it != to.vips.end() && it->second.vip_id == v.vip_id) continue;
-    if (auto s = dp.DeleteVip(v.key); !s.ok() && s.code() != absl::StatusCode::kNotFound) return s;
+    const bool stays = it != to.vips.end();
+    dataplane::DeleteVipOptions dvo;
+    dvo.keep_address_marker = stays || options_.retire_addresses;
+    if (auto s = dp.DeleteVip(v.key, dvo); !s.ok() && s.code() != absl::StatusCode::kNotFound) {
+      return s;
+    }
     ++stats->vips_deleted;
+    if (!stays) emptied.insert(v.key.addr);
   }
+  if (options_.retire_addresses) NoteRetired(from, to, scope, emptied, now_ns);
   for (const auto& [k, v] : to.vips) {
     auto it = from.vips.find(k);
     const bool same = it != from.vips.end() && it->second.vip_id == v.vip_id &&
@@ -171,6 +181,61 @@ absl::Status RouterEngine::Program(const Image& from, const BuiltImage& built,
       dp, to.interface.empty() ? std::set<std::string>{} : to.extra_interfaces, stats);
 }
 
+void RouterEngine::NoteRetired(const Image& from, const Image& to,
+                               const std::set<dataplane::VipKey>* scope,
+                               const std::set<IpAddress>& emptied, uint64_t now_ns) {
+  // The addresses of the result: `to`'s VIPs, and (a scoped pass) the VIPs
+  // of `from` the pass did not touch.
+  std::set<IpAddress> used;
+  for (const auto& [k, v] : to.vips) used.insert(k.addr);
+  if (scope != nullptr) {
+    for (const auto& [k, v] : from.vips) {
+      if (scope->count(k) == 0) used.insert(k.addr);
+    }
+  }
+  for (const IpAddress& a : emptied) {
+    if (used.count(a) != 0) continue;
+    retired_.insert_or_assign(a, now_ns);
+    Log(LogLevel::kInfo, "VIP address retired: its marker stays until its route is withdrawn",
+        {{"address", a.ToString()}});
+  }
+  for (const IpAddress& a : used) {
+    if (retired_.erase(a) != 0) {
+      Log(LogLevel::kInfo, "retired VIP address in use again", {{"address", a.ToString()}});
+    }
+  }
+}
+
+std::map<IpAddress, uint64_t> RouterEngine::RetiredAddresses() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return retired_;
+}
+
+absl::StatusOr<std::vector<IpAddress>> RouterEngine::ReleaseRetiredAddresses(
+    const std::map<IpAddress, uint64_t>& addresses) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<IpAddress> released;
+  if (health_.torn_down) return released;
+  for (const auto& [a, since] : addresses) {
+    auto it = retired_.find(a);
+    if (it == retired_.end() || it->second != since) continue;
+    if (image_.vip_addresses.count(a) != 0) {  // cannot be: in use means not retired
+      retired_.erase(it);
+      continue;
+    }
+    if (absl::Status s = dp_->DeleteVipAddressMarker(a);
+        !s.ok() && s.code() != absl::StatusCode::kNotFound) {
+      return Annotate(s, absl::StrCat("releasing the retired VIP address ", a.ToString()));
+    }
+    retired_.erase(it);
+    released.push_back(a);
+    Log(LogLevel::kInfo, "retired VIP address released: its marker is gone",
+        {{"address", a.ToString()},
+         {"held_ms", static_cast<int64_t>((clock_->NowMonotonicNs() - since) / 1'000'000)}});
+  }
+  return released;
+}
+
 absl::Status RouterEngine::ProgramExtraInterfaces(dataplane::DataplanePort& dp,
                                                   const std::set<std::string>& want,
                                                   ProgramStats* stats) {
@@ -214,9 +279,18 @@ absl::Status RouterEngine::ReconcileLocked(const v1::State& state, ProgramStats*
   actual->extra_interfaces = attached_extra_;
   if (auto s = Program(*actual, *built, nullptr, stats); !s.ok()) return s;
   // UpsertVip/DeleteVip keep one address marker per VIP address; a marker
-  // left behind by something else (no VIP uses its address) is removed here.
+  // left behind by something else (no VIP uses its address) is removed
+  // here, or, when addresses are retired, kept as retired: a run before
+  // this one may have been waiting for its route to be withdrawn.
   for (const IpAddress& a : actual->vip_addresses) {
     if (built->image.vip_addresses.count(a) != 0) continue;
+    if (options_.retire_addresses) {
+      if (retired_.emplace(a, clock_->NowMonotonicNs()).second) {
+        Log(LogLevel::kInfo, "VIP address retired: its marker stays until its route is withdrawn",
+            {{"address", a.ToString()}, {"found", "a marker no VIP uses"}});
+      }
+      continue;
+    }
     if (absl::Status s = dp_->DeleteVipAddressMarker(a);
         !s.ok() && s.code() != absl::StatusCode::kNotFound) {
       return s;

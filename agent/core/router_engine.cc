@@ -386,6 +386,7 @@ absl::Status RouterEngine::Teardown(const Actor& actor) {
       attached_extra_.clear();
       bounce_ = {};  // detached with everything else
       bounce_view_.clear();
+      retired_.clear();
       if (auto b = SaveBounceDevices(); !b.ok()) {
         Log(LogLevel::kWarning, "teardown: could not remove the record of bounce devices",
             {{"error", std::string(b.message())}});

@@ -102,6 +102,17 @@ struct EngineOptions {
   // Where the devices attached for bounces are recorded, so that the next
   // run detaches those no backend needs any more. "": not recorded.
   std::string bounce_devices_file;
+  // The VIP addresses are announced over BGP (lbagent with a `bgp`
+  // section). An address whose last VIP goes is then *retired*: its address
+  // marker stays in the data plane, so the packets its route still brings
+  // are dropped (drop_vip_unserved) instead of passed to the kernel, which
+  // would route them back to the ToR until their TTL ran out. It stays until
+  // ReleaseRetiredAddresses() (the announcer, once BIRD no longer exports
+  // the route and the ToR had time to follow; docs/bgp.md, "Deleting a
+  // VIP"). Start-up keeps a marker no VIP uses as retired too (an earlier
+  // run may have been waiting for its withdrawal). false: the marker goes
+  // with the address's last VIP.
+  bool retire_addresses = false;
 };
 
 // What one programming pass wrote (for logs, tests and the benchmark).
@@ -276,6 +287,17 @@ class RouterEngine final : public Engine {
   // as `drill` (inputs: the result as JSON).
   absl::Status RecordDrill(const v1::DrillResult& result, const Actor& actor) override;
 
+  // ---- retired VIP addresses (EngineOptions::retire_addresses) ----
+
+  // The addresses no VIP uses whose marker the data plane still holds, with
+  // when each was retired (CLOCK_MONOTONIC ns, by the Clock).
+  std::map<IpAddress, uint64_t> RetiredAddresses() const;
+  // Removes the markers of `addresses`, each given with the retirement time
+  // RetiredAddresses() returned: one retired again since (a VIP came and
+  // went) or in use again is left alone. Returns the addresses released.
+  absl::StatusOr<std::vector<IpAddress>> ReleaseRetiredAddresses(
+      const std::map<IpAddress, uint64_t>& addresses);
+
   EngineHealth Health() const;
   v1::State State() const;  // a copy of the current state
   // What the data plane's maps hold now (read back), e.g. to check that a
@@ -347,6 +369,11 @@ class RouterEngine final : public Engine {
   // Reads the maps and programs `state` over them (start-up, and recovery
   // after a failed programming pass).
   absl::Status ReconcileLocked(const v1::State& state, ProgramStats* stats);
+  // Program()'s bookkeeping of retired addresses: `emptied` holds the
+  // addresses of the VIPs it deleted; those no VIP of the result uses are
+  // retired now, and every address the result uses is no longer retired.
+  void NoteRetired(const Image& from, const Image& to, const std::set<dataplane::VipKey>* scope,
+                   const std::set<IpAddress>& emptied, uint64_t now_ns);
   // GetStatus() but the data plane's counters and the flow counts (mu_
   // held).
   absl::Status StatusLocked(v1::StatusResponse* out) const;
@@ -411,6 +438,9 @@ class RouterEngine final : public Engine {
   BounceState bounce_;
   BounceFacts bounce_facts_;
   std::map<IpAddress, BackendBouncePath> bounce_view_;
+  // Retired VIP addresses (EngineOptions::retire_addresses) and when each
+  // was retired, CLOCK_MONOTONIC ns; guarded by mu_.
+  std::map<IpAddress, uint64_t> retired_;
   EngineHealth health_;
   HealthView health_view_;  // guarded by mu_
   // health_.generation, for Record() and Finish() without mu_.
