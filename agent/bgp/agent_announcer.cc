@@ -13,6 +13,7 @@
 #include "agent/base/json.h"
 #include "agent/core/log.h"
 #include "agent/core/names.h"
+#include "agent/core/validate.h"
 #include "agent/dataplane/dataplane.h"
 
 namespace ballast::bgp {
@@ -30,6 +31,7 @@ v1::Bgp BgpWithDefaults(const v1::Bgp& in) {
   if (out.interval_ms() == 0) out.set_interval_ms(250);
   if (out.bird_timeout_ms() == 0) out.set_bird_timeout_ms(2000);
   if (out.hold_file().empty()) out.set_hold_file("/run/ballast/bgp-hold");
+  if (out.withdraw_grace_ms() == 0) out.set_withdraw_grace_ms(core::kDefaultWithdrawGraceMs);
   return out;
 }
 
@@ -103,8 +105,11 @@ void AgentAnnouncer::Loop() {
   }
 }
 
-PolicyInput AgentAnnouncer::Gather(const std::string& shutdown) {
+PolicyInput AgentAnnouncer::Gather(const std::string& shutdown,
+                                   std::map<IpAddress, uint64_t>* retired) {
   PolicyInput in;
+  *retired = options_.engine->RetiredAddresses();
+  for (const auto& [a, since] : *retired) in.retired.push_back(a.ToString());
   in.shutdown = shutdown;
   struct stat sb;
   if (stat(options_.config.hold_file().c_str(), &sb) == 0) {
@@ -130,8 +135,50 @@ PolicyInput AgentAnnouncer::Gather(const std::string& shutdown) {
   return in;
 }
 
+std::map<VipPrefix, std::string> AgentAnnouncer::ReleaseRetired(
+    const std::map<IpAddress, uint64_t>& retired, const AnnouncerStatus& bird, uint64_t now_ns) {
+  std::map<VipPrefix, BirdVipState> observed;
+  std::map<VipPrefix, IpAddress> address_of;
+  for (const auto& [a, since] : retired) {
+    absl::StatusOr<VipPrefix> p = VipPrefix::Parse(a.ToString());
+    if (!p.ok()) continue;
+    observed[*p] = BirdVipState::kUnknown;  // until BIRD shows it
+    address_of.emplace(*p, a);
+  }
+  for (const VipStatus& v : bird.vips) {
+    // Only a desired withdrawal counts: an address a VIP uses again is not
+    // retired any more (the engine no longer lists it next pass).
+    if (auto it = observed.find(v.vip); it != observed.end() && !v.desired) it->second = v.bird;
+  }
+  ReleasePlan plan = PlanAddressRelease(release_memory_, observed, now_ns,
+                                        uint64_t{options_.config.withdraw_grace_ms()} * 1'000'000);
+  release_memory_ = std::move(plan.next);
+  if (plan.release.empty()) return plan.held;
+  std::map<IpAddress, uint64_t> go;
+  for (const VipPrefix& p : plan.release) {
+    const IpAddress& a = address_of.at(p);
+    go[a] = retired.at(a);
+  }
+  auto released = options_.engine->ReleaseRetiredAddresses(go);
+  if (!released.ok()) {
+    Log(LogLevel::kError, "bgp: releasing retired VIP addresses failed (retrying next pass)",
+        {{"error", std::string(released.status().message())}});
+    for (const VipPrefix& p : plan.release) {
+      plan.held[p] = absl::StrCat("no VIP uses it; releasing its marker failed: ",
+                                  released.status().message());
+    }
+    return plan.held;
+  }
+  for (const IpAddress& a : *released) {
+    Log(LogLevel::kInfo, "bgp: retired VIP address released (route withdrawn, grace passed)",
+        {{"address", a.ToString()}, {"grace_ms", options_.config.withdraw_grace_ms()}});
+  }
+  return plan.held;
+}
+
 absl::Status AgentAnnouncer::Pass(const std::string& shutdown) {
-  const PolicyInput in = Gather(shutdown);
+  std::map<IpAddress, uint64_t> retired;
+  const PolicyInput in = Gather(shutdown, &retired);
   std::vector<std::string> errors;
   std::map<VipPrefix, AnnounceDecision> want = DecideAnnouncements(in, &errors);
   if (in.dataplane.problem != last_dataplane_problem_) {
@@ -207,6 +254,12 @@ absl::Status AgentAnnouncer::Pass(const std::string& shutdown) {
   }
 
   const AnnouncerStatus as = announcer_.Status();
+  // A retired address's marker goes once its route is gone (not on the
+  // shutdown pass: the maps outlive the agent, and the next run holds it).
+  std::map<VipPrefix, std::string> held;
+  if (shutdown.empty()) {
+    held = ReleaseRetired(retired, as, dataplane::Dataplane::MonotonicNowNs());
+  }
   v1::Announcement st;
   st.set_enabled(true);
   st.set_bird_socket(options_.config.bird_socket());
@@ -224,6 +277,7 @@ absl::Status AgentAnnouncer::Pass(const std::string& shutdown) {
       va->set_announce(d->second.announce);
       va->set_reason(d->second.reason);
     }
+    if (auto h = held.find(v.vip); h != held.end()) va->set_reason(h->second);
     va->set_bird_state(BirdVipStateName(v.bird));
     if (auto s = since_ms_.find(v.vip); s != since_ms_.end()) va->set_since_unix_ms(s->second);
     va->set_error(v.error);

@@ -12,7 +12,13 @@
 //      (announcer.h: enable/disable one static protocol per VIP; idempotent,
 //      so a restarted BIRD is re-applied on the next pass);
 //   5. publishes the result to the engine's status (StatusResponse.
-//      announcement), hence `lbctl status` and the metrics.
+//      announcement), hence `lbctl status` and the metrics;
+//   6. releases the engine's retired VIP addresses whose route BIRD no
+//      longer exports, after the ToR's grace (bgp.withdraw_grace_ms;
+//      PlanAddressRelease, address_release.h, pure). Until then the data
+//      plane drops their packets instead of sending them back to the ToR
+//      (core::EngineOptions::retire_addresses, which lbagent sets with a
+//      `bgp` section).
 // BIRD unreachable: the pass counts an error, logs it when it changes, and
 // the next pass tries again; nothing else is affected.
 //
@@ -34,6 +40,7 @@
 #include <string>
 #include <thread>
 
+#include "agent/bgp/address_release.h"
 #include "agent/bgp/announce_policy.h"
 #include "agent/bgp/announcer.h"
 #include "agent/core/router_engine.h"
@@ -76,7 +83,12 @@ class AgentAnnouncer {
   void Loop();
   // One pass; `shutdown` non-empty for the last one.
   absl::Status Pass(const std::string& shutdown);
-  PolicyInput Gather(const std::string& shutdown);
+  // The policy's inputs; `*retired` gets the engine's retired addresses.
+  PolicyInput Gather(const std::string& shutdown, std::map<IpAddress, uint64_t>* retired);
+  // Step 6 (not on the shutdown pass): releases what PlanAddressRelease
+  // lets go, and returns why each of the others is still held.
+  std::map<VipPrefix, std::string> ReleaseRetired(const std::map<IpAddress, uint64_t>& retired,
+                                                  const AnnouncerStatus& bird, uint64_t now_ns);
 
   const Options options_;
   Announcer announcer_;
@@ -86,6 +98,7 @@ class AgentAnnouncer {
   std::map<VipPrefix, int64_t> since_ms_;
   std::string last_error_;
   std::string last_dataplane_problem_;
+  ReleaseMemory release_memory_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

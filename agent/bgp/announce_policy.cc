@@ -56,6 +56,17 @@ std::map<VipPrefix, AnnounceDecision> DecideAnnouncements(const PolicyInput& in,
     const bool may = MayForward(v, in, &why);
     if (may || d.reason.empty()) d = {may, why};
   }
+  for (const std::string& a : in.retired) {
+    absl::StatusOr<VipPrefix> prefix = VipPrefix::Parse(a);
+    if (!prefix.ok()) {
+      if (errors != nullptr) {
+        errors->push_back(absl::StrCat("retired VIP address ", a, ": ", prefix.status().message()));
+      }
+      continue;
+    }
+    if (out.count(*prefix) != 0) continue;  // a VIP uses it again
+    out[*prefix] = {false, "no VIP uses it any more"};
+  }
   return out;
 }
 

@@ -11,6 +11,9 @@
 //      - an ACTIVE_STANDBY VIP in cluster mode: only while this node holds
 //        its lease (owner) and the data-plane owner deadline is in the future
 //        (a lost lease or a fence sets it to the past at once).
+// A retired address (no VIP uses it any more; the data plane still drops
+// its packets, address_release.h) is withdrawn, and decided like the others
+// so that BIRD's state of it is followed until its marker goes.
 // A VIP whose backends are all down stays announced: every router holds the
 // same backends, so withdrawing it everywhere would turn "no backend" into
 // "no route" and couple routing to health-check churn (docs/bgp.md: moving
@@ -57,6 +60,9 @@ struct PolicyInput {
   bool cluster_mode = false;  // ACTIVE_STANDBY applies only in cluster mode
   uint64_t now_ns = 0;        // CLOCK_MONOTONIC, the clock of the deadlines
   std::vector<VipInput> vips;
+  // Retired VIP addresses ("198.18.0.10"): no VIP in `vips` should use
+  // them; one that does is decided by its VIPs.
+  std::vector<std::string> retired;
 };
 
 struct AnnounceDecision {
@@ -65,8 +71,9 @@ struct AnnounceDecision {
   friend bool operator==(const AnnounceDecision&, const AnnounceDecision&) = default;
 };
 
-// The desired state of every VIP address in `in.vips`. Addresses that do
-// not parse are left out and named in `*errors` (when given).
+// The desired state of every VIP address in `in.vips` and `in.retired`.
+// Addresses that do not parse are left out and named in `*errors` (when
+// given).
 std::map<VipPrefix, AnnounceDecision> DecideAnnouncements(
     const PolicyInput& in, std::vector<std::string>* errors = nullptr);
 

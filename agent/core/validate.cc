@@ -729,6 +729,11 @@ absl::Status ValidateAgentConfig(const v1::AgentConfig& c) {
       }
     }
     if (auto s = CheckAbsolutePath(b.hold_file(), at.Child("hold_file")); !s.ok()) return s;
+    if (auto s = CheckOptionalRange(b.withdraw_grace_ms(), kMinWithdrawGraceMs, kMaxWithdrawGraceMs,
+                                    kDefaultWithdrawGraceMs, at.Child("withdraw_grace_ms"));
+        !s.ok()) {
+      return s;
+    }
   }
   if (c.has_probe_forwarding()) {
     const v1::ProbeForwarding& f = c.probe_forwarding();

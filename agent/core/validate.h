@@ -38,6 +38,10 @@ inline constexpr uint32_t kMaxNameBytes = 256;
 // much again in the agent): 256 MiB of tables, room for every VIP at the
 // default size (1023 x 65537) or 64 at the largest.
 inline constexpr uint64_t kMaxTotalTableSlots = uint64_t{1} << 26;
+// bgp.withdraw_grace_ms: default and range.
+inline constexpr uint32_t kDefaultWithdrawGraceMs = 2000;
+inline constexpr uint32_t kMinWithdrawGraceMs = 100;
+inline constexpr uint32_t kMaxWithdrawGraceMs = 60000;
 
 // ---- effective values (0 = default) ---------------------------------------------
 uint32_t EffectiveTableSize(const v1::Vip& vip);

@@ -215,8 +215,9 @@ int CheckConfig(const std::string& path) {
     const v1::Bgp b = bgp::BgpWithDefaults(config->bgp());
     printf(
         "bgp: announces the VIPs through BIRD at %s every %u ms (BIRD timeout %u ms); hold file "
-        "%s\n",
-        b.bird_socket().c_str(), b.interval_ms(), b.bird_timeout_ms(), b.hold_file().c_str());
+        "%s; a deleted VIP address is dropped here until %u ms after its route is withdrawn\n",
+        b.bird_socket().c_str(), b.interval_ms(), b.bird_timeout_ms(), b.hold_file().c_str(),
+        b.withdraw_grace_ms());
   } else {
     printf("bgp: off (no bgp section): this agent announces no VIP\n");
   }
@@ -470,6 +471,8 @@ int Run(const std::string& config_path) {
   eo.vip_ownership = cluster != nullptr;
   eo.route_lookup = LookUpRoutes;
   eo.bounce_devices_file = core::DirOf(config.state_file()) + "/bounce-interfaces";
+  // The VIP addresses are announced: a deleted one is held until withdrawn.
+  eo.retire_addresses = config.has_bgp();
   auto engine = core::RouterEngine::Start(std::move(*dp), eo, &clock, config.initial());
   if (!engine.ok()) {
     Log(LogLevel::kError, "refusing to start", {{"error", std::string(engine.status().message())}});

@@ -118,5 +118,18 @@ TEST_CASE("no VIPs, nothing decided; a bad address is reported, not announced") 
   CHECK_THAT(errors[0], Catch::Contains("x:80/tcp"));
 }
 
+TEST_CASE("a retired address is withdrawn; one a VIP uses again is decided by its VIPs") {
+  PolicyInput in = Healthy({Plain("198.18.0.10:80/tcp", "198.18.0.10")});
+  in.retired = {"198.18.0.10", "2001:db8:10::10"};
+  auto d = DecideAnnouncements(in);
+  REQUIRE(d.size() == 2);
+  CHECK(d.at(V("198.18.0.10")).announce);
+  CHECK_FALSE(d.at(V("2001:db8:10::10")).announce);
+  CHECK(d.at(V("2001:db8:10::10")).reason == "no VIP uses it any more");
+  // Shutdown or not, withdrawn.
+  in.shutdown = "SIGTERM";
+  CHECK_FALSE(DecideAnnouncements(in).at(V("2001:db8:10::10")).announce);
+}
+
 }  // namespace
 }  // namespace ballast::bgp

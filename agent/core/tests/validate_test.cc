@@ -508,6 +508,21 @@ TEST_CASE("ValidateAgentConfig checks lbagent's own fields") {
     REQUIRE(ValidateAgentConfig(a).ok());
     a.clear_cluster();
   }
+  {
+    v1::Bgp& b = *a.mutable_bgp();
+    b.set_bird_socket("/run/bird/bird.ctl");
+    b.set_hold_file("/run/ballast/bgp-hold");
+    REQUIRE(ValidateAgentConfig(a).ok());
+    b.set_withdraw_grace_ms(50);
+    REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+            "bgp.withdraw_grace_ms: 50 is out of range 100..60000 (0 = default 2000)");
+    b.set_withdraw_grace_ms(60001);
+    REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
+            "bgp.withdraw_grace_ms: 60001 is out of range 100..60000 (0 = default 2000)");
+    b.set_withdraw_grace_ms(500);
+    REQUIRE(ValidateAgentConfig(a).ok());
+    a.clear_bgp();
+  }
   a.mutable_admin()->set_tls_crl("clients.crl");
   REQUIRE(std::string(ValidateAgentConfig(a).message()) ==
           "admin.tls_crl: \"clients.crl\" is not an absolute path");
