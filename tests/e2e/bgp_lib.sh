@@ -86,6 +86,17 @@ vip_packets() {
   ecmp exec "$1" curl -s --max-time 2 http://127.0.0.1:9580/metrics |
     awk '/^ballast_vip_packets_total/ { s += $NF } END { printf "%d\n", s }'
 }
+# verdict_sum NAME: the lb programs' verdict counter NAME (drop_vip_unserved,
+# ...), summed over the routers r1 and r2.
+verdict_sum() {
+  local r sum=0 n
+  for r in r1 r2; do
+    n=$(ecmp exec "$r" curl -s --max-time 2 http://127.0.0.1:9580/metrics |
+      awk -v v="verdict=\"$1\"" 'index($0, "ballast_verdict_packets_total{") == 1 && index($0, v) { print $NF }')
+    sum=$((sum + ${n:-0}))
+  done
+  echo "$sum"
+}
 # announced_count ROUTER: VIP addresses lbagent wants announced and BIRD
 # shows announced (lbctl status ANNOUNCE lines).
 announced_count() {

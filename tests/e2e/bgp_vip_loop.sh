@@ -18,17 +18,6 @@ ecmp up --routers 2 | sed "s/^/$T_NAME: /"
 client4=198.18.2.2
 client6=2001:db8:2::2
 
-# verdicts NAME: the lb programs' counter NAME, summed over both routers.
-verdicts() {
-  local r sum=0 n
-  for r in r1 r2; do
-    n=$(ecmp exec "$r" curl -s --max-time 2 http://127.0.0.1:9580/metrics |
-      awk -v v="verdict=\"$1\"" 'index($0, "ballast_verdict_packets_total{") == 1 && index($0, v) { print $NF }')
-    sum=$((sum + ${n:-0}))
-  done
-  echo "$sum"
-}
-
 pcap=$STATE/vip-loop.pcapng
 filter="(dst host $VIP4 or dst host $VIP6) and (icmp or (icmp6 and ip6[40] == 128) or (tcp dst port 81))"
 ip netns exec "$PREFIX-tor" dumpcap -q -i to-r1 -i to-r2 -f "$filter" -a duration:20 -w "$pcap" \
@@ -41,8 +30,8 @@ for ((n = 0; n < 50; n++)); do
 done
 [[ -s $pcap ]] || die "dumpcap did not start: $(cat "$STATE/dumpcap.err")"
 
-echo0=$(verdicts drop_icmp_not_err)
-unserved0=$(verdicts drop_vip_unserved)
+echo0=$(verdict_sum drop_icmp_not_err)
+unserved0=$(verdict_sum drop_vip_unserved)
 
 # One echo request each, TTL 64, no answer expected (nobody answers for a
 # VIP at the routers); one SYN each to port 81 (no VIP there), 0.5 s, well
@@ -72,8 +61,8 @@ check "IPv6 echo to the VIP crossed to a router exactly once" test "$e6" = 1
 check "IPv4 SYN to an unused VIP port crossed to a router exactly once" test "$s4" = 1
 check "IPv6 SYN to an unused VIP port crossed to a router exactly once" test "$s6" = 1
 
-echo1=$(verdicts drop_icmp_not_err)
-unserved1=$(verdicts drop_vip_unserved)
+echo1=$(verdict_sum drop_icmp_not_err)
+unserved1=$(verdict_sum drop_vip_unserved)
 log "router counters: drop_icmp_not_err +$((echo1 - echo0)), drop_vip_unserved +$((unserved1 - unserved0))"
 check "routers counted the two echoes as drop_icmp_not_err" test $((echo1 - echo0)) = 2
 check "routers counted the two SYNs as drop_vip_unserved" test $((unserved1 - unserved0)) = 2
