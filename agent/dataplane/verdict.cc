@@ -81,6 +81,8 @@ std::string_view VerdictName(ballast_verdict v) {
       return "esc_redirect";
     case BALLAST_V_DROP_BOUNCE_FORGED:
       return "drop_bounce_forged";
+    case BALLAST_V_DROP_PROBATION_REFUTED:
+      return "drop_probation_refuted";
     case BALLAST_V_MAX:
       break;
   }

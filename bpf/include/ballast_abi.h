@@ -213,6 +213,20 @@ enum ballast_flow_state {
  * program to look for their socket; then the flag goes. */
 #define BALLAST_FLOW_F_HISTORY 0x20u
 #define BALLAST_ESC_TIME_SHIFT 20 /* 1.05 ms units; 2^24 of them wrap after 4.9 h */
+/* Probation: the router saw this flow's handshake complete (its SYN, then an
+ * ACK that follows the SYN's ISN), which a blind spoofer can forge with two
+ * packets. Such a flow lives in `adopted_flows` (whose sets a flood only
+ * turns over among themselves) until it shows it is a connection the
+ * backend holds: its first packet after the handshake carries the probe
+ * mark, and the backend's decap program bounces it if no socket there holds
+ * it (a spoofer cannot complete a handshake it never saw the SYN-ACK of).
+ * A packet at least BALLAST_PROBATION_WAIT after that one, with no bounce
+ * in between, moves the flow into `flows`; a bounce ends its probation
+ * (it stays an adopted flow, its RSTs are not counted). `reserved` holds
+ * 1 in bits 0-7 once the probe is sent, and its time in bits 8-31 (as
+ * BALLAST_FLOW_F_HISTORY's). */
+#define BALLAST_FLOW_F_PROBATION 0x40u
+#define BALLAST_PROBATION_WAIT 96 /* BALLAST_ESC_TIME_SHIFT units: 100 ms */
 /* At most this many bounces of one adopted flow are taken: one per previous
  * backend, and one back to the table's pick as the last hop. */
 #define BALLAST_ESC_HOPS_MAX (BALLAST_HISTORY_DEPTH + 1)
@@ -630,6 +644,11 @@ enum ballast_verdict {
 	 * (a forged bounce): dropped; the handshake's or flow's second chance
 	 * ends (one guess each). */
 	BALLAST_V_DROP_BOUNCE_FORGED,
+	/* A packet of a flow on probation (BALLAST_FLOW_F_PROBATION) bounced
+	 * by its backend, which holds no socket for it: a handshake the
+	 * backend never completed (spoofed), or a connection already gone.
+	 * Dropped; the flow's probation ends without promotion. */
+	BALLAST_V_DROP_PROBATION_REFUTED,
 	BALLAST_V_MAX
 };
 

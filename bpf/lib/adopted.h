@@ -61,9 +61,16 @@ __noinline int adopted_way_of(struct ballast_flow_key *key, __u32 hash)
 }
 
 /* Writes flow `f` of `key` into set hash & adopted_set_mask: into the way
- * that holds `key`, else a free one, else the one seen longest ago (the
- * smallest rank wins: 0 for the key's own way, 1 for a free one, else its
- * last_seen_ns + 2). */
+ * that holds `key`, else a free one, else the one seen longest ago, except
+ * that a flow on probation whose probe went out (probation.h) goes last,
+ * the most recently probed first. The smallest rank wins: 0 for the key's
+ * own way, 1 for a free one, else its last_seen_ns + 2, or for such a flow
+ * 2^62 minus its probe's time. Why: in a set that more flows share than it
+ * has ways, evicting the oldest makes them push each other out in turn,
+ * each taken in again (and probed again) on its next packet, so none would
+ * ever finish its probation; this way the ones probed first stay until
+ * their next packet promotes them, and a flood of new tuples turns over
+ * among itself. */
 __noinline int adopted_store(struct ballast_flow_key *key, struct ballast_flow *f, __u32 hash)
 {
 	__u32 idx = hash & adopted_set_mask, v = 0;
@@ -80,6 +87,9 @@ __noinline int adopted_store(struct ballast_flow_key *key, struct ballast_flow *
 			seen = 0;
 		else if (set->key[i].family == 0)
 			seen = 1;
+		else if ((set->flow[i].flags & BALLAST_FLOW_F_PROBATION) &&
+			 (set->flow[i].reserved & 0xff))
+			seen = (1ull << 62) - (set->flow[i].reserved >> 8);
 		else
 			seen = set->flow[i].last_seen_ns + 2;
 		if (seen < oldest) {

@@ -306,9 +306,21 @@ static __always_inline __u32 bounce_take_est(struct xdp_md *ctx, const struct pk
 	f = bpf_map_lookup_elem(&flows, &in->key);
 	if (!f)
 		f = adopted_lookup(in);
-	if (!f || !(f->flags & BALLAST_FLOW_F_HISTORY) || !seq_plausible(f, in->seq))
+	if (!f || !(f->flags & (BALLAST_FLOW_F_HISTORY | BALLAST_FLOW_F_PROBATION)) ||
+	    !seq_plausible(f, in->seq))
 		goto stranger;
 	cur = f->backend_id;
+	if (f->flags & BALLAST_FLOW_F_PROBATION) {
+		/* The backend holds no socket of a handshake the router saw
+		 * complete (probation.h): spoofed, or already over. */
+		be = bpf_map_lookup_elem(&backends, &cur);
+		if (!be || !backend_is_source(be, outer))
+			goto stranger;
+		if (!bounce_tag_ok(ctx, outer, in, 1))
+			goto forged;
+		f->flags &= ~(BALLAST_FLOW_F_PROBATION | BALLAST_FLOW_F_HANDSHAKE_SEEN);
+		return BALLAST_V_DROP_PROBATION_REFUTED;
+	}
 	first = maglev_pick_history(vip->vip_id, in, &hist);
 	be = bpf_map_lookup_elem(&backends, &cur);
 	if (!be || !backend_is_source(be, outer)) {
@@ -360,8 +372,9 @@ stranger:
 		es->stranger += 1;
 	return BALLAST_V_DROP_BOUNCE_STRANGER;
 forged:
-	/* One guess per flow: it stays where it is, and probes no more. */
-	f->flags &= ~BALLAST_FLOW_F_HISTORY;
+	/* One guess per flow: it stays where it is, and probes no more (a
+	 * flow on probation stays in `adopted_flows`). */
+	f->flags &= ~(BALLAST_FLOW_F_HISTORY | BALLAST_FLOW_F_PROBATION);
 	return BALLAST_V_DROP_BOUNCE_FORGED;
 }
 

@@ -86,6 +86,7 @@
 #include "maps.h"
 #include "maglev.h"
 #include "parse.h"
+#include "probation.h"
 #include "stats.h"
 
 /* The drain deadline is compared with the precise clock (read only for a
@@ -148,12 +149,13 @@ static __always_inline void count_new_flow(__u32 backend_id)
 
 /* Creates (or replaces) the flow of `p` on backend `id` in the map of class
  * `cls`, in the state its flags give: UDP, CLOSING after FIN/RST, else
- * ESTABLISHED. With `first_payload`, a payload in this packet starts the
- * first-response sample (the packet completes a handshake). `adopted`: a
+ * ESTABLISHED. `completed`: the packet completes a handshake: the flow is
+ * on probation (probation.h), and a payload in this packet starts the
+ * first-response sample. `adopted`: a
  * TCP flow started from the table mid-stream, whose slot history is `hist`
  * (esc_adopt). */
 static __always_inline void flow_insert(const struct ballast_vip_meta *vip, struct pkt *p, __u32 id,
-					__u64 now, enum flow_class cls, int first_payload,
+					__u64 now, enum flow_class cls, int completed,
 					int adopted, __u64 hist)
 {
 	struct ballast_flow f = {};
@@ -171,15 +173,20 @@ static __always_inline void flow_insert(const struct ballast_vip_meta *vip, stru
 		f.seq_next = p->seq + p->payload_len + !!(p->tcp_flags & TCP_FIN);
 		f.flags = BALLAST_FLOW_F_SEQ_KNOWN;
 	}
-	if (cls == FLOW_SEEN)
+	if (cls == FLOW_SEEN || completed)
 		f.flags |= BALLAST_FLOW_F_HANDSHAKE_SEEN;
-	if (first_payload && p->payload_len > 0) {
+	if (completed)
+		f.flags |= BALLAST_FLOW_F_PROBATION;
+	if (completed && p->payload_len > 0) {
 		f.payload_ns = now;
 		f.payload_ack = p->ack_seq;
 		f.flags |= BALLAST_FLOW_F_PAYLOAD_SEEN;
 	}
-	if (adopted)
-		esc_adopt(&f, p, id, hist, now);
+	/* Adopted mid-stream: a flow of the table's pick or one that ECMP moved
+	 * here, or a spoofed ACK. Either it walks its slot's history
+	 * (established second chance) or its backend is asked (probation). */
+	if (adopted && !esc_adopt(&f, p, id, hist, now) && cls == FLOW_ADOPTED)
+		probation_begin(&f, p, now);
 	if (cls == FLOW_UDP)
 		bpf_map_update_elem(&flows_udp, &p->key, &f, BPF_ANY);
 	else if (cls == FLOW_ADOPTED)
@@ -483,10 +490,12 @@ static __always_inline __u32 handshake_reopened(struct ballast_flow *f, struct p
 }
 
 /* A TCP packet other than a SYN with no `flows` entry whose slot holds its
- * handshake completes it on the SYN's backend (when that is still usable):
- * the handshake sample is taken (an ACK), a client RST counted, the slot
- * freed, a `flows` entry created. Returns 1 with *idp set then, else 0
- * (the caller looks for an adopted flow). `now` is the precise clock. */
+ * handshake completes it on the SYN's backend (when that is still usable,
+ * and no connection of the tuple on probation holds another backend): the
+ * handshake sample is taken (an ACK), the slot freed, the flow created on
+ * probation in `adopted_flows` (probation.h). Returns 1 with *idp set
+ * then, else 0 (the caller looks for an adopted flow). `now` is the
+ * precise clock. */
 static __always_inline int handshake_complete(const struct ballast_vip_meta *vip, struct pkt *p,
 					      const struct ballast_settings *s, __u64 now,
 					      __u32 *idp)
@@ -497,7 +506,8 @@ static __always_inline int handshake_complete(const struct ballast_vip_meta *vip
 	struct ballast_handshake *h = set ? handshake_find(set, p, s, now, HS_SEQ_FOLLOWS) : 0;
 	struct ballast_backend_stats *bs;
 	struct ballast_backend *be;
-	__u32 id, age;
+	struct ballast_flow *ex;
+	__u32 id, age, exid;
 
 	if (!h)
 		return 0;
@@ -507,15 +517,24 @@ static __always_inline int handshake_complete(const struct ballast_vip_meta *vip
 	be = bpf_map_lookup_elem(&backends, &id);
 	if (!backend_usable(be))
 		return 0;
+	/* A connection of this tuple on probation elsewhere (a SYN and ACK
+	 * spoofed on a young connection's tuple after a table change) keeps
+	 * it: the caller finds that flow. */
+	ex = adopted_lookup(p);
+	if (ex && ex->backend_id != id && (ex->flags & BALLAST_FLOW_F_HANDSHAKE_SEEN)) {
+		exid = ex->backend_id;
+		if (backend_usable(bpf_map_lookup_elem(&backends, &exid)) && !flow_expired(ex, s, now))
+			return 0;
+	}
 	bs = backend_stats_of(id);
-	if (bs && (p->tcp_flags & TCP_RST)) {
-		bs->client_rsts += 1;
-	} else if (bs && (p->tcp_flags & TCP_ACK)) {
+	/* A RST that ends a handshake is not counted: a SYN and a RST are two
+	 * packets a blind spoofer can send for any tuple (probation.h). */
+	if (bs && !(p->tcp_flags & TCP_RST) && (p->tcp_flags & TCP_ACK)) {
 		bs->handshake_ns_sum += (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT;
 		bs->handshake_count += 1;
 		latency_sample(id, 0, (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT);
 	}
-	flow_insert(vip, p, id, now, FLOW_SEEN, 1, 0, 0);
+	flow_insert(vip, p, id, now, FLOW_ADOPTED, 1, 0, 0);
 	*idp = id;
 	return 1;
 }
@@ -570,10 +589,13 @@ static __always_inline int flow_tcp_update(struct ballast_flow *f, const struct 
 	bs = backend_stats_of(f->backend_id);
 	if (flags & TCP_RST) {
 		/* Once per flow, and only for a flow whose handshake this
-		 * router saw: a thousand RSTs on one flow, or RSTs sent after
-		 * spoofed ACKs that adopted flows, are not a thousand resets. */
+		 * router saw and whose backend holds it (past probation): a
+		 * thousand RSTs on one flow, or RSTs sent after spoofed ACKs
+		 * that adopted flows or spoofed handshakes, are not a thousand
+		 * resets. */
 		if (bs && f->state != BALLAST_FLOW_CLOSING &&
-		    (f->flags & BALLAST_FLOW_F_HANDSHAKE_SEEN))
+		    (f->flags & (BALLAST_FLOW_F_HANDSHAKE_SEEN | BALLAST_FLOW_F_PROBATION)) ==
+			    BALLAST_FLOW_F_HANDSHAKE_SEEN)
 			bs->client_rsts += 1;
 		f->state = BALLAST_FLOW_CLOSING;
 		f->last_seen_ns = now;
@@ -717,6 +739,8 @@ static __always_inline __u32 conntrack_select(const struct ballast_vip_meta *vip
 		f->last_seen_ns = now;
 	if (unlikely(f->flags & BALLAST_FLOW_F_HISTORY))
 		esc_mark(f, p, now);
+	else if (unlikely(f->flags & BALLAST_FLOW_F_PROBATION))
+		probation_step(f, p, now);
 	*bep = be;
 	return old;
 }

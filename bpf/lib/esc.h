@@ -66,26 +66,37 @@ static __always_inline int esc_history_differs(__u64 hist, __u32 id)
 /* A TCP flow `f` being started from the table on backend `id`, whose slot
  * history is `hist`: counted as adopted, and marked for established second
  * chance when the history names another backend and the window is on (its
- * adoption time in f->reserved, and this packet gets the probe mark). */
-static __always_inline void esc_adopt(struct ballast_flow *f, struct pkt *p, __u32 id, __u64 hist,
-				      __u64 now)
+ * adoption time in f->reserved, and this packet gets the probe mark).
+ * Returns 1 when it is so marked. */
+static __always_inline int esc_adopt(struct ballast_flow *f, struct pkt *p, __u32 id, __u64 hist,
+				     __u64 now)
 {
 	struct ballast_esc_stats *es = esc_stats_get();
 
 	if (es)
 		es->adopted += 1;
 	if (!hist || !esc_history_differs(hist, id) || !esc_window_ms())
-		return;
+		return 0;
 	if (es)
 		es->adopted_changed += 1;
 	f->flags |= BALLAST_FLOW_F_HISTORY;
 	f->reserved = esc_time(now) << 8;
 	p->outer_id = BALLAST_ENCAP_ID_PROBE;
+	return 1;
+}
+
+/* Puts flow `f` on probation (probation.h) with this packet as its probe
+ * (the probe mark, its time in f->reserved). */
+static __always_inline void probation_begin(struct ballast_flow *f, struct pkt *p, __u64 now)
+{
+	f->flags |= BALLAST_FLOW_F_PROBATION;
+	f->reserved = 1 | esc_time(now) << 8;
+	p->outer_id = BALLAST_ENCAP_ID_PROBE;
 }
 
 /* A packet of flow `f` (BALLAST_FLOW_F_HISTORY) that stays on its backend:
  * within the probe window it carries the probe mark; past it, the flag goes
- * and the flow is an ordinary one. `now` is the coarse clock. */
+ * and the flow is on probation. `now` is the coarse clock. */
 static __always_inline void esc_mark(struct ballast_flow *f, struct pkt *p, __u64 now)
 {
 	__u64 window = (__u64)esc_window_ms() * 1000000ull >> BALLAST_ESC_TIME_SHIFT;
@@ -95,7 +106,10 @@ static __always_inline void esc_mark(struct ballast_flow *f, struct pkt *p, __u6
 		p->outer_id = BALLAST_ENCAP_ID_PROBE;
 		return;
 	}
+	/* The backend held it through the window: on to probation, with
+	 * this packet as its probe (probation.h). */
 	f->flags &= ~BALLAST_FLOW_F_HISTORY;
+	probation_begin(f, p, now);
 }
 
 #endif /* BALLAST_ESC_H */

@@ -81,7 +81,15 @@ TEST_CASE("Adopted flows: four to a set, the oldest displaced by a fifth", "[lb]
   CHECK(AdoptedFlows(fx, SIZE_MAX, 1) == 4);  // one set per system call
   CHECK(AdoptedFlows(fx, 2) == 2);
 
-  // A fifth displaces the first (seen longest ago), and only it.
+  // Past their probation's probe (probation.h: as if refuted, or a
+  // connection whose backend never answers probes) they are plain adopted
+  // flows: a fifth displaces the first (seen longest ago), and only it.
+  for (size_t i = 0; i < 4; ++i) {
+    ballast_flow f = *fx.Flow(Key(ports[i]));
+    REQUIRE((f.flags & BALLAST_FLOW_F_PROBATION) != 0);  // adopted: probed at once
+    f.flags &= ~BALLAST_FLOW_F_PROBATION;
+    fx.SetFlow(Key(ports[i]), f);
+  }
   const uint32_t fifth = BackendOf(fx, Ack(fx, ports[4]));
   CHECK_FALSE(fx.Flow(Key(ports[0])));
   for (size_t i = 1; i < 4; ++i) CHECK(fx.Flow(Key(ports[i]))->backend_id == backend[i]);
@@ -90,13 +98,46 @@ TEST_CASE("Adopted flows: four to a set, the oldest displaced by a fifth", "[lb]
 
   // The table changes: the flows still in the set keep their backends; the
   // displaced one is adopted again on the new table's pick (what an evicted
-  // LRU entry costs too) and displaces the next oldest.
+  // LRU entry costs too) and displaces the next oldest (the fifth is on
+  // probation: it goes after the plain ones).
   fx.SetTable(kVipTcp4, CyclingTable({2, 3, 1}));
   for (size_t i = 2; i < 4; ++i) CHECK(BackendOf(fx, Ack(fx, ports[i])) == backend[i]);
   CHECK(BackendOf(fx, Ack(fx, ports[0])) == fx.Predict(kVipTcp4, Key(ports[0])));
   CHECK_FALSE(fx.Flow(Key(ports[1])));
   CHECK(fx.Flow(Key(ports[0]))->backend_id == fx.Predict(kVipTcp4, Key(ports[0])));
   CHECK(AdoptedFlows(fx) == 4);
+}
+
+TEST_CASE("Adopted flows on probation: a fifth displaces the one probed last", "[lb][adopted]") {
+  // Five flows sharing a set's four ways, each taken in again on its next
+  // packet: were the oldest displaced, they would push each other out in
+  // turn and none would stay long enough to be promoted (probation.h).
+  LbFixture fx(4096);
+  SetUpLab(fx);
+  fx.SetTable(kVipTcp4, CyclingTable({1, 2, 3}));
+  const std::vector<uint16_t> ports = PortsInOneSet(fx.dp().adopted_sets(), 5);
+  for (size_t i = 0; i < 4; ++i) {
+    REQUIRE(BackendOf(fx, Ack(fx, ports[i])) == fx.Predict(kVipTcp4, Key(ports[i])));
+    // probes 10 ms apart, the first probed first
+    ballast_flow f = *fx.Flow(Key(ports[i]));
+    REQUIRE((f.flags & BALLAST_FLOW_F_PROBATION) != 0);
+    f.reserved = 1u | ((f.reserved >> 8) - 40u + 10u * static_cast<uint32_t>(i)) << 8;
+    fx.SetFlow(Key(ports[i]), f);
+  }
+  REQUIRE(BackendOf(fx, Ack(fx, ports[4])) == fx.Predict(kVipTcp4, Key(ports[4])));
+  CHECK_FALSE(fx.Flow(Key(ports[3])));  // probed last
+  for (size_t i = 0; i < 3; ++i) CHECK(fx.Flow(Key(ports[i])));
+  CHECK(fx.Flow(Key(ports[4])));
+  // After the wait, each one's next packet promotes it; the displaced one
+  // finds a way free again.
+  WaitOutProbation();
+  for (size_t i = 0; i < 3; ++i) {
+    REQUIRE(BackendOf(fx, Ack(fx, ports[i])) == fx.Predict(kVipTcp4, Key(ports[i])));
+    CHECK(fx.FlowMap(Key(ports[i])) == "flows");
+  }
+  REQUIRE(BackendOf(fx, Ack(fx, ports[3])) == fx.Predict(kVipTcp4, Key(ports[3])));
+  CHECK(fx.FlowMap(Key(ports[3])) == dataplane::kAdoptedFlowsMap);
+  CHECK(fx.Flow(Key(ports[4])));
 }
 
 TEST_CASE("Adopted flows: IPv6 keys, and a way found by its whole tuple", "[lb][adopted]") {

@@ -22,23 +22,6 @@ namespace {
 
 namespace tcp = pktgen::tcp;
 
-// Same, with the outer source replaced by `from` (an IPv4 outer header's
-// checksum is recomputed).
-Bytes BounceFrom(const Bytes& encapsulated, const Addr& from) {
-  Bytes b = Bounce(encapsulated);
-  auto outer = pktgen::ParseFrame(b);
-  REQUIRE(outer.ok());
-  const Bytes inner = outer->ip->inner->bytes;
-  pktgen::PacketBuilder pb;
-  pb.Eth(Lab::NexthopDmac(), Lab::NexthopSmac());
-  if (outer->ip->family == 4) {
-    pb.Ip4(from, outer->ip->dst).L4Proto(IPPROTO_IPIP);
-  } else {
-    pb.Ip6(from, outer->ip->dst).L4Proto(outer->ip->proto);
-  }
-  return pb.Payload(inner).Build();
-}
-
 // A client port of `vip_id` whose flow has three distinct choices; sets
 // first, second, third.
 uint16_t ThreeChoices(const LbFixture& fx, uint32_t vip_id, const Addr& client, const Addr& vip,
@@ -75,6 +58,16 @@ struct FirstSyn {
   Bytes syn;
   Outcome out;  // the SYN as the router sent it
 };
+
+// The connection of SendFirstSyn() completed on `first` and past its
+// probation (probation.h): in `flows`.
+void PastProbation(LbFixture& fx, uint16_t port, uint32_t first) {
+  const Bytes ack = FromClient4().Tcp(port, 80, tcp::kAck, 101, 5001).Build();
+  REQUIRE(BackendOf(fx, fx.Run(ack)) == first);
+  REQUIRE(BackendOf(fx, fx.Run(ack)) == first);  // the probe
+  WaitOutProbation();
+  REQUIRE(BackendOf(fx, fx.Run(ack)) == first);
+}
 
 FirstSyn SendFirstSyn(LbFixture& fx) {
   SetUpLab(fx);
@@ -149,9 +142,8 @@ TEST_CASE("A SYN on an active flow that its backend bounces: the new connection'
   LbFixture fx;
   const FirstSyn setup = SendFirstSyn(fx);
   const auto& [first, second, third, port, key, syn, o1] = setup;
-  REQUIRE(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 101, 5001).Build())) ==
-          first);
-  REQUIRE(fx.Flow(key));
+  PastProbation(fx, port, first);
+  REQUIRE(fx.FlowMap(key) == "flows");
 
   const Outcome o2 = fx.Run(FromClient4().Tcp(port, 80, tcp::kSyn, 777000, 0).Build());
   REQUIRE(o2.verdict == BALLAST_V_GUARDED_TX);
@@ -201,8 +193,7 @@ TEST_CASE("A bounce without the router's tag is forged: dropped, one guess per h
     const auto& [first, second, third, port, key, syn, o1] = setup;
     Bytes sent = o1.out;
     if (on_flow) {
-      REQUIRE(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 101, 5001).Build())) ==
-              first);
+      PastProbation(fx, port, first);
       // The spoofer's SYN on the live tuple, with its own ISN.
       const Outcome g = fx.Run(FromClient4().Tcp(port, 80, tcp::kSyn, 555000, 0).Build());
       REQUIRE(g.verdict == BALLAST_V_GUARDED_TX);
@@ -464,10 +455,15 @@ TEST_CASE("xdp_decap bounces a SYN nobody listens for, and the router takes it",
       CHECK(r.action == XDP_PASS);
       CHECK(Bytes(r.out.begin() + 14, r.out.end()) == pktgen::IpPacketOf(syn2));
     }
-    // Not a SYN: never asked, stripped.
+    // Not a SYN: without the probe mark never asked, stripped.
     const Outcome ack = fx.Run(
         (v6 ? FromClient6() : FromClient4()).Tcp(port + 2, dport, tcp::kAck, 100, 1).Build());
-    CHECK(run_decap(ack.out).action == XDP_PASS);
+    CHECK(run_decap(WithOuterMark(ack.out, 0)).action == XDP_PASS);
+    // With it (the flow was adopted: its probation probe), asked: no socket
+    // here holds it, so it goes back, and the router ends the probation.
+    const auto probe = run_decap(ack.out);
+    CHECK(probe.action == XDP_TX);
+    CHECK(fx.Run(probe.out).verdict == BALLAST_V_DROP_PROBATION_REFUTED);
   }
 
   // An independent dissector reads the bounces: outer addresses swapped,

@@ -13,7 +13,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -456,6 +458,28 @@ Bytes Bounce(const Bytes& encapsulated) {
   const size_t src = 14 + (v4 ? 12 : 8), len = v4 ? 4 : 16;
   for (size_t i = 0; i < len; ++i) std::swap(b[src + i], b[src + len + i]);
   return b;
+}
+
+Bytes BounceFrom(const Bytes& encapsulated, const Addr& from) {
+  Bytes b = Bounce(encapsulated);
+  auto outer = pktgen::ParseFrame(b);
+  REQUIRE(outer.ok());
+  const Bytes inner = outer->ip->inner->bytes;
+  pktgen::PacketBuilder pb;
+  pb.Eth(Lab::NexthopDmac(), Lab::NexthopSmac());
+  if (outer->ip->family == 4) {
+    pb.Ip4(from, outer->ip->dst).L4Proto(IPPROTO_IPIP);
+  } else {
+    pb.Ip6(from, outer->ip->dst).L4Proto(outer->ip->proto);
+  }
+  return pb.Payload(inner).Build();
+}
+
+void WaitOutProbation() {
+  // BALLAST_PROBATION_WAIT units of 2^BALLAST_ESC_TIME_SHIFT ns on the
+  // coarse clock, plus two of its ticks.
+  const uint64_t ns = (uint64_t{BALLAST_PROBATION_WAIT} + 1) << BALLAST_ESC_TIME_SHIFT;
+  std::this_thread::sleep_for(std::chrono::nanoseconds(ns) + std::chrono::milliseconds(10));
 }
 
 Bytes WithOuterMark(const Bytes& frame, uint32_t value) {

@@ -188,6 +188,13 @@ std::array<uint64_t, BALLAST_DECAP_V_MAX> DecapStats(const dataplane::Decap& dec
 // xdp_decap; the chained tests check that the program does the same.
 Bytes Bounce(const Bytes& encapsulated);
 
+// Bounce() as if sent from `from` instead of the backend (a stranger's).
+Bytes BounceFrom(const Bytes& encapsulated, const Addr& from);
+
+// Sleeps past BALLAST_PROBATION_WAIT (probation.h): a connection whose
+// probe was sent before it is promoted into `flows` by its next packet.
+void WaitOutProbation();
+
 // `frame` (Ethernet + IPv4, or + IPv6) with its outer IPv4 identification,
 // or IPv6 flow label, set to `value` (the IPv4 checksum mended): where the
 // router's mark and bounce tag travel (bpf/lib/mark.h).

@@ -1,11 +1,13 @@
-// Floods cannot evict established flows: connections whose handshake the
-// router saw (`flows`), TCP flows adopted mid-stream (`adopted_flows`) and
-// UDP flows (`flows_udp`) live in three maps, so a flood of spoofed ACKs or
-// of UDP tuples evicts only its own class, and a RST on a tuple with no
-// state is not adopted at all.
+// Floods cannot evict established flows: connections whose backend showed
+// it holds them (`flows`, after probation), TCP flows adopted mid-stream or
+// on probation (`adopted_flows`) and UDP flows (`flows_udp`) live in three
+// maps, so a flood of spoofed ACKs, of spoofed SYN+ACK pairs or of UDP
+// tuples evicts only its own class, and a RST on a tuple with no state is
+// not adopted at all.
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
 #include <netinet/in.h>
+#include <sched.h>
 
 #include <map>
 #include <string>
@@ -23,6 +25,7 @@ namespace tcp = pktgen::tcp;
 constexpr uint32_t kCapacity = 16384;  // each of the three maps
 constexpr uint32_t kEstablished = 10000;
 constexpr uint32_t kFlood = 1000000;
+constexpr uint32_t kPairs = 300000;
 
 // Client 198.18.<hi>.<lo> (inside the lab's 198.18.0.0/15).
 Addr Client(uint8_t hi, uint8_t lo) {
@@ -60,28 +63,84 @@ size_t Entries(LbFixture& fx, const char* name) {
   return *n;
 }
 
-TEST_CASE("A flood of spoofed ACKs and UDP tuples cannot evict established flows", "[lb][flood]") {
+// Runs a spoofed handshake for each of `n` new tuples (as Flood()): `syn`,
+// then `ack` (the SYN's ISN + 1: all a blind spoofer needs for the router
+// to see a handshake complete). Returns how many ACKs were forwarded.
+uint32_t FloodPairs(LbFixture& fx, Bytes syn, Bytes ack, uint8_t hi0, uint32_t n) {
+  constexpr size_t kSrcHi = 14 + 14, kSrcLo = 14 + 15, kPortHi = 14 + 20, kPortLo = 14 + 21;
+  uint32_t tx = 0, failed = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t port = 1024 + i % 64000, client = i / 64000;
+    for (Bytes* frame : {&syn, &ack}) {
+      (*frame)[kSrcHi] = static_cast<uint8_t>(hi0 + client / 256);
+      (*frame)[kSrcLo] = static_cast<uint8_t>(client % 256);
+      (*frame)[kPortHi] = static_cast<uint8_t>(port >> 8);
+      (*frame)[kPortLo] = static_cast<uint8_t>(port & 0xff);
+    }
+    auto rs = pktgen::RunXdp(fx.dp().prog_fd(), syn);
+    auto ra = pktgen::RunXdp(fx.dp().prog_fd(), ack);
+    if (!rs.ok() || !ra.ok()) {
+      ++failed;
+      continue;
+    }
+    if (ra->action == XDP_TX) ++tx;
+  }
+  REQUIRE(failed == 0);
+  return tx;
+}
+
+// Runs the test's packets on one CPU: the kernel's LRU hash keeps free
+// nodes per CPU, and a thread that wakes up on the other CPU after a sleep
+// (WaitOutProbation) evicts from a map that is not yet full.
+class PinnedToOneCpu {
+ public:
+  PinnedToOneCpu() {
+    REQUIRE(sched_getaffinity(0, sizeof(saved_), &saved_) == 0);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
+  }
+  ~PinnedToOneCpu() { sched_setaffinity(0, sizeof(saved_), &saved_); }
+  PinnedToOneCpu(const PinnedToOneCpu&) = delete;
+  PinnedToOneCpu& operator=(const PinnedToOneCpu&) = delete;
+
+ private:
+  cpu_set_t saved_;
+};
+
+TEST_CASE("Floods of spoofed ACKs, SYN+ACK pairs and UDP tuples cannot evict established flows",
+          "[lb][flood]") {
+  const PinnedToOneCpu pinned;
   LbFixture fx(kCapacity);
   SetUpLab(fx);
   fx.SetTable(kVipTcp4, CyclingTable({1, 2, 3}));
 
-  // 10,000 connections with a handshake, on 100 clients x 100 ports.
+  // 10,000 connections with a handshake, on 100 clients x 100 ports, each
+  // with a packet after the handshake (the probe no backend bounced) and
+  // one after the probation's wait (probation.h): in `flows`.
   std::map<std::pair<int, int>, uint32_t> backend_of;
-  for (uint32_t i = 0; i < kEstablished; ++i) {
-    const int lo = static_cast<int>(i / 100), port = 20000 + static_cast<int>(i % 100);
-    const auto seg = [&](uint8_t flags, uint32_t seq) {
-      return pktgen::PacketBuilder()
-          .Eth(Lab::TorMac(), Lab::RouterMac())
-          .Ip4(Client(50, static_cast<uint8_t>(lo)), Lab::Vip4())
-          .Tcp(static_cast<uint16_t>(port), 80, flags, seq, 1)
-          .Build();
-    };
-    const Outcome syn = fx.Run(seg(tcp::kSyn, 100));
-    REQUIRE(syn.verdict == BALLAST_V_TX);
-    const Outcome ack = fx.Run(seg(tcp::kAck, 101));
-    REQUIRE(ack.verdict == BALLAST_V_TX);
-    backend_of[{lo, port}] = BackendOf(fx, ack.out);
+  const auto seg = [&](int lo, int port, uint8_t flags, uint32_t seq) {
+    return pktgen::PacketBuilder()
+        .Eth(Lab::TorMac(), Lab::RouterMac())
+        .Ip4(Client(50, static_cast<uint8_t>(lo)), Lab::Vip4())
+        .Tcp(static_cast<uint16_t>(port), 80, flags, seq, 1)
+        .Build();
+  };
+  // (A connection that other connections pushed out of its set while on
+  // probation is adopted again on its next packet, and promoted after
+  // another wait: the fifth round.)
+  for (int round = 0; round < 5; ++round) {
+    if (round >= 3) WaitOutProbation();
+    for (uint32_t i = 0; i < kEstablished; ++i) {
+      const int lo = static_cast<int>(i / 100), port = 20000 + static_cast<int>(i % 100);
+      const Outcome o = fx.Run(seg(lo, port, round == 0 ? tcp::kSyn : tcp::kAck, 100 + !!round));
+      REQUIRE(o.verdict == BALLAST_V_TX);
+      if (round == 0) backend_of[{lo, port}] = BackendOf(fx, o.out);
+      REQUIRE(BackendOf(fx, o.out) == backend_of[{lo, port}]);
+    }
   }
+  REQUIRE(Entries(fx, "flows") == kEstablished);
 
   // 1,000,000 spoofed ACKs, each a new tuple (adopted), and 1,000,000 UDP
   // tuples: each class fills its own map many times over.
@@ -98,6 +157,16 @@ TEST_CASE("A flood of spoofed ACKs and UDP tuples cannot evict established flows
                         .Build();
   CHECK(Flood(fx, ack, 60, kFlood) == kFlood);
   CHECK(Flood(fx, udp, 100, kFlood) == kFlood);
+  // 300,000 spoofed handshakes: a SYN and its ACK each (until 2026-12-07
+  // each pair took a place in `flows`, and this flood evicted the 10,000).
+  const auto spoofed = [](uint8_t flags, uint32_t seq) {
+    return pktgen::PacketBuilder()
+        .Eth(Lab::TorMac(), Lab::RouterMac())
+        .Ip4(Client(120, 0), Lab::Vip4())
+        .Tcp(1024, 80, flags, seq, flags == tcp::kSyn ? 0 : 1)
+        .Build();
+  };
+  CHECK(FloodPairs(fx, spoofed(tcp::kSyn, 7000), spoofed(tcp::kAck, 7001), 120, kPairs) == kPairs);
 
   // The table changes: every established flow still goes where it went.
   fx.SetTable(kVipTcp4, CyclingTable({2, 3, 1}));

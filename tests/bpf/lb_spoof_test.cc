@@ -29,15 +29,18 @@ ballast_flow FlowOf(const LbFixture& fx) {
   return *f;
 }
 
-// SETUP: a connection on backend 1 (client ISN 100), 10 bytes sent, then
-// the table moved to backend 2: the flow's next choice by the table is not
-// its backend, so a moved flow shows.
+// SETUP: a connection on backend 1 (client ISN 100), 10 bytes sent, past
+// its probation (in `flows`), then the table moved to backend 2: the flow's
+// next choice by the table is not its backend, so a moved flow shows.
 void Establish(LbFixture& fx) {
   SetUpLab(fx);
   fx.SetUniformTable(kVipTcp4, 1);
   REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
   REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kAck, 101, 5001))) == 1);
   REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kAck | tcp::kPsh, 101, 5001, 10))) == 1);
+  WaitOutProbation();
+  REQUIRE(BackendOf(fx, fx.Run(Segment(tcp::kAck, 111, 5001))) == 1);
+  REQUIRE(fx.FlowMap(kKey) == "flows");
   const ballast_flow f = FlowOf(fx);
   REQUIRE(f.state == BALLAST_FLOW_ESTABLISHED);
   REQUIRE((f.flags & BALLAST_FLOW_F_SEQ_KNOWN) != 0);
@@ -272,8 +275,9 @@ TEST_CASE("A SYN spoofed on an adopted flow's tuple does not take its next packe
   // (TCP Fast Open, next case).
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 4243, 1))) == 2);
   CHECK(fx.BackendStats(2).handshake_count == 1);
-  CHECK(fx.FlowMap(kKey) == "flows");
+  CHECK(fx.FlowMap(kKey) == "adopted_flows");  // on probation (probation.h)
   CHECK(fx.Flow(kKey)->backend_id == 2);
+  CHECK((fx.Flow(kKey)->flags & BALLAST_FLOW_F_PROBATION) != 0);
 }
 
 TEST_CASE("The completing ACK may follow data in the SYN (TCP Fast Open), not more",
@@ -289,7 +293,7 @@ TEST_CASE("The completing ACK may follow data in the SYN (TCP Fast Open), not mo
   CHECK(fx.FlowMap(kKey) == "adopted_flows");
   // The real ACK, after the SYN's 1,000 bytes, completes on the SYN's.
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 8001, 1))) == 1);
-  CHECK(fx.FlowMap(kKey) == "flows");
+  CHECK((fx.Flow(kKey)->flags & BALLAST_FLOW_F_PROBATION) != 0);
   CHECK(fx.BackendStats(1).handshake_count == 1);
 }
 
