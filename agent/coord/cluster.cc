@@ -113,8 +113,10 @@ void ClusterNode::Stop() {
   if (owner_thread_.joinable()) owner_thread_.join();
   if (renew_thread_.joinable()) renew_thread_.join();
   if (engine_ != nullptr) engine_->SetYieldProvider(nullptr);
+  std::vector<OwnerNote> notes;  // what the renew loop noticed last
   {
     std::lock_guard<std::mutex> olock(owner_mu_);
+    notes.swap(owner_notes_);
     for (auto& [text, o] : owned_) {
       if (o.own == nullptr) continue;
       // Stop forwarding first, then let the standby have it.
@@ -126,6 +128,7 @@ void ClusterNode::Stop() {
     for (auto& r : retired_) (void)r->Release();
     retired_.clear();
   }
+  if (engine_ != nullptr) EmitOwnerNotes(notes);
   if (watch_ != nullptr) watch_->Stop();
   watch_.reset();
   if (engine_ != nullptr) engine_->SetDiffProvider(nullptr);

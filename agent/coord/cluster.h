@@ -23,9 +23,11 @@
 // VIP ownership (Vip.ownership ACTIVE_STANDBY; docs/cluster.md;
 // cluster_owner.cc): two more loops on their own threads hold at most one
 // etcd::Ownership per such VIP on `<prefix>/owners/<vip>` (TTL =
-// lease_ttl_s): the renew loop (every 100 ms, no etcd call, so that no slow
-// etcd call delays a renewal) and the sync loop (acquire, release, status;
-// its etcd calls run outside owner_mu_). The owner writes the
+// lease_ttl_s): the renew loop (every 100 ms, no etcd call, no engine lock,
+// no log line or audit record, so that no slow etcd call, state disk or log
+// delays a renewal) and the sync loop (acquire, release, status; its etcd
+// calls, its wait for the engine's state and its audits and logs run
+// outside owner_mu_). The owner writes the
 // data-plane owner deadline `Ownership::deadline() - margin` (margin =
 // TTL/4) whenever the lease is renewed; on loss (on_lost) the deadline is
 // set to the past at once, audited `vip_lost`. A node that does not hold
@@ -191,9 +193,11 @@ class ClusterNode {
     std::optional<uint64_t> dp_deadline;  // as last read back
     uint64_t fenced = 0;
   };
-  // owner_mu_ guards owned_, hold_until_ and retired_: the renew loop, the
-  // sync loop and Yield() (an API thread) hold it briefly, never across an
-  // etcd call. Taken before mu_ and the engine's lock, never after.
+  // owner_mu_ guards owned_, hold_until_, retired_ and owner_notes_: the
+  // renew loop, the sync loop and Yield() (an API thread) hold it briefly,
+  // never across an etcd call, a wait for the engine's lock (State(): a
+  // commit holds it across its store's disk or etcd work), a log line or an
+  // audit record. Taken before mu_, never after.
   std::mutex owner_mu_;
   std::map<std::string, OwnedVip> owned_;  // by VipKeyText, the ACTIVE_STANDBY VIPs
   // VIPs yielded on purpose: no acquisition before this (steady clock), or
@@ -201,6 +205,20 @@ class ClusterNode {
   std::map<std::string, uint64_t> hold_until_;  // CLOCK_MONOTONIC ns (the Clock)
   // Ownerships the renew loop found lost: released by the sync loop.
   std::vector<std::unique_ptr<etcd::Ownership>> retired_;
+  // What the renew loop noticed (a lost lease, a failed deadline write):
+  // audited and logged by the sync loop, outside owner_mu_, so that neither
+  // a stalled log (stderr, journald) nor an event subscriber ever holds the
+  // renew loop's thread.
+  struct OwnerNote {
+    std::string action;  // "vip_lost", or "" for a log line only
+    std::string vip;
+    std::string inputs_json;
+    std::string message;
+    std::string error;  // log line only: the failed write's error
+  };
+  std::vector<OwnerNote> owner_notes_;
+  // Audits and logs `notes` (the sync loop and Stop(); owner_mu_ not held).
+  void EmitOwnerNotes(const std::vector<OwnerNote>& notes);
   std::vector<v1::VipOwnerStatus> owner_status_;  // guarded by mu_
   std::thread owner_thread_;
   std::thread renew_thread_;

@@ -3,13 +3,17 @@
 //
 //  - The renew loop (every 100 ms) writes each owned VIP's data-plane
 //    deadline (the lease deadline minus a margin) and stops a VIP whose
-//    ownership was lost. It makes no etcd call, so nothing etcd does can
-//    hold a healthy owner's renewal back until it fences itself.
+//    ownership was lost. It makes no etcd call, takes no engine lock and
+//    writes no log line or audit record (it leaves notes for the sync
+//    loop), so nothing etcd, the state's disk or the log does can hold a
+//    healthy owner's renewal back until it fences itself.
 //  - The sync loop (every 500 ms) follows the state's set of ACTIVE_STANDBY
 //    VIPs, tries to acquire the ones nobody holds, releases the ones no
-//    longer wanted, and publishes the status. Its etcd calls run outside
-//    owner_mu_: it decides under the lock, calls etcd, then installs the
-//    results under the lock.
+//    longer wanted, audits what the renew loop noticed, and publishes the
+//    status. It reads the state before taking owner_mu_ (State() waits for
+//    the engine's lock, which a commit holds across its store's disk or
+//    etcd work), decides under the lock, calls etcd, installs the results
+//    under the lock, and audits and logs after releasing it.
 #include <chrono>
 #include <utility>
 
@@ -69,13 +73,17 @@ void ClusterNode::OwnerRenew() {
       retired_.push_back(std::move(o.own));  // released by the sync loop, outside the lock
       o.lost->store(false);
       o.holder.clear();
-      Audit("vip_lost", text, "",
-            base::JsonObject()
-                .String("node", options_.config.node())
-                .String("reason", std::string(why.message()))
-                .Build(),
-            absl::StrCat("node ", options_.config.node(), " lost vip ", text,
-                         ": stopped forwarding it (", why.message(), ")"));
+      // Audited by the sync loop (the stop above is what counts, and it is
+      // done): a log line here could block this thread on a stalled stderr.
+      owner_notes_.push_back({"vip_lost", text,
+                              base::JsonObject()
+                                  .String("node", options_.config.node())
+                                  .String("reason", std::string(why.message()))
+                                  .Int("stopped_unix_ms", clock_->NowUnixMs())
+                                  .Build(),
+                              absl::StrCat("node ", options_.config.node(), " lost vip ", text,
+                                           ": stopped forwarding it (", why.message(), ")"),
+                              ""});
     }
     if (o.own == nullptr) continue;
     // Renew: the deadline follows the lease, a margin before it.
@@ -84,11 +92,22 @@ void ClusterNode::OwnerRenew() {
     if (auto st = engine_->SetVipOwnerDeadline(o.key, w); st.ok()) {
       o.written_ns = w;
       o.dp_deadline = w;
-    } else {
-      Log(LogLevel::kWarning, "writing the owner deadline failed",
-          {{"vip", text}, {"error", std::string(st.message())}});
+    } else if (owner_notes_.size() < 64) {  // logged by the sync loop; retried next pass
+      owner_notes_.push_back(
+          {"", text, "", "writing the owner deadline failed", std::string(st.message())});
     }
     o.holder = options_.config.node();
+  }
+}
+
+void ClusterNode::EmitOwnerNotes(const std::vector<OwnerNote>& notes) {
+  std::map<std::string, int> failed_writes;  // by VIP: one line each per pass
+  for (const OwnerNote& n : notes) {
+    if (!n.action.empty()) {
+      Audit(n.action, n.vip, "", n.inputs_json, n.message);
+    } else if (failed_writes[n.vip]++ == 0) {
+      Log(LogLevel::kWarning, n.message, {{"vip", n.vip}, {"error", n.error}});
+    }
   }
 }
 
@@ -99,6 +118,21 @@ void ClusterNode::OwnerSync() {
     std::lock_guard<std::mutex> lock(mu_);
     up = up_;
   }
+  // The state before owner_mu_: State() waits for the engine's lock, which a
+  // commit holds across its store's write (disk, etcd), and the renew loop
+  // needs owner_mu_ every 100 ms.
+  std::map<std::string, v1::VipKey> want;
+  std::set<std::string> present;
+  {
+    const v1::State state = engine_->State();
+    for (const v1::Vip& v : state.config().vips()) {
+      const std::string text = core::VipKeyText(v.key());
+      present.insert(text);
+      if (v.ownership() == v1::ACTIVE_STANDBY) want[text] = v.key();
+    }
+  }
+  std::vector<OwnerNote> notes;      // audited and logged after the lock
+  std::vector<std::string> dropped;  // VIPs no longer active/standby (logged after the lock)
   // 1. Decide, under the lock: no etcd call here.
   struct Try {
     std::string text;
@@ -110,15 +144,8 @@ void ClusterNode::OwnerSync() {
   std::vector<std::unique_ptr<etcd::Ownership>> release;
   {
     std::lock_guard<std::mutex> olock(owner_mu_);
+    notes.swap(owner_notes_);
     // The set of ACTIVE_STANDBY VIPs follows the state.
-    std::map<std::string, v1::VipKey> want;
-    std::set<std::string> present;
-    const v1::State state = engine_->State();
-    for (const v1::Vip& v : state.config().vips()) {
-      const std::string text = core::VipKeyText(v.key());
-      present.insert(text);
-      if (v.ownership() == v1::ACTIVE_STANDBY) want[text] = v.key();
-    }
     for (auto it = owned_.begin(); it != owned_.end();) {
       if (want.count(it->first) != 0) {
         ++it;
@@ -127,7 +154,7 @@ void ClusterNode::OwnerSync() {
       // No longer ACTIVE_STANDBY (or gone): forwarded by every node again.
       if (present.count(it->first) != 0) (void)engine_->SetVipOwnerDeadline(it->second.key, {});
       if (it->second.own != nullptr) release.push_back(std::move(it->second.own));
-      Log(LogLevel::kInfo, "vip no longer active/standby", {{"vip", it->first}});
+      dropped.push_back(it->first);
       it = owned_.erase(it);
     }
     for (const auto& [text, key] : want) {
@@ -157,6 +184,12 @@ void ClusterNode::OwnerSync() {
         ask_holder.push_back(text);
       }
     }
+  }
+
+  EmitOwnerNotes(notes);
+  notes.clear();
+  for (const std::string& text : dropped) {
+    Log(LogLevel::kInfo, "vip no longer active/standby", {{"vip", text}});
   }
 
   // 2. etcd, without the lock: the renew loop goes on meanwhile.
@@ -209,14 +242,16 @@ void ClusterNode::OwnerSync() {
       (void)engine_->SetVipOwnerDeadline(o.key, o.written_ns);
       o.dp_deadline = o.written_ns;
       o.holder = options_.config.node();
-      Audit("vip_acquired", text, "",
-            base::JsonObject()
-                .String("node", options_.config.node())
-                .Int("fence", o.own->fence().revision)
-                .Int("margin_ms", margin_ms)
-                .Build(),
-            absl::StrCat("node ", options_.config.node(), " owns vip ", text,
-                         " and forwards it (fencing token ", o.own->fence().revision, ")"));
+      notes.push_back(
+          {"vip_acquired", text,
+           base::JsonObject()
+               .String("node", options_.config.node())
+               .Int("fence", o.own->fence().revision)
+               .Int("margin_ms", margin_ms)
+               .Build(),
+           absl::StrCat("node ", options_.config.node(), " owns vip ", text,
+                        " and forwards it (fencing token ", o.own->fence().revision, ")"),
+           ""});
     }
     for (const auto& [text, holder] : holders) {
       auto it = owned_.find(text);
@@ -240,6 +275,7 @@ void ClusterNode::OwnerSync() {
       st.push_back(std::move(s));
     }
   }
+  EmitOwnerNotes(notes);
   for (auto& r : release) (void)r->Release();
   std::lock_guard<std::mutex> lock(mu_);
   owner_status_ = std::move(st);

@@ -1,21 +1,19 @@
 // An owned VIP's renewal and a stalled disk (issue #41, item 8): the engine
-// calls that the cluster's renew pass makes under its owner lock
-// (coord/cluster_owner.cc OwnerRenew: SetVipOwnerDeadline, and Record for
-// a lost lease) complete at once while the audit log's fdatasync, its
-// daily prune or a commit's store write is blocked. The records show in
+// calls that the cluster's owner loops make (coord/cluster_owner.cc:
+// SetVipOwnerDeadline in the renew pass, Record for a lost lease in the
+// sync loop) complete at once while the audit log's fdatasync, its daily
+// prune or a commit's store write is blocked. The records show in
 // QueryAudit meanwhile and reach the file once the disk is back; a queue
-// that fills is counted, never waited for.
+// that fills is counted, never waited for. (The loops themselves, with a
+// stalled commit and a blocked log: agent/coord/tests/cluster_owner_test.cc.)
 #include <catch2/catch.hpp>
 
 #include <chrono>
-#include <condition_variable>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
 
-#include "agent/core/file_store.h"
 #include "agent/core/metrics.h"
 #include "agent/core/names.h"
 #include "agent/core/router_engine.h"
@@ -28,6 +26,7 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using testing::Key;
 using testing::SlowDisk;
+using testing::SlowStore;
 using testing::SmallConfig;
 using testing::TempDir;
 
@@ -40,10 +39,9 @@ constexpr uint64_t kDeadlineNs = 5'000'123'000'000;
 // quarter of the lease before the lease's: a pass must take a few ms.
 constexpr milliseconds kRenewBudget{250};
 
-// One pass of the renew loop over two owned VIPs: the engine calls that
-// OwnerRenew makes under its owner lock, which every renewal needs.
-// kVip4's lease was lost (stopped, audited `vip_lost` through Record),
-// kVip6's deadline is renewed. Returns how long the pass took.
+// One pass of the owner loops over two owned VIPs: kVip4's lease was lost
+// (stopped, audited `vip_lost` through Record), kVip6's deadline is
+// renewed. Returns how long the engine calls took.
 microseconds RenewPass(RouterEngine& e) {
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(e.SetVipOwnerDeadline(kVip4, 0).ok());
@@ -143,46 +141,6 @@ TEST_CASE("A daily prune stalled on the disk does not hold up an owner's renewal
   CHECK(Count(records, "set_ownership") == 0);
   CHECK(Count(records, "vip_lost") == 1);
 }
-
-// The state store of a commit that stalls (a slow disk under the state
-// file or etcd's cache): Save blocks while stalled, up to 5 s.
-class SlowStore final : public Store {
- public:
-  explicit SlowStore(std::string path) : file_(std::move(path)) {}
-  std::string Describe() const override { return file_.Describe(); }
-  absl::StatusOr<StoredState> Load() override { return file_.Load(); }
-  absl::StatusOr<int64_t> Save(const v1::State& next, int64_t base, WriteKind kind) override {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (stalled_) {
-        blocked_ = true;
-        cv_.notify_all();
-        cv_.wait_for(lock, std::chrono::seconds(5), [&] { return !stalled_; });
-      }
-    }
-    return file_.Save(next, base, kind);
-  }
-  void Stall() {
-    std::lock_guard<std::mutex> lock(mu_);
-    stalled_ = true;
-  }
-  void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    stalled_ = false;
-    cv_.notify_all();
-  }
-  bool WaitBlocked(milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return blocked_; });
-  }
-
- private:
-  FileStore file_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stalled_ = false;
-  bool blocked_ = false;
-};
 
 TEST_CASE("A commit stalled in its store does not hold up an owner's renewal",
           "[audit][ownership]") {

@@ -9,6 +9,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "absl/strings/str_cat.h"
+#include "agent/core/file_store.h"
 #include "agent/core/ids.h"
 #include "agent/core/names.h"
 #include "agent/core/validate.h"
@@ -163,6 +164,40 @@ std::unique_ptr<RouterEngine> StartEngine(const TempDir& dir, const Clock* clock
   auto dp = std::make_unique<dataplane::FakeDataplane>();
   if (fake != nullptr) *fake = dp.get();
   return Start(dir, clock, initial, vip_ownership, std::move(dp));
+}
+
+SlowStore::SlowStore(std::string path) : file_(std::make_unique<FileStore>(std::move(path))) {}
+
+std::string SlowStore::Describe() const { return file_->Describe(); }
+
+absl::StatusOr<StoredState> SlowStore::Load() { return file_->Load(); }
+
+absl::StatusOr<int64_t> SlowStore::Save(const v1::State& next, int64_t base, WriteKind kind) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stalled_) {
+      blocked_ = true;
+      cv_.notify_all();
+      cv_.wait_for(lock, std::chrono::seconds(5), [&] { return !stalled_; });
+    }
+  }
+  return file_->Save(next, base, kind);
+}
+
+void SlowStore::Stall() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stalled_ = true;
+}
+
+void SlowStore::Release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stalled_ = false;
+  cv_.notify_all();
+}
+
+bool SlowStore::WaitBlocked(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return blocked_; });
 }
 
 std::unique_ptr<RouterEngine> StartRealEngine(const TempDir& dir, const Clock* clock,

@@ -85,6 +85,29 @@ class SlowDisk {
   std::shared_ptr<Shared> s_ = std::make_shared<Shared>();
 };
 
+// The state store of a commit that stalls (a slow disk under the state
+// file, or a slow etcd): while Stall() is in force, each Save blocks until
+// Release() or for 5 s, holding the engine's lock as a commit does; then
+// the file store underneath does the work.
+class SlowStore final : public Store {
+ public:
+  explicit SlowStore(std::string path);
+  std::string Describe() const override;
+  absl::StatusOr<StoredState> Load() override;
+  absl::StatusOr<int64_t> Save(const v1::State& next, int64_t base, WriteKind kind) override;
+  void Stall();
+  void Release();
+  // True once a Save is blocked (waits up to `timeout` for one).
+  bool WaitBlocked(std::chrono::milliseconds timeout);
+
+ private:
+  std::unique_ptr<Store> file_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stalled_ = false;
+  bool blocked_ = false;
+};
+
 // The same over the real data plane (BPF maps; root), unpinned unless
 // `pin_dir` is given.
 std::unique_ptr<RouterEngine> StartRealEngine(const TempDir& dir, const Clock* clock,
