@@ -112,7 +112,7 @@ st=$(status_of "$(reload)")
 log "reload with initial changed: $st"
 check "SIGHUP applies a changed initial (backend-1 weight $(weight))" test "$(weight)" = 3
 check "the status line says so" grep -q 'initial applied' <<<"$st"
-check "audited as the reload's change" grep -q '"actor":"operator:reload:' "$AGENT_DIR/audit.jsonl"
+check "audited as the reload's change" grep_soon '"actor":"operator:reload:' "$AGENT_DIR/audit.jsonl"
 cp "$conf" "$conf.good"
 sed -i "0,/name: \"web4\"/s//name: \"web4\"\n    table_size: 4/" "$conf"
 st=$(status_of "$(reload)")

@@ -49,7 +49,7 @@ check "r1: metric ballast_vip_announced{prefix=\"$VIP4/32\"} = 1" \
   test "$(metric r1 "ballast_vip_announced{prefix=\"$VIP4/32\"}")" = 1
 check "r1: metric ballast_bird_up = 1" test "$(metric r1 ballast_bird_up)" = 1
 check "r1: audit records the announcements (automation)" \
-  grep -q '"actor":"automation".*"action":"vip_announce"' "$STATE/r1/audit.jsonl"
+  grep_soon '"actor":"automation".*"action":"vip_announce"' "$STATE/r1/audit.jsonl"
 
 # ---- unhealthy data plane: XDP program detached -----------------------------
 ecmp exec r1 ip link set dev to-tor xdp off
@@ -64,7 +64,7 @@ check "r1: metric ballast_dataplane_healthy = 0" test "$(metric r1 ballast_datap
 check "r1: metric ballast_vip_announced{prefix=\"$VIP4/32\"} = 0" \
   test "$(metric r1 "ballast_vip_announced{prefix=\"$VIP4/32\"}")" = 0
 check "r1: audit: vip_withdraw because the data plane is unhealthy" \
-  grep -q '"action":"vip_withdraw".*data plane unhealthy' "$STATE/r1/audit.jsonl"
+  grep_soon '"action":"vip_withdraw".*data plane unhealthy' "$STATE/r1/audit.jsonl"
 check "r2: still announcing both VIPs" test "$(announced_count r2)" = 2
 check "a client is answered through r2" answered
 ecmp exec r1 ip link set dev to-tor xdpdrv pinned /sys/fs/bpf/ballast-r1/prog_xdp_lb

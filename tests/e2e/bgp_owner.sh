@@ -77,7 +77,7 @@ check "$owner withdrew within the lease TTL (3 s)" test "$gone_ms" -lt 3000
 check "$standby took over and announces the IPv4 VIP" test "$new_ms" -ge 0
 check "the tor never had both routers for the active/standby VIP" test "$both" = 0
 check "$owner: audit: vip_withdraw for $VIP4/32 with the ownership reason" \
-  grep -qE "\"action\":\"vip_withdraw\".*$VIP4/32.*(owner deadline passed|not its owner)" "$STATE/$owner/audit.jsonl"
+  grep_soon -E "\"action\":\"vip_withdraw\".*$VIP4/32.*(owner deadline passed|not its owner)" "$STATE/$owner/audit.jsonl"
 check "$owner: still announces the IPv6 VIP" test "$(nexthops 6)" = 2
 # (The old owner, cut from etcd, may still call itself owner until it learns
 # of the loss; its data-plane deadline has passed, which is what withdrew it.)

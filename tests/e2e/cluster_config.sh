@@ -44,8 +44,10 @@ log "figure: propagation a -> b and c (lbctl returned + polled status): ${PROPAG
 # generation of a's set_weight commit. (Measured from a's own log line of
 # the commit it could come out negative: a writes that line after it has
 # programmed its own data plane, and b may apply the change first.)
-for n in b c; do
-  ms=$(python3 - "$t0" "$WORK/a/lbagent.log" "$WORK/$n/audit.jsonl" <<'PY'
+# applied_ms NODE: that figure for NODE ("?" while its record is not in
+# audit.jsonl yet: the audit log's writer thread writes it a few ms later).
+applied_ms() {
+  python3 - "$t0" "$WORK/a/lbagent.log" "$WORK/$1/audit.jsonl" <<'PY'
 import json, sys
 t_start = int(float(sys.argv[1]) * 1000)
 commit = None
@@ -61,7 +63,13 @@ for line in open(sys.argv[3]):
 else:
     print("?")
 PY
-)
+}
+for n in b c; do
+  for ((try = 0; try < 40; try++)); do
+    ms=$(applied_ms "$n")
+    [[ $ms != "?" ]] && break
+    sleep 0.05
+  done
   log "figure: propagation a -> $n (lbctl started on a -> $n applied that generation): $ms ms"
 done
 check "hashes equal after the change" wait_for 5 hashes_equal

@@ -7,6 +7,7 @@
 #   repo, BUILD (default <repo>/build), T_NAME (the script's name), FAILED
 #   log MSG; fail MSG (record, go on); die MSG (fail now); check DESC CMD...
 #   now; since T (seconds since `now` returned T, two decimals)
+#   grep_soon [GREP-OPTION...] PATTERN FILE (a line within 2 s: audit.jsonl)
 #   require_root WHY; require_built BIN... (hint in BUILT_HINT);
 #   require_tools HINT TOOL...
 
@@ -34,6 +35,17 @@ check() { # check DESCRIPTION CMD...: run CMD; record a failure if it fails
 }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+# grep_soon [GREP-OPTION...] PATTERN FILE: `grep -q` succeeds within 2 s
+# (tried every 50 ms). For audit.jsonl: the audit log's writer thread
+# writes a record a few ms after the change it records has returned.
+grep_soon() {
+  local i
+  for ((i = 0; i < 40; i++)); do
+    grep -q "$@" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
 
 require_root() { # require_root WHAT-IT-NEEDS
   [[ $(id -u) -eq 0 ]] || die "needs root ($1); run as root"
