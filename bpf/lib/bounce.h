@@ -394,9 +394,7 @@ static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *o
 	const struct ballast_vip_meta *vip;
 	struct ballast_handshake *h;
 	struct ballast_backend *be;
-	struct ballast_flow *f;
 	__u32 last, first, next, bounces, v;
-	int guarded;
 
 	if (bounce_parse(ctx, outer, in))
 		return BALLAST_V_DROP_BOUNCE_BAD;
@@ -431,16 +429,13 @@ static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *o
 			in->hash | (__u64)(last | (__u32)BALLAST_BOUNCES_MAX << 16) << 32;
 		return BALLAST_V_DROP_BOUNCE_FORGED;
 	}
-	/* A SYN that came on an established flow of that backend (a reused
-	 * port, syn_keeps_flow) is no evidence against the backend, and the
-	 * bounce does not end the flow: the client's completing ACK moves it
-	 * (handshake_reopened), and a client that goes on with the old
+	/* A refusal counts against the backend only when another backend
+	 * takes the connection (refusals_confirm, at its completing ACK). A
+	 * SYN that came on an established flow of that backend (a reused port,
+	 * syn_keeps_flow) completes on the flow, not a slot: no evidence; and
+	 * the bounce does not end the flow: the client's completing ACK moves
+	 * it (handshake_reopened), and a client that goes on with the old
 	 * connection keeps it where it is. */
-	f = bpf_map_lookup_elem(&flows, &in->key);
-	guarded = f && f->backend_id == last;
-	bb = backend_bounces_of(last);
-	if (bb && !guarded)
-		bb->refused += 1;
 
 	first = maglev_pick(vip->vip_id, in);
 	next = first == BALLAST_INVALID_ID ? first

@@ -100,7 +100,7 @@ TEST_CASE("A bounced SYN goes to the next choice, twice at most, and the ACK fol
   REQUIRE(fx.Handshake(key));
   CHECK(fx.Handshake(key)->backend_id == second);
   CHECK(fx.Handshake(key)->bounces == 1);
-  CHECK(Bounces(fx, first).refused == 1);
+  CHECK(Bounces(fx, first).refused == 0);  // counted once another backend takes it
   CHECK(Bounces(fx, second).received == 1);
   CHECK(fx.BackendStats(second).packets == 1);
 
@@ -119,16 +119,43 @@ TEST_CASE("A bounced SYN goes to the next choice, twice at most, and the ACK fol
   CHECK(fx.Handshake(key)->backend_id == third);
   CHECK(Bounces(fx, third).refused == 0);
 
-  // The client's ACK follows the SYN to the third.
+  // The client's ACK follows the SYN to the third, and only now are the
+  // two refusals evidence against the first and the second.
+  CHECK(Bounces(fx, first).refused == 0);
   CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 101, 5001).Build())) == third);
   const auto f = fx.Flow(key);
   REQUIRE(f);
   CHECK(f->backend_id == third);
+  CHECK(Bounces(fx, first).refused == 1);
+  CHECK(Bounces(fx, second).refused == 1);
+  CHECK(Bounces(fx, third).refused == 0);
 
   // Established: a bounce can no longer do anything.
   const Outcome late = fx.Run(Bounce(o3.out));
   CHECK(late.verdict == BALLAST_V_DROP_BOUNCE_STRANGER);
   CHECK(fx.Flow(key)->backend_id == third);
+}
+
+// The lab's finding (#41): on a port-0 VIP, SYNs to a port no backend
+// serves were bounced by every backend and counted as refusals against
+// each, and the health checks froze and unfroze the pool. A refusal is
+// evidence only when another backend then takes the connection.
+TEST_CASE("SYNs to a port no backend serves are no evidence against any backend", "[lb][bounce]") {
+  LbFixture fx;
+  SetUpLab(fx);
+  fx.SetTable(kVipTcp4, CyclingTable({1, 2, 3}));
+  for (uint16_t port = 42000; port < 42030; ++port) {
+    Outcome o = fx.Run(FromClient4().Tcp(port, 80, tcp::kSyn, 100, 0).Build());
+    REQUIRE(o.verdict == BALLAST_V_TX);
+    // Every backend bounces it until the last hop, whose kernel answers RST.
+    for (int hop = 0; hop < BALLAST_BOUNCES_MAX; ++hop) {
+      o = fx.Run(Bounce(o.out));
+      REQUIRE(o.verdict == BALLAST_V_BOUNCE_TX);
+    }
+    REQUIRE(OuterId(o.out) == BALLAST_ENCAP_ID_LAST);
+    // The client's RST to the backend's... nothing completes.
+  }
+  for (uint32_t id : {1u, 2u, 3u}) CHECK(Bounces(fx, id).refused == 0);
 }
 
 // A client reuses the port of a connection its backend ended (the router
