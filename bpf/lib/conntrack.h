@@ -8,9 +8,11 @@
  *    by flow hash, holds TCP connections whose handshake is under way: the
  *    client's SYN seen, its completing ACK not yet. A SYN writes one slot
  *    and no `flows` entry.
- *  - `flows`, an LRU hash, holds connections whose handshake completed.
+ *  - `flows`, an LRU hash, holds TCP connections that passed probation
+ *    (probation.h): their backend did not bounce a probe of them.
  *  - `adopted_flows`, an array of 4-way sets indexed by flow hash
- *    (adopted.h), holds TCP flows adopted mid-stream.
+ *    (adopted.h), holds TCP flows adopted mid-stream, and connections whose
+ *    handshake completed here, while on probation.
  *  - `flows_udp`, an LRU hash, holds UDP flows.
  *
  * Rules:
@@ -47,6 +49,10 @@
  *    from another router by ECMP) picks from the table and is adopted as
  *    ESTABLISHED. Every router computes the same table and hash, so the
  *    adopted flow lands on the backend it already had.
+ *  - A completed handshake and an adopted flow start on probation in
+ *    `adopted_flows` and move into `flows` 100 ms after an unbounced probe
+ *    (probation.h), so two spoofed packets (a SYN and its ACK) cannot take
+ *    a place there.
  *
  * Why SYNs do not create `flows` entries: inserting into the kernel's LRU
  * hash is most of the cost of a SYN (bucket walk, node pop, locks), and a
