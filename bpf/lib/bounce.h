@@ -430,12 +430,11 @@ static __always_inline __u32 bounce_take(struct xdp_md *ctx, const struct pkt *o
 		return BALLAST_V_DROP_BOUNCE_FORGED;
 	}
 	/* A refusal counts against the backend only when another backend
-	 * takes the connection (refusals_confirm, at its completing ACK). A
-	 * SYN that came on an established flow of that backend (a reused port,
-	 * syn_keeps_flow) completes on the flow, not a slot: no evidence; and
-	 * the bounce does not end the flow: the client's completing ACK moves
-	 * it (handshake_reopened), and a client that goes on with the old
-	 * connection keeps it where it is. */
+	 * takes the connection, at its completing ACK (refusals_confirm, or
+	 * handshake_reopened for a SYN that came on an established flow of
+	 * that backend: a reused port, syn_keeps_flow). Nor does the bounce
+	 * end such a flow: the client's completing ACK moves it, and a client
+	 * that goes on with the old connection keeps it where it is. */
 
 	first = maglev_pick(vip->vip_id, in);
 	next = first == BALLAST_INVALID_ID ? first

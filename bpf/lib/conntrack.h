@@ -528,6 +528,7 @@ static __always_inline __u32 handshake_reopened(struct ballast_flow *f, struct p
 	struct ballast_handshake_set *set = handshake_set_of(p);
 	__u64 t = clock_precise();
 	struct ballast_handshake *h = set ? handshake_find(set, p, s, t, HS_SEQ_FOLLOWS) : 0;
+	struct ballast_backend_bounces *bb;
 	struct ballast_backend_stats *bs;
 	__u32 age;
 
@@ -535,6 +536,13 @@ static __always_inline __u32 handshake_reopened(struct ballast_flow *f, struct p
 	if (!h || (h->backend_id != f->backend_id && !h->bounces))
 		return f->backend_id;
 	age = handshake_time(t) - h->syn_time;
+	if (h->backend_id != f->backend_id) {
+		/* The new connection completed where the bounce sent it: the
+		 * flow's backend had no listener for it (refusals_confirm). */
+		bb = bpf_map_lookup_elem(&backend_bounces, &f->backend_id);
+		if (bb)
+			bb->refused += 1;
+	}
 	if (h->backend_id != f->backend_id || f->state == BALLAST_FLOW_CLOSING) {
 		f->backend_id = h->backend_id;
 		f->state = BALLAST_FLOW_ESTABLISHED;
@@ -552,10 +560,12 @@ static __always_inline __u32 handshake_reopened(struct ballast_flow *f, struct p
 }
 
 /* A TCP packet other than a SYN with no `flows` entry whose slot holds its
- * handshake completes it on the SYN's backend (when that is still usable,
- * and no connection of the tuple on probation holds another backend): the
- * handshake sample is taken (an ACK), the slot freed, the flow created on
- * probation in `adopted_flows` (probation.h). Returns 1 with *idp set
+ * handshake completes it on the SYN's backend (when that is still usable):
+ * the handshake sample is taken (an ACK), refusals of the bounces it took
+ * counted, the slot freed, the flow created on probation in
+ * `adopted_flows` (probation.h), replacing an older connection of the tuple
+ * there (a client reusing its port: a young connection is not guarded
+ * against SYNs). Returns 1 with *idp set
  * then, else 0 (the caller looks for an adopted flow). `now` is the
  * precise clock. */
 static __always_inline int handshake_complete(const struct ballast_vip_meta *vip, struct pkt *p,
@@ -568,8 +578,7 @@ static __always_inline int handshake_complete(const struct ballast_vip_meta *vip
 	struct ballast_handshake *h = set ? handshake_find(set, p, s, now, HS_SEQ_FOLLOWS) : 0;
 	struct ballast_backend_stats *bs;
 	struct ballast_backend *be;
-	struct ballast_flow *ex;
-	__u32 id, age, exid, bounces;
+	__u32 id, age, bounces;
 
 	if (!h)
 		return 0;
@@ -580,15 +589,6 @@ static __always_inline int handshake_complete(const struct ballast_vip_meta *vip
 	be = bpf_map_lookup_elem(&backends, &id);
 	if (!backend_usable(be))
 		return 0;
-	/* A connection of this tuple on probation elsewhere (a SYN and ACK
-	 * spoofed on a young connection's tuple after a table change) keeps
-	 * it: the caller finds that flow. */
-	ex = adopted_lookup(p);
-	if (ex && ex->backend_id != id && (ex->flags & BALLAST_FLOW_F_HANDSHAKE_SEEN)) {
-		exid = ex->backend_id;
-		if (backend_usable(bpf_map_lookup_elem(&backends, &exid)) && !flow_expired(ex, s, now))
-			return 0;
-	}
 	bs = backend_stats_of(id);
 	/* A RST that ends a handshake is not counted: a SYN and a RST are two
 	 * packets a blind spoofer can send for any tuple (probation.h). */

@@ -162,8 +162,9 @@ TEST_CASE("SYNs to a port no backend serves are no evidence against any backend"
 // never saw a close: the flow is ESTABLISHED and recent), and that backend
 // no longer listens: the SYN goes to the flow's backend (lb_spoof_test),
 // which bounces it. The bounce sends it on to the next choice but neither
-// ends the flow nor counts against the backend (the port reused, not the
-// backend refusing); the new connection's ACK moves the flow.
+// ends the flow nor counts against the backend; the new connection's ACK
+// moves the flow, and only then is the refusal evidence (another backend
+// took the connection).
 TEST_CASE("A SYN on an active flow that its backend bounces: the new connection's ACK moves it",
           "[lb][bounce]") {
   LbFixture fx;
@@ -195,6 +196,7 @@ TEST_CASE("A SYN on an active flow that its backend bounces: the new connection'
     REQUIRE(fx.Flow(key));
     CHECK(fx.Flow(key)->backend_id == second);
     CHECK(fx.Flow(key)->seq_next == 777001);
+    CHECK(Bounces(fx, first).refused == 1);
     CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 777001, 1).Build())) ==
           second);
   }
@@ -204,6 +206,7 @@ TEST_CASE("A SYN on an active flow that its backend bounces: the new connection'
     CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(port, 80, tcp::kAck, 777001, 1).Build())) ==
           first);
     CHECK(fx.Flow(key)->backend_id == first);
+    CHECK(Bounces(fx, first).refused == 0);
   }
 }
 

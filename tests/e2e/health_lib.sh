@@ -37,6 +37,10 @@ health_cleanup() {
     echo "---- audit (last 40 records) ----" >&2
     lbctl audit --since 10m 2>/dev/null | tail -n 40 >&2 || true
   fi
+  if [[ -n ${DEBUG_DUMP:-} ]]; then
+    "${LAB[@]}" exec router "$LBDP" stats >&2 2>&1 || true
+    for i in 1 2 3; do "${LAB[@]}" exec "be$i" "$LBDP" decap stats --dev to-router >&2 2>&1 || true; done
+  fi
   # KEEP_AGENT_LOG=FILE: the whole log survives the lab, pass or fail
   # (sanitizer runs, timelines).
   if [[ -n ${KEEP_AGENT_LOG:-} && -n ${STATE:-} ]]; then
