@@ -215,9 +215,11 @@ enum ballast_flow_state {
 #define BALLAST_ESC_TIME_SHIFT 20 /* 1.05 ms units; 2^24 of them wrap after 4.9 h */
 /* Probation: the router saw this flow's handshake complete (its SYN, then an
  * ACK that follows the SYN's ISN), which a blind spoofer can forge with two
- * packets. Such a flow lives in `adopted_flows` (whose sets a flood only
- * turns over among themselves) until it shows it is a connection the
- * backend holds: its first packet after the handshake carries the probe
+ * packets, or adopted it mid-stream (one packet). Such a flow lives in
+ * `adopted_flows` (whose sets a flood only turns over among themselves)
+ * until it shows it is a connection the backend holds: its first packet
+ * after the handshake (an adopted flow's first packet; a flow that walked
+ * its slot's history, the first one after that window) carries the probe
  * mark, and the backend's decap program bounces it if no socket there holds
  * it (a spoofer cannot complete a handshake it never saw the SYN-ACK of).
  * A packet at least BALLAST_PROBATION_WAIT after that one, with no bounce
