@@ -204,7 +204,7 @@ RouteDevice ReadRouteAnswer(int fd, uint32_t seq) {
     const ssize_t n = recv(fd, buf, sizeof(buf), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return {"", Cat("reading the netlink answer: ", std::strerror(errno))};
+      return {"", std::string(ErrnoStatus(errno, "reading the netlink answer").message())};
     }
     int len = static_cast<int>(n);
     for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
@@ -225,7 +225,7 @@ RouteDevice ReadRouteAnswer(int fd, uint32_t seq) {
         std::memcpy(&oif, RTA_DATA(a), sizeof(oif));
         char name[IF_NAMESIZE] = {};
         if (if_indextoname(oif, name) == nullptr) {
-          return {"", Cat("ifindex ", oif, ": ", std::strerror(errno))};
+          return {"", std::string(ErrnoStatus(errno, Cat("ifindex ", oif)).message())};
         }
         return {name, ""};
       }
@@ -244,7 +244,7 @@ std::vector<RouteDevice> RouteDevices(const std::vector<IpAddress>& addrs) {
     return out;
   };
   UniqueFd fd(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
-  if (!fd) return fail_all(Cat("opening a netlink socket: ", std::strerror(errno)));
+  if (!fd) return fail_all(std::string(ErrnoStatus(errno, "opening a netlink socket").message()));
   // The kernel answers at once; a caller is never held longer than this.
   const timeval timeout = {1, 0};
   setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
@@ -262,7 +262,7 @@ std::vector<RouteDevice> RouteDevices(const std::vector<IpAddress>& addrs) {
     req.hdr()->nlmsg_seq = static_cast<uint32_t>(i + 1);
     if (sendto(fd.get(), req.bytes().data(), req.bytes().size(), 0,
                reinterpret_cast<sockaddr*>(&kernel), sizeof(kernel)) < 0) {
-      out[i] = {"", Cat("sending to netlink: ", std::strerror(errno))};
+      out[i] = {"", std::string(ErrnoStatus(errno, "sending to netlink").message())};
       continue;
     }
     out[i] = ReadRouteAnswer(fd.get(), static_cast<uint32_t>(i + 1));

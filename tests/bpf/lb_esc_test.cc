@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include <cstring>
+
 #include <catch2/catch.hpp>
 
 #include "agent/dataplane/decap.h"
@@ -329,20 +331,21 @@ std::pair<int, uint16_t> ConnectFromClient(bool v6, uint16_t dport) {
   REQUIRE(fd >= 0);
   sockaddr_storage src = {}, dst = {};
   socklen_t len = 0;
+  const Addr client = v6 ? Lab::Client6() : Lab::Client4(), vip = v6 ? Lab::Vip6() : Lab::Vip4();
   if (!v6) {
     auto* s4 = reinterpret_cast<sockaddr_in*>(&src);
     auto* d4 = reinterpret_cast<sockaddr_in*>(&dst);
     s4->sin_family = d4->sin_family = AF_INET;
-    inet_pton(AF_INET, "198.18.100.1", &s4->sin_addr);
-    inet_pton(AF_INET, "198.18.0.10", &d4->sin_addr);
+    std::memcpy(&s4->sin_addr, client.b.data(), 4);
+    std::memcpy(&d4->sin_addr, vip.b.data(), 4);
     d4->sin_port = htons(dport);
     len = sizeof(sockaddr_in);
   } else {
     auto* s6 = reinterpret_cast<sockaddr_in6*>(&src);
     auto* d6 = reinterpret_cast<sockaddr_in6*>(&dst);
     s6->sin6_family = d6->sin6_family = AF_INET6;
-    inet_pton(AF_INET6, "2001:db8:100::1", &s6->sin6_addr);
-    inet_pton(AF_INET6, "2001:db8::10", &d6->sin6_addr);
+    std::memcpy(&s6->sin6_addr, client.b.data(), 16);
+    std::memcpy(&d6->sin6_addr, vip.b.data(), 16);
     d6->sin6_port = htons(dport);
     len = sizeof(sockaddr_in6);
   }

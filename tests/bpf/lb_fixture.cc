@@ -9,6 +9,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -473,6 +474,16 @@ Bytes BounceFrom(const Bytes& encapsulated, const Addr& from) {
     pb.Ip6(from, outer->ip->dst).L4Proto(outer->ip->proto);
   }
   return pb.Payload(inner).Build();
+}
+
+PinnedToOneCpu::PinnedToOneCpu() {
+  REQUIRE(sched_getaffinity(0, sizeof(saved_), &saved_) == 0);
+  const int cpu = sched_getcpu();
+  REQUIRE(cpu >= 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
 }
 
 void WaitOutProbation() {

@@ -16,6 +16,7 @@
 #ifndef BALLAST_TESTS_BPF_LB_FIXTURE_H_
 #define BALLAST_TESTS_BPF_LB_FIXTURE_H_
 
+#include <sched.h>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -190,6 +191,20 @@ Bytes Bounce(const Bytes& encapsulated);
 
 // Bounce() as if sent from `from` instead of the backend (a stranger's).
 Bytes BounceFrom(const Bytes& encapsulated, const Addr& from);
+
+// Runs this thread on one CPU (the one it is on) until destroyed:
+// BPF_PROG_TEST_RUN runs on the caller's CPU, and per-CPU state (the ICMP
+// budget, the LRU hash's free nodes) then stays on one.
+class PinnedToOneCpu {
+ public:
+  PinnedToOneCpu();
+  ~PinnedToOneCpu() { sched_setaffinity(0, sizeof(saved_), &saved_); }
+  PinnedToOneCpu(const PinnedToOneCpu&) = delete;
+  PinnedToOneCpu& operator=(const PinnedToOneCpu&) = delete;
+
+ private:
+  cpu_set_t saved_;
+};
 
 // Sleeps past BALLAST_PROBATION_WAIT (probation.h): a connection whose
 // probe was sent before it is promoted into `flows` by its next packet.

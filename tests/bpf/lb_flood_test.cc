@@ -89,26 +89,9 @@ uint32_t FloodPairs(LbFixture& fx, Bytes syn, Bytes ack, uint8_t hi0, uint32_t n
   return tx;
 }
 
-// Runs the test's packets on one CPU: the kernel's LRU hash keeps free
-// nodes per CPU, and a thread that wakes up on the other CPU after a sleep
-// (WaitOutProbation) evicts from a map that is not yet full.
-class PinnedToOneCpu {
- public:
-  PinnedToOneCpu() {
-    REQUIRE(sched_getaffinity(0, sizeof(saved_), &saved_) == 0);
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(sched_getcpu(), &one);
-    REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
-  }
-  ~PinnedToOneCpu() { sched_setaffinity(0, sizeof(saved_), &saved_); }
-  PinnedToOneCpu(const PinnedToOneCpu&) = delete;
-  PinnedToOneCpu& operator=(const PinnedToOneCpu&) = delete;
-
- private:
-  cpu_set_t saved_;
-};
-
+// On one CPU: the kernel's LRU hash keeps free nodes per CPU, and a thread
+// that wakes up on the other CPU after a sleep (WaitOutProbation) evicts
+// from a map that is not yet full.
 TEST_CASE("Floods of spoofed ACKs, SYN+ACK pairs and UDP tuples cannot evict established flows",
           "[lb][flood]") {
   const PinnedToOneCpu pinned;

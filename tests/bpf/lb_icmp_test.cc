@@ -239,27 +239,6 @@ TEST_CASE("Oversize once encapsulated: ICMP too-big back to the client, or a cou
   }
 }
 
-// Runs this thread on one CPU (the one it is on) until destroyed: the ICMP
-// budget is per CPU, and BPF_PROG_TEST_RUN runs on the caller's CPU.
-class PinnedToOneCpu {
- public:
-  PinnedToOneCpu() {
-    REQUIRE(sched_getaffinity(0, sizeof(saved_), &saved_) == 0);
-    const int cpu = sched_getcpu();
-    REQUIRE(cpu >= 0);
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
-  }
-  ~PinnedToOneCpu() { sched_setaffinity(0, sizeof(saved_), &saved_); }
-  PinnedToOneCpu(const PinnedToOneCpu&) = delete;
-  PinnedToOneCpu& operator=(const PinnedToOneCpu&) = delete;
-
- private:
-  cpu_set_t saved_;
-};
-
 TEST_CASE("ICMP too-big answers are rate limited per CPU; the rest are dropped and counted",
           "[lb][icmp]") {
   LbFixture fx;
