@@ -24,6 +24,8 @@ PACKAGES=(
   xdp-tools bpftool iproute2 ethtool iputils-ping tshark
   # lab and e2e: servers, clients, coordination, routing, metrics
   nginx-light wrk nghttp2-client curl etcd-server etcd-client bird2 prometheus
+  # the attack suite's hostile packets (tests/e2e/attack_send.py)
+  python3-scapy
   # scripting
   jq procps python3 util-linux openssl libssl-dev
   # systemd service protocol (sd_notify, watchdog)
