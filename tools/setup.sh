@@ -36,6 +36,8 @@ PACKAGES=(
   dpkg-dev file lintian man-db systemd
   # the status page's test: a headless browser loads it (no sandbox, as root)
   chromium
+  # lbctl's completion tests: the shells it completes in (bash is there)
+  zsh fish
 )
 
 say() { printf 'setup: %s\n' "$*"; }

@@ -1,8 +1,6 @@
 #include "tools/cli_doc/cli_doc.h"
 
 #include <algorithm>
-#include <map>
-#include <set>
 #include <sstream>
 
 namespace ballast::cli_doc {
@@ -34,10 +32,6 @@ std::string OptionSignature(const CLI::Option* o) {
     std::transform(s.begin(), s.end(), s.begin(), ::toupper);
   }
   return s;
-}
-
-bool TakesValue(const CLI::Option* o) {
-  return o->nonpositional() && (o->get_expected_min() > 0 || o->get_expected_max() > 0);
 }
 
 std::string OptionText(const CLI::Option* o) {
@@ -181,72 +175,6 @@ std::string ManPage(const CLI::App& app, const ManInfo& info) {
   return m.str();
 }
 
-std::string BashCompletion(const CLI::App& app, const std::string& name) {
-  std::string fn = "_ballast_" + name;
-  std::replace(fn.begin(), fn.end(), '-', '_');
-  std::map<std::string, std::set<std::string>> subs, opts;
-  std::set<std::string> valued;
-  std::vector<std::pair<std::string, const CLI::App*>> commands;
-  commands.emplace_back("", &app);
-  Walk(app, "", commands);
-  for (const auto& [path, a] : commands) {
-    for (const CLI::App* sub : Subcommands(*a)) subs[path].insert(sub->get_name());
-    for (const CLI::Option* o : Options(*a)) {
-      if (!o->nonpositional()) continue;
-      // Every level has its --help; the top level's is offered everywhere.
-      if (!path.empty() && o->get_lnames().size() == 1 && o->get_lnames()[0] == "help") continue;
-      for (const std::string& n : o->get_lnames()) {
-        opts[path].insert("--" + n);
-        if (TakesValue(o)) valued.insert("--" + n);
-      }
-      for (const std::string& n : o->get_snames()) {
-        opts[path].insert("-" + n);
-        if (TakesValue(o)) valued.insert("-" + n);
-      }
-    }
-  }
-  // bash refuses an empty key in an associative array: the top level is "_",
-  // "vip add" is "_ vip add".
-  auto key = [](const std::string& path) { return path.empty() ? std::string("_") : "_ " + path; };
-  auto words = [](const std::set<std::string>& s) {
-    std::string w;
-    for (const std::string& x : s) w += (w.empty() ? "" : " ") + x;
-    return w;
-  };
-  std::ostringstream b;
-  b << "# bash completion for " << name << ", generated from its command table "
-    << "(--generate-bash-completion); do not edit.\n";
-  b << fn << "() {\n";
-  b << "  local cur=${COMP_WORDS[COMP_CWORD]} path=_ w i skip=0\n";
-  b << "  local -A subs=(";
-  for (const auto& [path, s] : subs) b << " [\"" << key(path) << "\"]=\"" << words(s) << "\"";
-  b << " )\n";
-  b << "  local -A opts=(";
-  for (const auto& [path, s] : opts) b << " [\"" << key(path) << "\"]=\"" << words(s) << "\"";
-  b << " )\n";
-  b << "  local valued=\" " << words(valued) << " \"\n";
-  b << "  for ((i = 1; i < COMP_CWORD; i++)); do\n";
-  b << "    w=${COMP_WORDS[i]}\n";
-  b << "    if ((skip)); then skip=0; continue; fi\n";
-  b << "    if [[ $w == -* ]]; then\n";
-  b << "      [[ $w != *=* && $valued == *\" $w \"* ]] && skip=1\n";
-  b << "      continue\n";
-  b << "    fi\n";
-  b << "    if [[ \" ${subs[$path]} \" == *\" $w \"* ]]; then path=\"$path $w\"; fi\n";
-  b << "  done\n";
-  b << "  ((skip)) && return 0\n";
-  b << "  if [[ $cur == -* ]]; then\n";
-  b << "    local o=${opts[$path]}\n";
-  b << "    [[ $path == _ ]] || o+=\" ${opts[_]}\"\n";
-  b << "    COMPREPLY=($(compgen -W \"$o\" -- \"$cur\"))\n";
-  b << "  else\n";
-  b << "    COMPREPLY=($(compgen -W \"${subs[$path]}\" -- \"$cur\"))\n";
-  b << "  fi\n";
-  b << "}\n";
-  b << "complete -F " << fn << " " << name << "\n";
-  return b.str();
-}
-
 void AddDocFlags(CLI::App& app, ManInfo info, std::FILE* out) {
   CLI::App* a = &app;
   app.add_flag_callback(
@@ -266,6 +194,24 @@ void AddDocFlags(CLI::App& app, ManInfo info, std::FILE* out) {
            throw CLI::Success();
          },
          "print a bash completion script and exit")
+      ->group("");
+  app.add_flag_callback(
+         "--generate-zsh-completion",
+         [a, name = info.name, out] {
+           const std::string script = ZshCompletion(*a, name);
+           std::fwrite(script.data(), 1, script.size(), out);
+           throw CLI::Success();
+         },
+         "print a zsh completion function and exit")
+      ->group("");
+  app.add_flag_callback(
+         "--generate-fish-completion",
+         [a, name = info.name, out] {
+           const std::string script = FishCompletion(*a, name);
+           std::fwrite(script.data(), 1, script.size(), out);
+           throw CLI::Success();
+         },
+         "print fish completions and exit")
       ->group("");
 }
 

@@ -1,10 +1,11 @@
-// Man pages and bash completion generated from a CLI11 command tree, so the
-// documentation of lbctl and lbdp is their command tables and cannot drift
-// from them. Pure functions of the tree; thread-compatible.
+// Man pages and shell completion (completion.h) generated from a CLI11
+// command tree, so the documentation of lbctl and lbdp is their command
+// tables and cannot drift from them. Pure functions of the tree;
+// thread-compatible.
 //
-// AddDocFlags gives a program two hidden flags that print them
-// (--generate-man, --generate-bash-completion); the build runs them to make
-// the installed man page and completion file.
+// AddDocFlags gives a program hidden flags that print them (--generate-man,
+// --generate-{bash,zsh,fish}-completion); the build runs them to make the
+// installed man page and completion files.
 #ifndef BALLAST_TOOLS_CLI_DOC_CLI_DOC_H_
 #define BALLAST_TOOLS_CLI_DOC_CLI_DOC_H_
 
@@ -13,6 +14,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "tools/cli_doc/completion.h"
 
 namespace ballast::cli_doc {
 
@@ -34,17 +37,12 @@ struct ManInfo {
 // options. Hidden options (empty group) are left out.
 std::string ManPage(const CLI::App& app, const ManInfo& info);
 
-// A bash completion script for `name`: subcommands at each level, the
-// options of the command path so far and the global ones; an option that
-// takes a value is not completed past.
-std::string BashCompletion(const CLI::App& app, const std::string& name);
-
 // Escapes text for roff: backslashes, hyphens in options, a leading dot
 // or quote.
 std::string RoffEscape(const std::string& text);
 
-// Adds the hidden --generate-man and --generate-bash-completion flags to
-// `app`; each prints to `out` and ends parsing with CLI::Success. `app`
+// Adds the hidden --generate-man and --generate-{bash,zsh,fish}-completion
+// flags to `app`; each prints to `out` and ends parsing with CLI::Success. `app`
 // must outlive its parse.
 void AddDocFlags(CLI::App& app, ManInfo info, std::FILE* out = stdout);
 

@@ -7,11 +7,9 @@
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <sstream>
 
@@ -25,9 +23,7 @@
 #include "tools/lbctl/address.h"
 #include "tools/lbctl/drill_run.h"
 #include "tools/lbctl/duration.h"
-#include "tools/lbctl/exit_codes.h"
 #include "tools/lbctl/format.h"
-#include "tools/lbctl/man_info.h"
 #include "tools/lbctl/rates.h"
 
 namespace ballast::lbctl {
@@ -140,7 +136,8 @@ void StatusOptions(CLI::App& cmd, Args& a) {
   cmd.add_flag("-w,--watch", a.watch,
                "refresh every --interval, with packets/s and new flows/s per VIP and backend");
   cmd.add_option("--interval", a.interval,
-                 "with --watch: time between refreshes, >= 200ms (default: 2s)");
+                 "with --watch: time between refreshes, >= 200ms (default: 2s)")
+      ->type_name("DURATION");
   cmd.add_option("--frames", a.frames, "with --watch: stop after this many (default: never)");
 }
 
@@ -245,9 +242,11 @@ void VipAddOptions(CLI::App& cmd, Args& a) {
   cmd.add_option("--name", a.name, "free text for operators");
   cmd.add_option("--mode", a.vip_mode,
                  "encap (IP-in-IP, the default) or gue (IP in UDP to global.gue_port: backends' "
-                 "NICs spread the flows by the UDP ports)");
+                 "NICs spread the flows by the UDP ports)")
+      ->type_name("{encap,gue}");
   cmd.add_option("--backend", a.backends,
-                 "ADDR[,weight=N], repeatable; weight 0..1000, default 100");
+                 "ADDR[,weight=N], repeatable; weight 0..1000, default 100")
+      ->type_name("ADDR[,weight=N]");
 }
 
 absl::Status RunVipAdd(Session& s, const Args& a, std::FILE* out) {
@@ -315,6 +314,7 @@ void VipOwnershipOptions(CLI::App& cmd, Args& a) {
   cmd.add_option("MODE", a.ownership,
                  "active-standby (one node forwards it: the holder of its lease) or all (every "
                  "node forwards it)")
+      ->type_name("{active-standby,all}")
       ->required();
 }
 
@@ -350,17 +350,21 @@ void DrillOptions(CLI::App& cmd, Args& a) {
   cmd.add_option("--mode", a.drill_mode,
                  "fence: the owner gives the VIP up (API); stop: SIGSTOP to the owner's lbagent "
                  "(only on its host; SIGCONT at the end)")
+      ->type_name("{fence,stop}")
       ->capture_default_str();
   cmd.add_option("--timeout", a.drill_timeout,
                  "give up waiting for traffic on a standby and a stable pool after this (5s..5m; "
                  "the global --timeout, before `drill`, is the per-call deadline)")
+      ->type_name("DURATION")
       ->capture_default_str();
   cmd.add_option("--stable-window", a.stable_window,
                  "the new owner's pool is stable once unchanged for this long")
+      ->type_name("DURATION")
       ->capture_default_str();
   cmd.add_option("--node", a.drill_nodes,
                  "NAME=ADDR: reach node NAME at ADDR (socket path or HOST:PORT) instead of the "
-                 "address it publishes; repeatable");
+                 "address it publishes; repeatable")
+      ->type_name("NAME=ADDR");
 }
 
 // ---- backend --------------------------------------------------------------------
@@ -426,7 +430,8 @@ void BackendDrainOptions(CLI::App& cmd, Args& a) {
   VipBackendArgs(cmd, a);
   cmd.add_option("--deadline", a.deadline,
                  "how long existing flows may stay, e.g. 60s or 5m (default: the agent's "
-                 "drain_timeout_s)");
+                 "drain_timeout_s)")
+      ->type_name("DURATION");
 }
 
 absl::Status RunBackendDrain(Session& s, const Args& a, std::FILE* out) {
@@ -497,6 +502,7 @@ void ConfigFileOption(CLI::App& cmd, Args& a) {
   cmd.add_option("-f,--file", a.file,
                  "ballast.v1.Config in protobuf text format (the config file's `initial` "
                  "section); - for stdin")
+      ->type_name("FILE")
       ->required();
   cmd.add_flag("--allow-empty", a.allow_empty, "allow a config with no VIPs (removes every VIP)");
 }
@@ -530,7 +536,8 @@ absl::Status RunConfigApply(Session& s, const Args& a, std::FILE* out) {
 void ConfigDiffOptions(CLI::App& cmd, Args& a) {
   cmd.add_option("-f,--file", a.file,
                  "ballast.v1.Config in protobuf text format: show what applying it would change "
-                 "(without it: compare the cluster's nodes)");
+                 "(without it: compare the cluster's nodes)")
+      ->type_name("FILE");
   cmd.add_flag("--allow-empty", a.allow_empty, "allow a config with no VIPs (removes every VIP)");
 }
 
@@ -573,7 +580,9 @@ absl::Status RunEvents(Session& s, const Args& a, std::FILE* out) {
 }
 
 void AuditOptions(CLI::App& cmd, Args& a) {
-  cmd.add_option("--since", a.since, "how far back, e.g. 1h, 30m, 7d")->capture_default_str();
+  cmd.add_option("--since", a.since, "how far back, e.g. 1h, 30m, 7d")
+      ->type_name("DURATION")
+      ->capture_default_str();
   cmd.add_option("--limit", a.limit, "at most this many records (0 = all)");
 }
 
@@ -589,7 +598,9 @@ absl::Status RunAudit(Session& s, const Args& a, std::FILE* out) {
 }
 
 void DigestOptions(CLI::App& cmd, Args& a) {
-  cmd.add_option("--since", a.digest_since, "the period, e.g. 7d, 24h")->capture_default_str();
+  cmd.add_option("--since", a.digest_since, "the period, e.g. 7d, 24h")
+      ->type_name("DURATION")
+      ->capture_default_str();
 }
 
 absl::Status RunDigest(Session& s, const Args& a, std::FILE* out) {
@@ -665,133 +676,8 @@ constexpr Command kCommands[] = {
      RunTeardown},
 };
 
-constexpr struct {
-  absl::string_view noun;
-  absl::string_view help;
-} kNouns[] = {
-    {"vip", "manage VIPs: add, del, list, set-ownership"},
-    {"backend", "manage backends: add, del, weight, drain, undrain, release"},
-    {"config", "declarative config: get, apply, diff"},
-};
-
-std::string NounHelp(absl::string_view noun) {
-  for (const auto& n : kNouns) {
-    if (n.noun == noun) return std::string(n.help);
-  }
-  return "";
-}
-
 }  // namespace
 
 std::span<const Command> Commands() { return kCommands; }
-
-int RunLbctl(int argc, const char* const* argv, std::FILE* out, std::FILE* err) {
-  Args args;
-  CLI::App app{"lbctl: operate ballast's lbagent (layer-4 load balancer)", "lbctl"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("lbctl ") + BALLAST_VERSION);
-  app.add_option("--socket", args.socket, "lbagent's admin unix socket")->capture_default_str();
-  CLI::Option* addr =
-      app.add_option("--addr", args.addr, "lbagent's admin TCP listener HOST:PORT (mutual TLS)");
-  app.add_option("--cacert", args.cacert, "CA that signed lbagent's certificate (PEM)");
-  app.add_option("--cert", args.cert, "this client's certificate (PEM)");
-  app.add_option("--key", args.key, "this client's private key (PEM)");
-  app.add_option("--tls-server-name", args.server_name,
-                 "name to expect in lbagent's certificate (default: the --addr host)");
-  app.get_option("--socket")->excludes(addr);
-  CLI::Option* json =
-      app.add_flag("--json", args.json, "print API responses in protobuf's JSON mapping");
-  std::string output = "table";
-  CLI::Option* output_opt =
-      app.add_option("-o,--output", output, "output format: table (default) or json (= --json)")
-          ->check(CLI::IsMember({"table", "json"}));
-  app.add_option("--timeout", args.timeout, "per-call deadline, e.g. 10s")->capture_default_str();
-
-  std::map<absl::string_view, CLI::App*> nouns;
-  std::map<const CLI::App*, const Command*> command_of;
-  for (const Command& c : kCommands) {
-    CLI::App*& noun = nouns[c.noun];
-    if (noun == nullptr) {
-      noun = app.add_subcommand(std::string(c.noun),
-                                c.verb.empty() ? std::string(c.help) : NounHelp(c.noun));
-      // Global flags anywhere: `lbctl status --json` as `lbctl --json status`.
-      noun->fallthrough();
-    }
-    CLI::App* leaf = noun;
-    if (!c.verb.empty()) {
-      noun->require_subcommand(1);
-      leaf = noun->add_subcommand(std::string(c.verb), std::string(c.help));
-      leaf->fallthrough();
-    }
-    c.add_options(*leaf, args);
-    command_of[leaf] = &c;
-  }
-  // The man page and bash completion, generated from this tree at build time.
-  cli_doc::AddDocFlags(app, LbctlManInfo(), out);
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    std::ostringstream o, er;
-    const int code = app.exit(e, o, er);
-    Print(out, o.str());
-    Print(err, er.str());
-    return code == 0 ? kExitOk : kExitInvalid;
-  }
-  if (output_opt->count() != 0) {
-    if (json->count() != 0 && output != "json") {
-      Print(err, "lbctl: --json and -o " + output + " disagree; give one of them\n");
-      return kExitInvalid;
-    }
-    args.json = output == "json";
-  }
-  // Where the agent is, when neither --socket nor --addr says: $LBCTL_ADDR,
-  // else $LBCTL_SOCKET, else the default socket.
-  if (app.get_option("--socket")->count() == 0 && addr->count() == 0) {
-    const char* env_addr = std::getenv("LBCTL_ADDR");
-    const char* env_socket = std::getenv("LBCTL_SOCKET");
-    if (env_addr != nullptr && *env_addr != '\0') {
-      args.addr = env_addr;
-    } else if (env_socket != nullptr && *env_socket != '\0') {
-      args.socket = env_socket;
-    }
-  }
-
-  const CLI::App* leaf = &app;
-  while (!leaf->get_subcommands().empty()) leaf = leaf->get_subcommands().front();
-  auto it = command_of.find(leaf);
-  if (it == command_of.end()) {
-    Print(err, "lbctl: no command given; see lbctl --help\n");
-    return kExitInvalid;
-  }
-
-  Target target;
-  target.socket = args.socket;
-  target.addr = args.addr;
-  target.cacert = args.cacert;
-  target.cert = args.cert;
-  target.key = args.key;
-  target.server_name = args.server_name;
-  absl::StatusOr<absl::Duration> timeout = ParseDuration(args.timeout, "--timeout");
-  if (!timeout.ok() || *timeout <= absl::ZeroDuration()) {
-    Print(err, absl::StrCat("lbctl: ",
-                            timeout.ok() ? "--timeout must be positive"
-                                         : std::string(timeout.status().message()),
-                            "\n"));
-    return kExitInvalid;
-  }
-  target.timeout = *timeout;
-
-  Session session(target);
-  absl::Status status = it->second->run(session, args, out);
-  if (status.ok()) return kExitOk;
-  // Messages from local checks (Client::Connect) are already complete.
-  const bool local = absl::StartsWith(status.message(), "cannot reach lbagent") ||
-                     absl::StartsWith(status.message(), "permission denied on ");
-  Print(err, absl::StrCat(local ? absl::StrCat("lbctl: ", status.message())
-                                : ErrorMessage(status, session.target_text()),
-                          "\n"));
-  return ExitCodeFor(status);
-}
 
 }  // namespace ballast::lbctl

@@ -1,14 +1,15 @@
 // lbctl's command table: every noun/verb pair with its options and the
-// function that runs it. main() is RunLbctl; tests call RunLbctl directly.
+// function that runs it (commands.cc). main() is RunLbctl (run.cc), which
+// adds `help` and `version`; tests call RunLbctl directly.
 //
-//   lbctl status
-//   lbctl vip add|del|list|set-ownership
+//   lbctl status | flows
+//   lbctl vip add|del|list|set-ownership|relearn
 //   lbctl backend add|del|weight|drain|undrain|release
 //   lbctl config get|apply|diff
-//   lbctl events
-//   lbctl audit
+//   lbctl events | audit | digest
 //   lbctl drill --vip VIP [--mode fence|stop]
 //   lbctl teardown --yes
+//   lbctl help [COMMAND...] | version
 //
 // Global flags: --socket PATH | --addr HOST:PORT --cacert --cert --key
 // [--tls-server-name], --json, --timeout. Exit codes: exit_codes.h.
@@ -94,7 +95,9 @@ struct Command {
 
 std::span<const Command> Commands();
 
-// Parses argv, connects, runs the command; returns the exit code.
+// Parses argv, connects, runs the command; returns the exit code. A
+// command line it cannot parse is exit 2 with one "lbctl: " message that
+// names an unknown command or option and the closest known one.
 int RunLbctl(int argc, const char* const* argv, std::FILE* out, std::FILE* err);
 
 }  // namespace ballast::lbctl

@@ -1,6 +1,5 @@
 #include "tools/cli_doc/cli_doc.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -61,51 +60,6 @@ TEST_CASE("Roff escaping: backslashes, hyphens and lines that would be requests"
   CHECK(RoffEscape("mid.dot") == "mid.dot");
 }
 
-// Runs the completion script in bash for the words typed so far (the last
-// one being completed) and returns COMPREPLY joined by spaces.
-std::string Complete(const std::string& script, const std::string& words) {
-  char path[] = "/tmp/cli-doc-test-XXXXXX";
-  const int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  {
-    std::ofstream f(path);
-    f << script << "\nCOMP_WORDS=(" << words << ")\n"
-      << "COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n"
-      << "_ballast_tool\n"
-      << "echo \"${COMPREPLY[*]}\"\n";
-  }
-  std::string cmd = std::string("bash ") + path;
-  std::FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[256];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int rc = pclose(p);
-  unlink(path);
-  REQUIRE(WIFEXITED(rc));
-  REQUIRE(WEXITSTATUS(rc) == 0);
-  if (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
-
-TEST_CASE("Bash completion: commands at each level, options of the path and the global ones") {
-  Tree t;
-  const std::string s = BashCompletion(t.app, "tool");
-  CHECK(s.find("complete -F _ballast_tool tool") != std::string::npos);
-  CHECK(Complete(s, "tool ''") == "status vip");
-  CHECK(Complete(s, "tool v") == "vip");
-  CHECK(Complete(s, "tool vip ''") == "add del");
-  CHECK(Complete(s, "tool --json vip a") == "add");
-  CHECK(Complete(s, "tool vip add --b") == "--backend");
-  // Global options after the command, hidden ones never.
-  CHECK(Complete(s, "tool status --") == "--weight --help --json --output --socket");
-  CHECK(Complete(s, "tool --s") == "--socket");
-  // A value is not completed as a command: `--socket vip` is the socket.
-  CHECK(Complete(s, "tool --socket ''").empty());
-  CHECK(Complete(s, "tool --socket vip ''") == "status vip");
-}
-
 TEST_CASE("The hidden flags print the page and end parsing with success") {
   Tree t;
   char path[] = "/tmp/cli-doc-flag-XXXXXX";
@@ -127,10 +81,9 @@ TEST_CASE("The hidden flags print the page and end parsing with success") {
   CHECK(std::string(buf).rfind(".\\\" Generated from tool", 0) == 0);
   std::fclose(f);
   unlink(path);
-  // Neither appears in the page or the completion.
+  // None appears in the page (nor in the completion: completion_test.cc).
   CHECK(ManPage(t.app, ManInfo{"tool", 1, "1", "", "", {}}).find("\\-\\-generate") ==
         std::string::npos);
-  CHECK(Complete(BashCompletion(t.app, "tool"), "tool --g").empty());
 }
 
 }  // namespace
