@@ -42,29 +42,23 @@ absl::StatusOr<std::unique_ptr<RouterEngine>> RouterEngine::Start(
   if (!audit.ok()) return audit.status();
   std::unique_ptr<RouterEngine> e(
       new RouterEngine(std::move(dp), options, clock, std::move(*audit)));
-  std::lock_guard<std::mutex> lock(e->mu_);
+  std::unique_lock<std::mutex> lock(e->mu_);
   e->health_.started_unix_ms = clock->NowUnixMs();
 
   auto loaded = e->store_->Load();
   v1::State state;
-  if (!loaded.ok() && loaded.status().code() == absl::StatusCode::kNotFound) {
+  // A first start stores its state only once the data plane runs it
+  // (below, or SaveInitialState()): a start that fails leaves nothing that
+  // would make the next one ignore `initial`.
+  const bool first_start = !loaded.ok() && loaded.status().code() == absl::StatusCode::kNotFound;
+  if (first_start) {
     if (auto s = ValidateConfig(initial, FieldPath::Index("initial")); !s.ok()) return s;
     *state.mutable_config() = CanonicalConfig(initial);
     if (auto s = AssignIds(&state); !s.ok()) return s;
     state.set_generation(1);
-    auto saved = e->store_->Save(state, 0, WriteKind::kOperator);
-    if (saved.ok()) {
-      e->revision_ = *saved;
-      Log(LogLevel::kInfo, "first start: state initialised from the config's initial section",
-          {{"store", e->store_->Describe()}, {"vips", state.config().vips_size()}});
-    } else if (saved.status().code() == absl::StatusCode::kAborted) {
-      // Another node initialised the shared store first: its state wins.
-      loaded = e->store_->Load();
-    } else {
-      return Annotate(saved.status(), "saving the initial state");
-    }
-  }
-  if (loaded.ok()) {
+    Log(LogLevel::kInfo, "first start: the state comes from the config's initial section",
+        {{"store", e->store_->Describe()}, {"vips", state.config().vips_size()}});
+  } else if (loaded.ok()) {
     state = std::move(loaded->state);
     e->revision_ = loaded->revision;
     if (auto s = ValidateState(state); !s.ok()) {
@@ -77,15 +71,21 @@ absl::StatusOr<std::unique_ptr<RouterEngine>> RouterEngine::Start(
          {"source", loaded->source},
          {"revision", loaded->revision},
          {"generation", state.generation()},
-         {"vips", state.config().vips_size()}});
-  } else if (loaded.status().code() != absl::StatusCode::kNotFound) {
+         {"vips", state.config().vips_size()},
+         {"initial",
+          "not used: the stored state is the truth (a reload applies a changed "
+          "initial section)"}});
+  } else {
     return loaded.status();
   }
 
   e->bounce_.inherited = LoadBounceDevices(options.bounce_devices_file);
   if (auto s = e->ReconcileLocked(state, &e->health_.start_reconcile); !s.ok()) {
-    return Annotate(s, "reconciling the data plane with the state");
+    return Annotate(s, first_start ? "reconciling the data plane with the config's initial "
+                                     "section (nothing was stored: the next start uses it again)"
+                                   : "reconciling the data plane with the state");
   }
+  e->initial_unsaved_ = first_start;
   e->state_ = std::make_unique<v1::State>(std::move(state));
   e->health_.generation = e->state_->generation();
   e->generation_ = e->health_.generation;
@@ -101,7 +101,35 @@ absl::StatusOr<std::unique_ptr<RouterEngine>> RouterEngine::Start(
        {"vips_deleted", st.vips_deleted},
        {"tables_set", st.tables_set},
        {"attached", st.attached}});
+  lock.unlock();
+  if (!options.defer_initial_save) {
+    if (auto s = e->SaveInitialState(); !s.ok()) return s;
+  }
   return e;
+}
+
+absl::Status RouterEngine::SaveInitialState() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!initial_unsaved_) return absl::OkStatus();
+    auto saved = store_->Save(*state_, 0, WriteKind::kOperator);
+    if (saved.ok()) {
+      initial_unsaved_ = false;
+      revision_ = *saved;
+      health_.store_revision = revision_;
+      Log(LogLevel::kInfo, "first start: state initialised from the config's initial section",
+          {{"store", store_->Describe()}, {"vips", state_->config().vips_size()}});
+      return absl::OkStatus();
+    }
+    if (saved.status().code() != absl::StatusCode::kAborted) {
+      return Annotate(saved.status(), "saving the initial state (nothing was stored)");
+    }
+    initial_unsaved_ = false;
+  }
+  // Another node initialised the shared store first: its state wins.
+  Log(LogLevel::kInfo, "first start: another node initialised the shared store first; adopting it",
+      {{"store", store_->Describe()}});
+  return RefreshFromStore(Actor{"replication"});
 }
 
 // ---- commit --------------------------------------------------------------------------
@@ -205,6 +233,7 @@ absl::StatusOr<RouterEngine::CommitResult> RouterEngine::CommitLocked(
     }
     return Annotate(s, "persisting the new state (nothing was changed)");
   }
+  initial_unsaved_ = false;  // stored now, whatever programming does
   const int64_t base_revision = revision_;
   const int64_t save_us = us_since(t0);
   ProgramStats stats;

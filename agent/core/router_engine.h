@@ -22,7 +22,9 @@
 //       rewrites only the tables whose contents differ (a restart with the
 //       same state rewrites none);
 //     - attaches the program to global.interface if it is not attached
-//       (never detaches: restart and crash keep forwarding).
+//       (never detaches: restart and crash keep forwarding);
+//     - on a first start, stores the state only once all this worked
+//       (options.defer_initial_save: once SaveInitialState() is called).
 //   serve the API over `*engine`; call Tick() periodically (drain deadlines);
 //   destroy the engine on SIGTERM: the program and maps stay attached.
 //
@@ -90,6 +92,13 @@ struct EngineOptions {
   // Where the state lives (store.h). Null: the local state file
   // (FileStore over state_file), the standalone default.
   std::shared_ptr<Store> store;
+  // A first start (nothing stored yet) programs the data plane from
+  // `initial` and stores that state only once this worked, so a start that
+  // fails stores nothing and the next one begins from `initial` again.
+  // true: SaveInitialState() stores it (lbagent, once it serves: a start
+  // that fails after the engine, e.g. its admin socket, stores nothing
+  // either); false: Start() does, before it returns.
+  bool defer_initial_save = false;
   // Cluster mode: a VIP with ownership ACTIVE_STANDBY is created stopped
   // (owned mode, deadline in the past) and forwarded only once the cluster
   // node (coord::ClusterNode) holds its lease and renews its deadline.
@@ -199,6 +208,13 @@ class RouterEngine final : public Engine {
   void Unsubscribe(uint64_t handle) override;
   absl::Status Teardown(const Actor& actor) override;
   bool ShutdownRequested() const override;
+
+  // Stores the state a first start made from `initial` (a no-op when it is
+  // stored already: not a first start, an earlier call or a commit since).
+  // In a shared store that another node initialised meanwhile, that state
+  // wins and is adopted (RefreshFromStore). Errors: the store's; nothing
+  // was stored then.
+  absl::Status SaveInitialState();
 
   // Evicts every draining backend whose deadline (by the Clock) has passed:
   // state, file, data plane, event and audit record (actor "automation").
@@ -426,6 +442,7 @@ class RouterEngine final : public Engine {
   mutable std::mutex flow_scan_mu_;
   std::unique_ptr<v1::State> state_;      // replaced whole by each commit
   int64_t revision_ = 0;                  // the store's revision of state_
+  bool initial_unsaved_ = false;          // a first start's state, not stored yet
   v1::Coordination coordination_;         // guarded by mu_
   v1::Announcement announcement_;         // guarded by mu_
   DiffProvider diff_provider_;            // guarded by mu_

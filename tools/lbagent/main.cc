@@ -405,6 +405,38 @@ class HealthLoop {
   std::thread thread_;  // last: starts after everything above exists
 };
 
+// Removes, when a start fails, the data plane that start created (the
+// pinned program and maps, its attachments), so that the next start is a
+// first one again rather than a restart adopting them (with this start's
+// flow_capacity, say). One that was adopted stays: it was forwarding
+// before this start and goes on.
+class FreshDataplaneGuard {
+ public:
+  FreshDataplaneGuard(std::string pin_dir, bool fresh)
+      : pin_dir_(std::move(pin_dir)), armed_(fresh) {}
+  FreshDataplaneGuard(const FreshDataplaneGuard&) = delete;
+  FreshDataplaneGuard& operator=(const FreshDataplaneGuard&) = delete;
+  void Started() { armed_ = false; }
+  ~FreshDataplaneGuard() {
+    if (!armed_) return;
+    auto dp = dataplane::Dataplane::OpenPinned(pin_dir_);
+    absl::Status s = dp.ok() ? (*dp)->Teardown() : dp.status();
+    if (s.ok() || s.code() == absl::StatusCode::kNotFound) {
+      Log(LogLevel::kInfo, "the start failed: the data plane it created was removed",
+          {{"pin_dir", pin_dir_}});
+    } else {
+      Log(LogLevel::kWarning,
+          "the start failed and removing the data plane it created failed too; `lbagent "
+          "--teardown` removes it",
+          {{"pin_dir", pin_dir_}, {"error", std::string(s.message())}});
+    }
+  }
+
+ private:
+  const std::string pin_dir_;
+  bool armed_;
+};
+
 int Run(const std::string& config_path) {
   auto loaded = core::LoadAgentConfig(config_path);
   if (!loaded.ok()) {
@@ -439,6 +471,8 @@ int Run(const std::string& config_path) {
     return kExitRuntime;
   }
   const bool adopted = (*dp)->adopted();
+  // Declared before everything that uses the data plane: destroyed after.
+  FreshDataplaneGuard fresh_guard(config.pin_dir(), !adopted);
   // Cluster mode: the state lives in etcd (agent/coord/cluster.h); the state
   // file is only its cache.
   std::unique_ptr<coord::ClusterNode> cluster;
@@ -473,6 +507,8 @@ int Run(const std::string& config_path) {
   eo.bounce_devices_file = core::DirOf(config.state_file()) + "/bounce-interfaces";
   // The VIP addresses are announced: a deleted one is held until withdrawn.
   eo.retire_addresses = config.has_bgp();
+  // A first start's state is stored once the agent serves (below).
+  eo.defer_initial_save = true;
   auto engine = core::RouterEngine::Start(std::move(*dp), eo, &clock, config.initial());
   if (!engine.ok()) {
     Log(LogLevel::kError, "refusing to start", {{"error", std::string(engine.status().message())}});
@@ -509,6 +545,14 @@ int Run(const std::string& config_path) {
         {{"error", std::string(admin.status().message())}});
     return kExitRuntime;
   }
+  // Everything that can refuse the start has run: only now does a first
+  // start store its state (before, a failed start left a state file and
+  // the next start ignored the config's `initial`).
+  if (auto s = (*engine)->SaveInitialState(); !s.ok()) {
+    Log(LogLevel::kError, "refusing to start", {{"error", std::string(s.message())}});
+    return kExitRuntime;
+  }
+  fresh_guard.Started();
   Log(LogLevel::kInfo, "running",
       {{"adopted_program", adopted},
        {"interface", config.initial().global().interface()},
