@@ -12,7 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "agent/core/image.h"
 #include "agent/core/names.h"
+#include "agent/health/machine.h"
 #include "absl/strings/string_view.h"
 
 namespace ballast::core {
@@ -68,6 +70,43 @@ struct BackendRow {
   std::string labels;  // vip="...",backend="..."
   const v1::BackendStatus* b;
 };
+
+// The states a backend's admin state and its health take, as the API
+// names them.
+std::vector<std::string> BackendStates() {
+  std::vector<std::string> out;
+  for (BackendMode m : {BackendMode::kActive, BackendMode::kDraining, BackendMode::kEvicted,
+                        BackendMode::kPinned}) {
+    out.emplace_back(BackendModeName(m));
+  }
+  return out;
+}
+std::vector<std::string> HealthStates() {
+  std::vector<std::string> out;
+  for (health::HealthState s :
+       {health::HealthState::kHealthy, health::HealthState::kDegraded,
+        health::HealthState::kRamping, health::HealthState::kDown, health::HealthState::kPinned}) {
+    out.emplace_back(health::HealthStateName(s));
+  }
+  out.emplace_back("unchecked");  // HealthController: no probe and no passive data
+  return out;
+}
+
+// A state set (HAProxy's haproxy_server_status, OpenMetrics' StateSet): one
+// series per state, 1 for `current` and 0 for the others, so a query needs
+// no knowledge of which states exist and a state change is a value change,
+// not a series that vanishes. A state not in `states` gets its own series.
+void StateSet(Writer& w, absl::string_view name, absl::string_view labels,
+              absl::string_view current, const std::vector<std::string>& states) {
+  bool known = false;
+  for (const std::string& s : states) {
+    known = known || s == current;
+    w.Sample(name, absl::StrCat(labels, ",", Label("state", s)), uint64_t{s == current ? 1u : 0u});
+  }
+  if (!known && !current.empty()) {
+    w.Sample(name, absl::StrCat(labels, ",", Label("state", current)), uint64_t{1});
+  }
+}
 
 }  // namespace
 
@@ -260,10 +299,6 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
                uint64_t{v.bird_state() == "announced" ? 1u : 0u});
     }
   }
-  w.Family("ballast_agent_start_time_seconds", "gauge", "Unix time the agent started.");
-  w.Sample("ballast_agent_start_time_seconds", "",
-           static_cast<double>(health.started_unix_ms) / 1000.0);
-
   if (status != nullptr) {
     w.Family("ballast_verdict_packets_total", "counter",
              "Packets seen by the lb XDP program, by verdict.");
@@ -278,19 +313,23 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
     w.Sample("ballast_icmp_too_big_limited_total", "", status->icmp_too_big_limited());
     {
       const v1::EstablishedSecondChance& e = status->established_second_chance();
-      w.Family("ballast_established_second_chance_total", "counter",
-               "Established second chance: adopted = TCP flows adopted mid-stream (ECMP moved "
-               "them here, or their entry expired); adopted_changed = of those, on a slot whose "
-               "backend changed (probed); moved = sent on to a previous backend; returned = no "
-               "backend in the history held it (the table's pick answered: a late packet, or "
-               "history too short); skipped_unusable = previous backends passed over (evicted, "
-               "removed, drain over); forwarded = packets in flight sent on; stranger = bounces "
-               "dropped (no probing flow, wrong source or sequence); budget = past the hop budget.");
-      const std::pair<const char*, uint64_t> events[] = {
-          {"adopted", e.adopted()},     {"adopted_changed", e.adopted_changed()},
-          {"budget", e.budget()},       {"forwarded", e.forwarded()},
-          {"moved", e.moved()},         {"returned", e.returned()},
-          {"skipped_unusable", e.skipped_unusable()}, {"stranger", e.stranger()}};
+      w.Family(
+          "ballast_established_second_chance_total", "counter",
+          "Established second chance: adopted = TCP flows adopted mid-stream (ECMP moved "
+          "them here, or their entry expired); adopted_changed = of those, on a slot whose "
+          "backend changed (probed); moved = sent on to a previous backend; returned = no "
+          "backend in the history held it (the table's pick answered: a late packet, or "
+          "history too short); skipped_unusable = previous backends passed over (evicted, "
+          "removed, drain over); forwarded = packets in flight sent on; stranger = bounces "
+          "dropped (no probing flow, wrong source or sequence); budget = past the hop budget.");
+      const std::pair<const char*, uint64_t> events[] = {{"adopted", e.adopted()},
+                                                         {"adopted_changed", e.adopted_changed()},
+                                                         {"budget", e.budget()},
+                                                         {"forwarded", e.forwarded()},
+                                                         {"moved", e.moved()},
+                                                         {"returned", e.returned()},
+                                                         {"skipped_unusable", e.skipped_unusable()},
+                                                         {"stranger", e.stranger()}};
       for (const auto& [event, n] : events) {
         w.Sample("ballast_established_second_chance_total", Label("event", event), n);
       }
@@ -366,11 +405,10 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
                    "Weight the Maglev table uses (0 while draining, evicted or pinned).",
                    [](const v1::BackendStatus& b) { return b.effective_weight(); });
     w.Family("ballast_backend_state", "gauge",
-             "Always 1; the state label is the backend's current state (active, draining, "
-             "evicted, pinned).");
+             "1 for the backend's current state, 0 for the others (active, draining, evicted, "
+             "pinned).");
     for (const BackendRow& r : rows) {
-      w.Sample("ballast_backend_state", absl::StrCat(r.labels, ",", Label("state", r.b->state())),
-               uint64_t{1});
+      StateSet(w, "ballast_backend_state", r.labels, r.b->state(), BackendStates());
     }
     w.Family("ballast_backend_drain_deadline_timestamp_seconds", "gauge",
              "Unix time at which a draining backend's remaining flows are re-steered (only "
@@ -383,18 +421,20 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
     backend_family("ballast_backend_score", "gauge", "Health score 0..100.",
                    [](const v1::BackendStatus& b) { return b.score(); });
     w.Family("ballast_backend_health", "gauge",
-             "Always 1; the state label is what health checking decided (healthy, degraded, "
+             "1 for what health checking decided, 0 for the other states (healthy, degraded, "
              "ramping, down, pinned; unchecked: no probe and no passive data). Absent while "
              "health checking is off.");
     for (const BackendRow& r : rows) {
       if (r.b->health().empty()) continue;
-      w.Sample("ballast_backend_health", absl::StrCat(r.labels, ",", Label("state", r.b->health())),
-               uint64_t{1});
+      StateSet(w, "ballast_backend_health", r.labels, r.b->health(), HealthStates());
     }
-    backend_family(
-        "ballast_backend_ramp_percent", "gauge",
-        "Percent of the nominal weight the ramp allows (100 when not ramping).",
-        [](const v1::BackendStatus& b) { return b.health().empty() ? 100u : b.ramp_percent(); });
+    w.Family("ballast_backend_ramp_ratio", "gauge",
+             "Share of the nominal weight the ramp allows, 0..1 (1 when not ramping).");
+    for (const BackendRow& r : rows) {
+      const bool ramp = !r.b->health().empty() && r.b->ramp_percent() > 0;
+      w.Sample("ballast_backend_ramp_ratio", r.labels,
+               ramp ? static_cast<double>(r.b->ramp_percent()) / 100.0 : 1.0);
+    }
     backend_family("ballast_backend_table_slots", "gauge",
                    "Slots of the VIP's Maglev table that point at the backend.",
                    [](const v1::BackendStatus& b) { return b.table_slots(); });

@@ -5,13 +5,16 @@
 //            ballast_config_generation, ballast_last_map_update_timestamp_seconds,
 //            ballast_map_update_errors_total, ballast_evictions_total,
 //            ballast_audit_append_failures_total,
-//            ballast_audit_records_dropped_total, ballast_agent_start_time_seconds
+//            ballast_audit_records_dropped_total (the start time is
+//            process_start_time_seconds)
 //   data plane: ballast_verdict_packets_total{verdict} (names from
 //            dataplane::VerdictName)
 //   per VIP: ballast_vip_{packets,bytes,dropped}_total, ballast_vip_table_size,
 //            ballast_vip_backends
 //   per backend: ballast_backend_{nominal,effective}_weight,
-//            ballast_backend_state{state} (1, labelled with the current state),
+//            ballast_backend_state{state} and ballast_backend_health{state}
+//            (state sets: a series per state, 1 for the current one, 0 for
+//            the others), ballast_backend_ramp_ratio (0..1),
 //            ballast_backend_drain_deadline_timestamp_seconds (draining and
 //            evicted backends),
 //            ballast_backend_score, ballast_backend_table_slots,

@@ -75,7 +75,7 @@ TEST_CASE("Metrics carry per-VIP and per-backend series with escaped labels") {
   REQUIRE(text.find("ballast_backend_effective_weight{" + lb + "} 0\n") != std::string::npos);
   REQUIRE(text.find("ballast_backend_state{" + lb + ",state=\"draining\"} 1\n") !=
           std::string::npos);
-  REQUIRE(text.find("ballast_backend_state{" + lb + ",state=\"active\"}") == std::string::npos);
+  REQUIRE(text.find("ballast_backend_state{" + lb + ",state=\"active\"} 0\n") != std::string::npos);
   REQUIRE(text.find("ballast_backend_flows{" + lb + "} 4\n") != std::string::npos);
   REQUIRE(text.find("ballast_backend_handshake_seconds_sum{" + lb + "} 1.5\n") !=
           std::string::npos);
@@ -119,6 +119,56 @@ TEST_CASE("Metrics carry per-VIP and per-backend series with escaped labels") {
   REQUIRE(text.find("ballast_backend_bounce_path_ok{" + lb + "} 0\n") != std::string::npos);
   REQUIRE(text.find("ballast_bounce_interface{device=\"eth1\"} 1\n") != std::string::npos);
   REQUIRE(EscapeLabelValue("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
+}
+
+// Whether `text` has the sample line `line` (name{labels} value).
+bool Has(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos;
+}
+
+TEST_CASE("State sets: a 0/1 series per state; the ramp is a 0..1 ratio; no duplicated families") {
+  v1::StatusResponse s = SampleStatus();
+  v1::VipStatus* v = s.mutable_vips(0);
+  v1::BackendStatus* down = v->add_backends();
+  down->set_address("2001:db8:1::2");
+  down->set_state("active");
+  down->set_health("down");
+  down->set_ramp_percent(100);
+  v1::BackendStatus* ramping = v->add_backends();
+  ramping->set_address("2001:db8:1::3");
+  ramping->set_state("active");
+  ramping->set_health("ramping");
+  ramping->set_ramp_percent(25);
+  ProcessStats p;
+  p.start_time_seconds = 1764439000;
+  const std::string text = RenderMetrics(&s, EngineHealth{}, &p);
+  const std::string vip = "vip=\"[2001:db8:10::10]:443/tcp\"";
+  const std::string b1 = vip + ",backend=\"2001:db8:1::1\"";
+  const std::string b2 = vip + ",backend=\"2001:db8:1::2\"";
+  const std::string b3 = vip + ",backend=\"2001:db8:1::3\"";
+  // Every admin state of every backend, 1 for the current one.
+  for (const char* st : {"active", "draining", "evicted", "pinned"}) {
+    const std::string want = std::string(st) == "draining" ? "1" : "0";
+    CHECK(Has(text, "ballast_backend_state{" + b1 + ",state=\"" + st + "\"} " + want));
+    CHECK(Has(text, "ballast_backend_state{" + b2 + ",state=\"" + st + "\"} " +
+                        (std::string(st) == "active" ? "1" : "0")));
+  }
+  // Every health state while health checking is on; none for a backend without it.
+  for (const char* st : {"healthy", "degraded", "ramping", "down", "pinned", "unchecked"}) {
+    CHECK(Has(text, "ballast_backend_health{" + b2 + ",state=\"" + st + "\"} " +
+                        (std::string(st) == "down" ? "1" : "0")));
+    CHECK(Has(text, "ballast_backend_health{" + b3 + ",state=\"" + st + "\"} " +
+                        (std::string(st) == "ramping" ? "1" : "0")));
+  }
+  CHECK(text.find("ballast_backend_health{" + b1) == std::string::npos);
+  // A ratio, 1 when not ramping (and with health checking off).
+  CHECK(Has(text, "ballast_backend_ramp_ratio{" + b1 + "} 1"));
+  CHECK(Has(text, "ballast_backend_ramp_ratio{" + b2 + "} 1"));
+  CHECK(Has(text, "ballast_backend_ramp_ratio{" + b3 + "} 0.25"));
+  CHECK(text.find("ramp_percent") == std::string::npos);
+  // The start time is process_start_time_seconds, once.
+  CHECK(Has(text, "process_start_time_seconds 1764439000"));
+  CHECK(text.find("ballast_agent_start_time_seconds") == std::string::npos);
 }
 
 TEST_CASE("Streamed rendering gives the same text in line-aligned pieces") {
