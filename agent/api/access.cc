@@ -10,7 +10,7 @@
 namespace ballast::api {
 namespace {
 
-constexpr std::array<MethodInfo, 21> kMethods = {{
+constexpr std::array<MethodInfo, 22> kMethods = {{
     {Method::kAddVip, "/ballast.v1.Vips/AddVip", Access::kWrite},
     {Method::kDeleteVip, "/ballast.v1.Vips/DeleteVip", Access::kWrite},
     {Method::kListVips, "/ballast.v1.Vips/ListVips", Access::kRead},
@@ -32,6 +32,7 @@ constexpr std::array<MethodInfo, 21> kMethods = {{
     {Method::kRecordDrill, "/ballast.v1.ClusterOps/RecordDrill", Access::kWrite},
     {Method::kListFlows, "/ballast.v1.Status/ListFlows", Access::kRead},
     {Method::kRelearnHealth, "/ballast.v1.Vips/RelearnHealth", Access::kWrite},
+    {Method::kRotateFlowHashSeed, "/ballast.v1.Admin/RotateFlowHashSeed", Access::kWrite},
 }};
 
 // The table is indexed by Method; keep it in enum order.

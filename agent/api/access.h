@@ -74,6 +74,7 @@ enum class Method {
   kRecordDrill,
   kListFlows,
   kRelearnHealth,
+  kRotateFlowHashSeed,
 };
 
 struct MethodInfo {

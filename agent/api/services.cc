@@ -320,6 +320,17 @@ class AdminService final : public v1::Admin::Service {
     });
   }
 
+  grpc::Status RotateFlowHashSeed(grpc::ServerContext* ctx,
+                                  const v1::RotateFlowHashSeedRequest* req,
+                                  v1::RotateFlowHashSeedResponse* resp) override {
+    return s_.Run(ctx, Method::kRotateFlowHashSeed, [&](const Caller& c) -> absl::Status {
+      auto r = s_.engine.RotateFlowHashSeed(req->reason(), ActorOf(c));
+      if (!r.ok()) return r.status();
+      *resp = std::move(*r);
+      return absl::OkStatus();
+    });
+  }
+
  private:
   Shared& s_;
 };

@@ -123,6 +123,14 @@ class Engine {
   virtual uint64_t Subscribe(EventSink sink) = 0;
   virtual void Unsubscribe(uint64_t handle) = 0;
 
+  // Draws a new flow hash seed for the cluster; the one it replaces stays
+  // as the previous seed (api.proto, RotateFlowHashSeedRequest).
+  virtual absl::StatusOr<v1::RotateFlowHashSeedResponse> RotateFlowHashSeed(
+      const std::string& reason, const Actor& actor) {
+    (void)reason, (void)actor;
+    return absl::UnimplementedError("this engine has no flow hash seed");
+  }
+
   // Detach, unpin, and ask the agent to stop (the agent's main loop watches
   // ShutdownRequested()).
   virtual absl::Status Teardown(const Actor& actor) = 0;

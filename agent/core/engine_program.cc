@@ -20,7 +20,7 @@ bool SettingsEqual(const dataplane::Settings& a, const dataplane::Settings& b) {
          a.syn_retry_ns == b.syn_retry_ns && a.syn_reuse_idle_ns == b.syn_reuse_idle_ns &&
          a.fib_ttl_ns == b.fib_ttl_ns && a.icmp_too_big_per_s == b.icmp_too_big_per_s &&
          a.icmp_too_big_burst == b.icmp_too_big_burst && a.gue_port == b.gue_port &&
-         a.adopted_bounce_ms == b.adopted_bounce_ms;
+         a.adopted_bounce_ms == b.adopted_bounce_ms && a.flow_hash_seed == b.flow_hash_seed;
 }
 
 // Map contents read back carry deadlines converted through two clocks, so

@@ -7,6 +7,7 @@
 #include "agent/core/ids.h"
 #include "agent/core/log.h"
 #include "agent/core/names.h"
+#include "agent/core/flow_hash_seed.h"
 #include "agent/core/router_engine.h"
 #include "agent/core/validate.h"
 
@@ -339,6 +340,46 @@ absl::StatusOr<v1::ApplyConfigResponse> RouterEngine::ApplyConfig(const v1::Conf
   if (!r.ok()) return r.status();
   v1::ApplyConfigResponse resp;
   for (std::string& line : r->diff) resp.add_diff(std::move(line));
+  resp.set_generation(r->generation);
+  return resp;
+}
+
+// ---- flow hash seed ----------------------------------------------------------------
+
+absl::StatusOr<dataplane::HashSeed> RouterEngine::DrawSeed() const {
+  return options_.seed_source ? options_.seed_source() : RandomSeed();
+}
+
+absl::StatusOr<v1::RotateFlowHashSeedResponse> RouterEngine::RotateFlowHashSeed(
+    const std::string& reason, const Actor& actor) {
+  if (reason.size() > 200) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reason: ", reason.size(), " characters; at most 200"));
+  }
+  auto fresh = DrawSeed();
+  if (!fresh.ok()) return fresh.status();
+  v1::RotateFlowHashSeedRequest req;
+  req.set_reason(reason);
+  Mutation m;
+  m.audit.push_back({"rotate_flow_hash_seed", "", "", ToJson(req)});
+  m.ids_changed = false;
+  v1::RotateFlowHashSeedResponse resp;
+  auto r = Commit(
+      actor, std::move(m),
+      [&](v1::State& st, Mutation& mm) -> absl::Status {
+        const int64_t now_ms = clock_->NowUnixMs();
+        resp.set_previous_was_public(SeedIsPublic(st.flow_hash_seed()));
+        *st.mutable_flow_hash_seed() = RotatedFlowHashSeed(st.flow_hash_seed(), *fresh, now_ms);
+        resp.set_rotated_unix_ms(now_ms);
+        mm.events.push_back(MakeEvent(
+            "flow_hash_seed_rotated", "", "",
+            resp.previous_was_public()
+                ? "a secret flow hash seed replaces the public one of earlier builds"
+                : "a new flow hash seed; the one it replaces stays as the previous seed"));
+        return absl::OkStatus();
+      },
+      false, absl::StatusCode::kFailedPrecondition);
+  if (!r.ok()) return r.status();
   resp.set_generation(r->generation);
   return resp;
 }

@@ -1,5 +1,7 @@
 #include "agent/core/image.h"
 
+#include "agent/core/flow_hash_seed.h"
+
 #include <netinet/in.h>
 
 #include <cerrno>
@@ -311,6 +313,7 @@ absl::StatusOr<BuiltImage> BuildImage(const v1::State& state, const Image* previ
     }
   }
   img.settings = SettingsOf(state.config().global());
+  img.settings.flow_hash_seed = DataplaneSeedOf(state.flow_hash_seed());
   img.interface = state.config().global().interface();
   img.extra_interfaces = {state.config().global().extra_interfaces().begin(),
                           state.config().global().extra_interfaces().end()};

@@ -55,6 +55,9 @@ absl::StatusOr<std::unique_ptr<RouterEngine>> RouterEngine::Start(
     if (auto s = ValidateConfig(initial, FieldPath::Index("initial")); !s.ok()) return s;
     *state.mutable_config() = CanonicalConfig(initial);
     if (auto s = AssignIds(&state); !s.ok()) return s;
+    auto seed = e->DrawSeed();
+    if (!seed.ok()) return seed.status();
+    *state.mutable_flow_hash_seed() = FirstFlowHashSeed(*seed, clock->NowUnixMs());
     state.set_generation(1);
     Log(LogLevel::kInfo, "first start: the state comes from the config's initial section",
         {{"store", e->store_->Describe()}, {"vips", state.config().vips_size()}});
@@ -75,6 +78,13 @@ absl::StatusOr<std::unique_ptr<RouterEngine>> RouterEngine::Start(
          {"initial",
           "not used: the stored state is the truth (a reload applies a changed "
           "initial section)"}});
+    if (SeedIsPublic(state.flow_hash_seed())) {
+      Log(LogLevel::kWarning,
+          "the state has no flow hash seed (made by an earlier build): flows hash with the public "
+          "seed, so a stranger can aim crafted tuples at one handshake slot or adopted-flow set; "
+          "run `lbctl flow-hash rotate` once every router runs this build (docs/security.md)",
+          {});
+    }
   } else {
     return loaded.status();
   }
@@ -157,6 +167,7 @@ absl::StatusOr<RouterEngine::CommitResult> RouterEngine::CommitLocked(
   *next.mutable_config() = state_->config();
   *next.mutable_overrides() = state_->overrides();
   *next.mutable_table_history() = state_->table_history();
+  *next.mutable_flow_hash_seed() = state_->flow_hash_seed();
   const bool borrow_ids = m.scoped && !m.ids_changed;
   struct IdsLoan {
     v1::State* owner;

@@ -68,6 +68,7 @@
 #include "agent/core/bounce_path.h"
 #include "agent/core/clock.h"
 #include "agent/core/engine.h"
+#include "agent/core/flow_hash_seed.h"
 #include "agent/core/engine_health.h"
 #include "agent/core/image.h"
 #include "agent/core/store.h"
@@ -111,6 +112,8 @@ struct EngineOptions {
   // Where the devices attached for bounces are recorded, so that the next
   // run detaches those no backend needs any more. "": not recorded.
   std::string bounce_devices_file;
+  // Where flow hash seeds come from (flow_hash_seed.h). Null: getrandom.
+  SeedSource seed_source;
   // The VIP addresses are announced over BGP (lbagent with a `bgp`
   // section). An address whose last VIP goes is then *retired*: its address
   // marker stays in the data plane, so the packets its route still brings
@@ -206,6 +209,8 @@ class RouterEngine final : public Engine {
                                                           uint32_t limit) const override;
   uint64_t Subscribe(EventSink sink) override;
   void Unsubscribe(uint64_t handle) override;
+  absl::StatusOr<v1::RotateFlowHashSeedResponse> RotateFlowHashSeed(const std::string& reason,
+                                                                    const Actor& actor) override;
   absl::Status Teardown(const Actor& actor) override;
   bool ShutdownRequested() const override;
 
@@ -356,6 +361,9 @@ class RouterEngine final : public Engine {
     std::vector<std::string> diff;
     uint64_t generation = 0;
   };
+
+  // A fresh flow hash seed (EngineOptions::seed_source).
+  absl::StatusOr<dataplane::HashSeed> DrawSeed() const;
 
   RouterEngine(std::unique_ptr<dataplane::DataplanePort> dp, EngineOptions options,
                const Clock* clock, std::unique_ptr<AuditLog> audit);

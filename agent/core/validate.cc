@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "agent/core/health_settings.h"
+#include "agent/core/flow_hash_seed.h"
 #include "agent/core/names.h"
 #include "agent/dataplane/types.h"
 #include "agent/base/ip_address.h"
@@ -557,6 +558,7 @@ absl::Status ValidateVipChange(const v1::Config& config, int vip_index, const Fi
 absl::Status ValidateState(const v1::State& state) {
   const FieldPath root = FieldPath::Index("config");
   if (auto s = ValidateConfig(state.config(), root); !s.ok()) return s;
+  if (auto s = ValidateFlowHashSeed(state.flow_hash_seed()); !s.ok()) return s;
   std::set<std::string> backends;
   for (const v1::Vip& vip : state.config().vips()) {
     for (const v1::Backend& b : vip.backends())

@@ -50,7 +50,7 @@ Placed PlaceAdopted(ballast_adopted_set& set, const ballast_flow_key& key, const
 }
 
 absl::StatusOr<CarryCount> CarryAdoptedFlows(int from_fd, int sets_fd, uint32_t sets,
-                                             bool exclusive) {
+                                             const ballast_hash_seed& seed, bool exclusive) {
   auto info = GetMapInfo(from_fd);
   if (!info.ok()) return info.status();
   if (info->key_size != sizeof(ballast_flow_key) || info->value_size != sizeof(ballast_flow)) {
@@ -68,7 +68,7 @@ absl::StatusOr<CarryCount> CarryAdoptedFlows(int from_fd, int sets_fd, uint32_t 
       [&](const ballast_flow_key& key, const ballast_flow& flow) {
         ++n.read;
         if (!failed.ok()) return;
-        const uint32_t idx = ballast_flow_hash(&key) & (sets - 1);
+        const uint32_t idx = ballast_flow_hash(&key, &seed) & (sets - 1);
         ballast_adopted_set set;
         if (bpf_map_lookup_elem(sets_fd, &idx, &set) != 0) {
           failed = ErrnoStatus(errno, Cat("reading adopted_flows[", idx, "]"));

@@ -43,7 +43,7 @@ struct CarryCount {
 
 // Copies every flow of `from_fd` (an LRU hash of ballast_flow_key →
 // ballast_flow) into the `sets` sets of the adopted_flows array `sets_fd`
-// (PlaceAdopted; a flow's set is its ballast_flow_hash & (sets - 1)).
+// (PlaceAdopted; a flow's set is its ballast_flow_hash under `seed` & (sets - 1)).
 // Each set is read and written back whole. With a program using the sets
 // (not `exclusive`), only free ways are taken, and a way the program writes
 // in the microseconds between the read and the write-back of its set is
@@ -51,7 +51,7 @@ struct CarryCount {
 // Fails without writing anything if the old map's key or value size is not
 // this build's.
 absl::StatusOr<CarryCount> CarryAdoptedFlows(int from_fd, int sets_fd, uint32_t sets,
-                                             bool exclusive);
+                                             const ballast_hash_seed& seed, bool exclusive);
 
 }  // namespace ballast::dataplane
 

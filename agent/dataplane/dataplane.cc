@@ -458,7 +458,10 @@ absl::Status Dataplane::Attach(std::string_view ifname, AttachMode mode) {
 
 void Dataplane::CarryOldAdoptedFlows(bool exclusive) {
   if (old_adopted_fd_ < 0) return;
-  auto n = CarryAdoptedFlows(old_adopted_fd_, map_fd(kAdoptedFlowsMap), adopted_sets_, exclusive);
+  auto seed = CurrentHashSeed();
+  auto n = seed.ok() ? CarryAdoptedFlows(old_adopted_fd_, map_fd(kAdoptedFlowsMap), adopted_sets_,
+                                         *seed, exclusive)
+                     : absl::StatusOr<CarryCount>(seed.status());
   if (!n.ok()) {
     fprintf(stderr, "warning: carrying flows_adopted into %s: %s; those flows are adopted again\n",
             kAdoptedFlowsMap, std::string(n.status().message()).c_str());

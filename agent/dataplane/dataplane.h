@@ -309,6 +309,9 @@ class Dataplane final : public DataplanePort {
   absl::StatusOr<uint64_t> ExpireHandshakes() override;
   uint32_t handshake_sets() const { return handshake_sets_; }  // entries of `handshakes`
   uint32_t adopted_sets() const { return adopted_sets_; }      // entries of `adopted_flows`
+  // The seed the program hashes flows with now (the public one until the
+  // agent writes the cluster's): where an adopted flow's set is.
+  absl::StatusOr<ballast_hash_seed> CurrentHashSeed() const;
 
   static uint64_t MonotonicNowNs();  // CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns
 
@@ -326,6 +329,8 @@ class Dataplane final : public DataplanePort {
       size_t max, const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
       size_t batch) const;
   absl::Status SetIcmpBudget(uint32_t per_s, uint32_t burst);
+  absl::Status SetFlowHashSeed(const FlowHashSeed& seed);
+  absl::StatusOr<FlowHashSeed> ReadFlowHashSeed() const;
   // Rewrites the slots of vip_id's current table that differ from `table`;
   // false when that is not possible (no table, another size, not mmapable,
   // frozen): the caller swaps a new table in instead.

@@ -146,7 +146,9 @@ absl::StatusOr<std::optional<ballast_flow>> Dataplane::LookupFlow(
     if (errno == ENOENT) return std::nullopt;
     return ErrnoStatus(errno, Cat("looking up a flow in ", map));
   }
-  const uint32_t idx = ballast_flow_hash(&key) & (adopted_sets_ - 1);
+  auto seed = CurrentHashSeed();
+  if (!seed.ok()) return seed.status();
+  const uint32_t idx = ballast_flow_hash(&key, &*seed) & (adopted_sets_ - 1);
   ballast_adopted_set set;
   if (bpf_map_lookup_elem(fd, &idx, &set) != 0) {
     return ErrnoStatus(errno, Cat("reading ", map, "[", idx, "]"));
@@ -208,6 +210,22 @@ absl::StatusOr<size_t> Dataplane::ForEachAdoptedFlow(
   // neither, which hashes to another set almost always, and is skipped here.
   // A whole old key may still come with the new flow's value: listings and
   // counts may be off by that one flow.
+  // A flow stored before the seed's last rotation is in the set of its
+  // hash under the previous seed.
+  auto current = CurrentHashSeed();
+  if (!current.ok()) return current.status();
+  auto seeds = ReadFlowHashSeed();
+  if (!seeds.ok()) return seeds.status();
+  std::optional<ballast_hash_seed> previous;
+  if (seeds->previous) {
+    previous.emplace();
+    std::copy(seeds->previous->begin(), seeds->previous->end(), previous->w);
+  }
+  const auto in_set = [&](const ballast_flow_key& key, uint32_t idx) {
+    const uint32_t mask = adopted_sets_ - 1;
+    return (ballast_flow_hash(&key, &*current) & mask) == idx ||
+           (previous && (ballast_flow_hash(&key, &*previous) & mask) == idx);
+  };
   const auto sets_per_call =
       static_cast<uint32_t>(std::clamp<size_t>(batch / BALLAST_ADOPTED_WAYS, 1, size_t{1} << 18));
   size_t seen = 0;
@@ -215,8 +233,8 @@ absl::StatusOr<size_t> Dataplane::ForEachAdoptedFlow(
   auto read = ReadArrayInBatches<ballast_adopted_set>(
       fd, adopted_sets_, sets_per_call, kAdoptedFlowsMap, [&](const ballast_adopted_set& set) {
         for (uint32_t w = 0; w < BALLAST_ADOPTED_WAYS && seen < max; ++w) {
-          if (set.key[w].family == 0) continue;  // a free way
-          if ((ballast_flow_hash(&set.key[w]) & (adopted_sets_ - 1)) != idx) continue;  // torn
+          if (set.key[w].family == 0) continue;    // a free way
+          if (!in_set(set.key[w], idx)) continue;  // torn
           fn(set.key[w], set.flow[w]);
           ++seen;
         }

@@ -3,6 +3,8 @@
 #include <bpf/bpf.h>
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cerrno>
@@ -42,6 +44,7 @@ absl::Status Dataplane::SetSettings(const Settings& s) {
   if (bpf_map_update_elem(map_fd("handshake_settings"), &zero, &hs, BPF_ANY) != 0) {
     return ErrnoStatus(errno, "writing the handshake_settings map");
   }
+  if (absl::Status st = SetFlowHashSeed(s.flow_hash_seed); !st.ok()) return st;
   ballast_settings v = {};
   std::memcpy(v.src4, s.src4.bytes().data(), sizeof(v.src4));
   std::memcpy(v.src6, s.src6.bytes().data(), sizeof(v.src6));
@@ -94,7 +97,47 @@ absl::StatusOr<Settings> Dataplane::GetSettings() const {
   if (!budget.ok()) return budget.status();
   s.icmp_too_big_per_s = (*budget)[0].per_s;
   s.icmp_too_big_burst = (*budget)[0].burst;
+  auto seed = ReadFlowHashSeed();
+  if (!seed.ok()) return seed.status();
+  s.flow_hash_seed = *seed;
   return s;
+}
+
+absl::Status Dataplane::SetFlowHashSeed(const FlowHashSeed& seed) {
+  ballast_flow_hash_seed v = {};
+  if (seed.current) {
+    std::copy(seed.current->begin(), seed.current->end(), v.current.w);
+    v.flags |= BALLAST_SEED_F_SET;
+  }
+  if (seed.previous) {
+    std::copy(seed.previous->begin(), seed.previous->end(), v.previous.w);
+    v.flags |= BALLAST_SEED_F_PREVIOUS;
+  }
+  const uint32_t zero = 0;
+  if (bpf_map_update_elem(map_fd("flow_hash_seed"), &zero, &v, BPF_ANY) != 0) {
+    return ErrnoStatus(errno, "writing the flow_hash_seed map");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FlowHashSeed> Dataplane::ReadFlowHashSeed() const {
+  ballast_flow_hash_seed v = {};
+  const uint32_t zero = 0;
+  if (bpf_map_lookup_elem(map_fd("flow_hash_seed"), &zero, &v) != 0) {
+    return ErrnoStatus(errno, "reading the flow_hash_seed map");
+  }
+  FlowHashSeed seed;
+  if (v.flags & BALLAST_SEED_F_SET) seed.current = std::to_array(v.current.w);
+  if (v.flags & BALLAST_SEED_F_PREVIOUS) seed.previous = std::to_array(v.previous.w);
+  return seed;
+}
+
+absl::StatusOr<ballast_hash_seed> Dataplane::CurrentHashSeed() const {
+  auto seed = ReadFlowHashSeed();
+  if (!seed.ok()) return seed.status();
+  ballast_hash_seed out = BALLAST_PUBLIC_SEED_INIT;
+  if (seed->current) std::copy(seed->current->begin(), seed->current->end(), out.w);
+  return out;
 }
 
 // Writes the rate and burst on every CPU, keeping each CPU's bucket time and

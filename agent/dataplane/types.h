@@ -34,6 +34,18 @@ inline constexpr uint32_t kMaxIcmpTooBigPerS = 1'000'000;
 inline constexpr int kMinSrc4PrefixLength = 16;
 inline constexpr int kMaxSrc4PrefixLength = 31;
 
+// A flow hash seed (ballast_abi.h, struct ballast_hash_seed).
+using HashSeed = std::array<uint32_t, 3>;
+
+// Contents of the `flow_hash_seed` map: the cluster's seed, and the one
+// before the last rotation. No current seed = the public seed of earlier
+// builds (BALLAST_FLOW_HASH_SEED).
+struct FlowHashSeed {
+  std::optional<HashSeed> current;
+  std::optional<HashSeed> previous;
+  bool operator==(const FlowHashSeed&) const = default;
+};
+
 // Contents of the `settings` map. Defaults are what Settings{} holds.
 struct Settings {
   IpAddress src4;                       // outer IPv4 source; 0.0.0.0 = none (IPv4 backends drop)
@@ -66,6 +78,8 @@ struct Settings {
   // with history its packets may be bounced back by a backend without its
   // socket and moved along that history (0 = off). In `handshake_settings`.
   uint32_t adopted_bounce_ms = kDefaultAdoptedBounceMs;
+  // In the `flow_hash_seed` map; from the replicated state, not the config.
+  FlowHashSeed flow_hash_seed;
 };
 
 struct VipEntry {

@@ -655,8 +655,36 @@ enum ballast_verdict {
 };
 
 /* ---- flow hash seed ----------------------------------------------------- */
-/* Fixed across hosts so every router picks the same slot for a 5-tuple. */
-#define BALLAST_FLOW_HASH_SEED 0x6c62616cu /* "lbal" */
+/* The flow hash (ballast_flow_hash) is keyed by a seed that every router of
+ * a cluster shares: a slot, a choice, a handshake slot and an adopted-flow
+ * set all follow from it, so a stranger who knew it could aim crafted
+ * tuples at one of them. The agent draws it at random when the state is
+ * first made and keeps it in the replicated state; `lbctl flow-hash rotate`
+ * draws a new one (docs/security.md). Value of the single-entry
+ * `flow_hash_seed` array (key 0). Until the agent writes it (flags 0: a
+ * program loaded over pins of an earlier build, or a state made before the
+ * seed existed) the hash uses BALLAST_FLOW_HASH_SEED, the public seed of
+ * earlier builds. */
+#define BALLAST_FLOW_HASH_SEED 0x6c62616cu /* "lbal": the public seed of earlier builds */
+/* A seed: 96 bits, one word for each of the hash's three state words
+ * (earlier builds: BALLAST_FLOW_HASH_SEED in each). 32 bits would fall to
+ * a stranger who tries every seed against picks he observed. */
+struct ballast_hash_seed {
+	__u32 w[3];
+};
+#define BALLAST_SEED_F_SET 0x1u /* `current` is the seed */
+/* `previous` is the seed before the last rotation: a flow adopted
+ * mid-stream (ECMP moved it here after the rotation) whose pick under that
+ * seed differs walks there first in its established second chance (the
+ * pick under `previous` leads its slot's history), so connections made
+ * before a rotation survive a router change after it. */
+#define BALLAST_SEED_F_PREVIOUS 0x2u
+struct ballast_flow_hash_seed {
+	struct ballast_hash_seed current;
+	struct ballast_hash_seed previous;
+	__u32 flags; /* BALLAST_SEED_F_* */
+	__u32 reserved;
+};
 
 /* ---- decap program ------------------------------------------------------ */
 

@@ -8,6 +8,9 @@
  * mix over ten 32-bit words: client address (4), VIP address (4), the two
  * ports, and protocol with family. IPv4 addresses use word 0 and leave the
  * other three zero, exactly as they are stored in struct ballast_flow_key.
+ * Its three state words start from the cluster's secret seed (struct
+ * ballast_hash_seed, in the `flow_hash_seed` map), so only the routers can
+ * tell which slot, handshake slot or adopted-flow set a tuple falls in.
  *
  * Changing anything here changes which backend every existing flow hashes
  * to on every router: treat it as part of the wire format.
@@ -22,6 +25,13 @@
 #else
 #define BALLAST_HASH_INLINE static inline
 #endif
+
+/* The seed of earlier builds, public (BALLAST_FLOW_HASH_SEED in each word):
+ * what a router uses until its agent writes the cluster's. */
+#define BALLAST_PUBLIC_SEED_INIT                                                                   \
+	{                                                                                          \
+		{ BALLAST_FLOW_HASH_SEED, BALLAST_FLOW_HASH_SEED, BALLAST_FLOW_HASH_SEED }         \
+	}
 
 BALLAST_HASH_INLINE __u32 ballast_rol32(__u32 w, unsigned int s)
 {
@@ -98,13 +108,18 @@ BALLAST_HASH_INLINE __u32 ballast_choice_hash(__u32 flow_hash, __u32 seed)
 	return h;
 }
 
-/* Hash of a flow key. Only src, dst, sport, dport, proto and family count. */
-BALLAST_HASH_INLINE __u32 ballast_flow_hash(const struct ballast_flow_key *k)
+/* Hash of a flow key under `seed` (the cluster's: struct
+ * ballast_flow_hash_seed; BALLAST_PUBLIC_SEED_INIT is earlier builds'). Only
+ * src, dst, sport, dport, proto and family count. */
+BALLAST_HASH_INLINE __u32 ballast_flow_hash(const struct ballast_flow_key *k,
+					     const struct ballast_hash_seed *seed)
 {
 	__u32 a, b, c;
 	const __u8 *ports = (const __u8 *)&k->sport; /* sport, dport: wire order */
 
-	a = b = c = 0xdeadbeefu + (10u << 2) + BALLAST_FLOW_HASH_SEED;
+	a = 0xdeadbeefu + (10u << 2) + seed->w[0];
+	b = 0xdeadbeefu + (10u << 2) + seed->w[1];
+	c = 0xdeadbeefu + (10u << 2) + seed->w[2];
 
 	a += ballast_word(&k->src[0]);
 	b += ballast_word(&k->src[4]);

@@ -13,15 +13,29 @@
 #include "ballast_flow_hash.h"
 #include "parse.h"
 
-/* ballast_flow_hash() as a global function: the verifier checks its
- * hundred-odd instructions once, not again on every path of the program
- * that reaches a new flow (they were a fifth of xdp_lb's processed
- * instructions). Not on the established path, which needs no flow hash. */
+/* The cluster's flow hash seed (`flow_hash_seed`), or NULL. */
+static __always_inline struct ballast_flow_hash_seed *flow_seed(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&flow_hash_seed, &zero);
+}
+
+/* ballast_flow_hash() under the cluster's seed, as a global function: the
+ * verifier checks its hundred-odd instructions once, not again on every
+ * path of the program that reaches a new flow (they were a fifth of
+ * xdp_lb's processed instructions). Not on the established path, which
+ * needs no flow hash. */
 __noinline int flow_hash_global(const struct ballast_flow_key *k)
 {
+	struct ballast_flow_hash_seed *s = flow_seed();
+	struct ballast_hash_seed seed = BALLAST_PUBLIC_SEED_INIT;
+
 	if (!k)
 		return 0;
-	return (int)ballast_flow_hash(k);
+	if (s && (s->flags & BALLAST_SEED_F_SET))
+		seed = s->current;
+	return (int)ballast_flow_hash(k, &seed);
 }
 
 static __always_inline __u32 flow_hash_of(struct pkt *p)
@@ -76,9 +90,8 @@ static __always_inline __u32 maglev_pick(__u32 vip_id, struct pkt *p)
 
 /* The history word of slot `idx` (1..m) of the VIP's table of size `m`
  * (maglev_history): its previous backends, or 0 when it has none or its
- * history was built for a table of another size. Global: checked once by
- * the verifier, not at each adoption site. */
-__noinline __u64 maglev_history_at(__u32 vip_id, __u32 idx, __u32 m)
+ * history was built for a table of another size. */
+static __always_inline __u64 maglev_history_at(__u32 vip_id, __u32 idx, __u32 m)
 {
 	void *hist = bpf_map_lookup_elem(&maglev_history, &vip_id);
 	__u32 zero = 0;
@@ -93,12 +106,44 @@ __noinline __u64 maglev_history_at(__u32 vip_id, __u32 idx, __u32 m)
 	return e ? *e : 0;
 }
 
-/* maglev_pick(), and the slot's history word in *hist (0 = none). */
+/* The previous backends of flow `k`, which the VIP's table of size `m`
+ * gives backend `id` from slot `idx`: the slot's history word, led by the
+ * flow's pick under the seed before the last rotation (ballast_abi.h,
+ * BALLAST_SEED_F_PREVIOUS) when that pick is another backend. The
+ * history's oldest entry makes room for it. Global: checked once by the
+ * verifier, not at each adoption site. */
+__noinline __u64 maglev_history_of(const struct ballast_flow_key *k, __u32 vip_id, __u32 idx,
+				   __u32 m, __u32 id)
+{
+	struct ballast_flow_hash_seed *s = flow_seed();
+	__u64 hist = maglev_history_at(vip_id, idx, m);
+	__u32 old_idx, *old, i;
+	void *table;
+
+	if (!k || !s || !(s->flags & BALLAST_SEED_F_PREVIOUS) || m == 0)
+		return hist;
+	table = bpf_map_lookup_elem(&maglev_tables, &vip_id);
+	if (!table)
+		return hist;
+	old_idx = ballast_flow_hash(k, &s->previous) % m + 1;
+	old = bpf_map_lookup_elem(table, &old_idx);
+	if (!old || *old == id || *old == BALLAST_INVALID_ID || *old > BALLAST_HISTORY_ID_MASK)
+		return hist;
+#pragma unroll
+	for (i = 0; i < BALLAST_HISTORY_DEPTH; i++)
+		if (((hist >> (i * BALLAST_HISTORY_ID_BITS)) & BALLAST_HISTORY_ID_MASK) == *old)
+			return hist;
+	hist = hist << BALLAST_HISTORY_ID_BITS | *old;
+	return hist & ((1ull << (BALLAST_HISTORY_DEPTH * BALLAST_HISTORY_ID_BITS)) - 1);
+}
+
+/* maglev_pick(), and the flow's history word in *hist (0 = none:
+ * maglev_history_of). */
 static __always_inline __u32 maglev_pick_history(__u32 vip_id, struct pkt *p, __u64 *hist)
 {
 	__u32 idx = 0, m = 0, id = maglev_slot(vip_id, p, &idx, &m);
 
-	*hist = id == BALLAST_INVALID_ID ? 0 : maglev_history_at(vip_id, idx, m);
+	*hist = id == BALLAST_INVALID_ID ? 0 : maglev_history_of(&p->key, vip_id, idx, m, id);
 	return id;
 }
 

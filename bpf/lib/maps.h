@@ -229,6 +229,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } bounce_key SEC(".maps");
 
+/* The cluster's flow hash seed (struct ballast_flow_hash_seed), key 0:
+ * written by the agent from the replicated state. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ballast_flow_hash_seed);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} flow_hash_seed SEC(".maps");
+
 /* vip_id -> packets and bytes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

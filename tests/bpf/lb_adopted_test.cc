@@ -19,13 +19,13 @@ namespace tcp = pktgen::tcp;
 
 // `n` client ports of Lab::Client4() whose flows to the TCP VIP hash to one
 // set of a table of `sets` sets.
-std::vector<uint16_t> PortsInOneSet(uint32_t sets, size_t n) {
+std::vector<uint16_t> PortsInOneSet(const LbFixture& fx, uint32_t sets, size_t n) {
   std::vector<uint16_t> ports;
   uint32_t set = 0;
   for (uint32_t port = 20000; port < 65536 && ports.size() < n; ++port) {
     const ballast_flow_key k =
         FlowKey(Lab::Client4(), Lab::Vip4(), static_cast<uint16_t>(port), 80, IPPROTO_TCP);
-    const uint32_t s = ballast_flow_hash(&k) & (sets - 1);
+    const uint32_t s = fx.Hash(k) & (sets - 1);
     if (ports.empty()) set = s;
     if (s == set) ports.push_back(static_cast<uint16_t>(port));
   }
@@ -63,7 +63,7 @@ TEST_CASE("Adopted flows: four to a set, the oldest displaced by a fifth", "[lb]
   REQUIRE(fx.dp().adopted_sets() == 2048);
   REQUIRE(fx.dp().MapCapacity(dataplane::kAdoptedFlowsMap).value_or(0) == 8192);
   fx.SetTable(kVipTcp4, CyclingTable({1, 2, 3}));
-  const std::vector<uint16_t> ports = PortsInOneSet(fx.dp().adopted_sets(), 5);
+  const std::vector<uint16_t> ports = PortsInOneSet(fx, fx.dp().adopted_sets(), 5);
 
   // Four flows fill the set; each is found by its tuple, on the table's pick.
   std::vector<uint32_t> backend;
@@ -115,7 +115,7 @@ TEST_CASE("Adopted flows on probation: a fifth displaces the one probed last", "
   LbFixture fx(4096);
   SetUpLab(fx);
   fx.SetTable(kVipTcp4, CyclingTable({1, 2, 3}));
-  const std::vector<uint16_t> ports = PortsInOneSet(fx.dp().adopted_sets(), 5);
+  const std::vector<uint16_t> ports = PortsInOneSet(fx, fx.dp().adopted_sets(), 5);
   for (size_t i = 0; i < 4; ++i) {
     REQUIRE(BackendOf(fx, Ack(fx, ports[i])) == fx.Predict(kVipTcp4, Key(ports[i])));
     // probes 10 ms apart, the first probed first

@@ -135,7 +135,7 @@ TEST_CASE("The handshake slots grow with the flow table, or as set", "[lb][connt
   fx.SetUniformTable(kVipTcp4, 1);
   uint16_t port = 40000;
   ballast_flow_key key = FlowKey(Lab::Client4(), Lab::Vip4(), port, 80, IPPROTO_TCP);
-  while ((ballast_flow_hash(&key) & 32767) < BALLAST_HANDSHAKE_SETS) {
+  while ((fx.Hash(key) & 32767) < BALLAST_HANDSHAKE_SETS) {
     key = FlowKey(Lab::Client4(), Lab::Vip4(), ++port, 80, IPPROTO_TCP);
   }
   INFO("client port " << port);
@@ -185,7 +185,7 @@ void AgeHandshake(LbFixture& fx, const ballast_flow_key& key, uint64_t ns) {
   ballast_handshake_set set = fx.HandshakeSet(key);
   bool found = false;
   for (ballast_handshake& h : set.way) {
-    if (h.backend_id != BALLAST_INVALID_ID && h.hash == ballast_flow_hash(&key)) {
+    if (h.backend_id != BALLAST_INVALID_ID && h.hash == fx.Hash(key)) {
       h.syn_time -= static_cast<uint32_t>(ns >> BALLAST_HANDSHAKE_TIME_SHIFT);
       found = true;
     }
@@ -309,7 +309,7 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
   SetUpLab(fx);
   fx.SetUniformTable(kVipTcp4, 1);
   const uint64_t now = dataplane::Dataplane::MonotonicNowNs();
-  const uint32_t hash = ballast_flow_hash(&kKey);
+  const uint32_t hash = fx.Hash(kKey);
   const uint32_t isn = 100;  // the client SYN's sequence number: its ACK carries 101
   const uint64_t idle_ns = dataplane::Settings{}.syn_idle_ns;
   const auto at = [](uint64_t ns) {
@@ -429,7 +429,7 @@ TEST_CASE("Expired handshake slots are freed before their time can wrap",
   const auto at = [](uint64_t ns) {
     return static_cast<uint32_t>(ns >> BALLAST_HANDSHAKE_TIME_SHIFT);
   };
-  const uint32_t hash = ballast_flow_hash(&kKey);
+  const uint32_t hash = fx.Hash(kKey);
   const uint32_t isn = 100;  // the client SYN's sequence number: its ACK carries 101
   // fresh, expired, long expired (10 minutes), empty
   fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, isn, at(now - 1000000000ull)},

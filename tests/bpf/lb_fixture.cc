@@ -59,9 +59,26 @@ LbFixture::LbFixture(uint32_t flow_capacity, uint32_t handshake_sets) {
 LbFixture::~LbFixture() = default;
 
 void LbFixture::SetSettings(const dataplane::Settings& s) {
-  const absl::Status st = dp_->SetSettings(s);
+  dataplane::Settings with_seed = s;
+  if (!with_seed.flow_hash_seed.current) with_seed.flow_hash_seed.current = kTestSeed;
+  const absl::Status st = dp_->SetSettings(with_seed);
   INFO(st.ToString());
   REQUIRE(st.ok());
+}
+
+void LbFixture::SetFlowHashSeed(const dataplane::FlowHashSeed& seed) {
+  auto s = dp_->GetSettings();
+  REQUIRE(s.ok());
+  s->flow_hash_seed = seed;
+  const absl::Status st = dp_->SetSettings(*s);  // as it is: no seed is no seed
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+}
+
+uint32_t LbFixture::Hash(const ballast_flow_key& key) const {
+  auto seed = dp_->CurrentHashSeed();
+  REQUIRE(seed.ok());
+  return ballast_flow_hash(&key, &*seed);
 }
 
 void LbFixture::SetPolicy(uint32_t policy) {
@@ -183,7 +200,7 @@ Outcome LbFixture::Run(const Bytes& frame, uint32_t ingress_ifindex) {
 uint32_t LbFixture::PredictNext(uint32_t vip_id, const ballast_flow_key& key, uint32_t first,
                                 uint32_t last, const std::set<uint32_t>& unusable) const {
   const auto& t = tables_.at(vip_id);
-  const uint32_t hash = ballast_flow_hash(&key);
+  const uint32_t hash = Hash(key);
   std::vector<uint32_t> next;  // the second and third choices
   for (uint32_t seed = 1; seed <= BALLAST_CHOICE_SEEDS && next.size() < 2; ++seed) {
     const uint32_t id = t[ballast_choice_hash(hash, seed) % t.size()];
@@ -197,7 +214,7 @@ uint32_t LbFixture::PredictNext(uint32_t vip_id, const ballast_flow_key& key, ui
 
 uint32_t LbFixture::Predict(uint32_t vip_id, const ballast_flow_key& key) const {
   const auto& t = tables_.at(vip_id);
-  return t[ballast_flow_hash(&key) % t.size()];
+  return t[Hash(key) % t.size()];
 }
 
 uint32_t LbFixture::BackendAt(const Addr& outer_dst) const {
@@ -234,7 +251,7 @@ void LbFixture::SetFlow(const ballast_flow_key& key, const ballast_flow& f) {
   }
   // The way that holds the key, rewritten with its set (no packet runs
   // meanwhile in a test).
-  const uint32_t idx = ballast_flow_hash(&key) & (dp_->adopted_sets() - 1);
+  const uint32_t idx = Hash(key) & (dp_->adopted_sets() - 1);
   ballast_adopted_set set;
   REQUIRE(bpf_map_lookup_elem(fd, &idx, &set) == 0);
   for (uint32_t i = 0; i < BALLAST_ADOPTED_WAYS; ++i) {
@@ -244,21 +261,21 @@ void LbFixture::SetFlow(const ballast_flow_key& key, const ballast_flow& f) {
 }
 
 ballast_handshake_set LbFixture::HandshakeSet(const ballast_flow_key& key) const {
-  const uint32_t idx = ballast_flow_hash(&key) & (dp_->handshake_sets() - 1);
+  const uint32_t idx = Hash(key) & (dp_->handshake_sets() - 1);
   ballast_handshake_set set;
   REQUIRE(bpf_map_lookup_elem(dp_->map_fd("handshakes"), &idx, &set) == 0);
   return set;
 }
 
 std::optional<ballast_handshake> LbFixture::Handshake(const ballast_flow_key& key) const {
-  const uint32_t hash = ballast_flow_hash(&key);
+  const uint32_t hash = Hash(key);
   for (const ballast_handshake& h : HandshakeSet(key).way)
     if (h.backend_id != BALLAST_INVALID_ID && h.hash == hash) return h;
   return std::nullopt;
 }
 
 void LbFixture::SetHandshakeSet(const ballast_flow_key& key, const ballast_handshake_set& set) {
-  const uint32_t idx = ballast_flow_hash(&key) & (dp_->handshake_sets() - 1);
+  const uint32_t idx = Hash(key) & (dp_->handshake_sets() - 1);
   REQUIRE(bpf_map_update_elem(dp_->map_fd("handshakes"), &idx, &set, BPF_ANY) == 0);
 }
 

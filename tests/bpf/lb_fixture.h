@@ -63,6 +63,9 @@ struct Lab {
 ballast_flow_key FlowKey(const Addr& client, const Addr& vip, uint16_t sport, uint16_t dport,
                          uint8_t proto);
 
+// The flow hash seed every fixture's program starts with (LbFixture::Hash).
+inline constexpr dataplane::HashSeed kTestSeed = {0x5eed0001u, 0x5eed0002u, 0x5eed0003u};
+
 struct Outcome {
   int action = -1;
   ballast_verdict verdict = BALLAST_V_MAX;
@@ -110,7 +113,13 @@ class LbFixture {
   uint64_t runs() const { return runs_; }
 
   // ---- CHECK ----
-  // The backend the table of vip_id picks for `key` (ballast_flow_hash % M).
+  // ballast_flow_hash of `key` under the seed the program uses now (the
+  // fixture sets kTestSeed: not the public one, so that nothing here or in
+  // the program can lean on it).
+  uint32_t Hash(const ballast_flow_key& key) const;
+  // Writes the `flow_hash_seed` map (with the other settings as they are).
+  void SetFlowHashSeed(const dataplane::FlowHashSeed& seed);
+  // The backend the table of vip_id picks for `key` (Hash % M).
   uint32_t Predict(uint32_t vip_id, const ballast_flow_key& key) const;
   // Where a retransmitted SYN goes after `last`, the table's pick being
   // `first` (maglev_next_choice, written again from its comment): the

@@ -196,11 +196,15 @@ TEST_CASE("the adopted-flow listing skips a way whose key is not of its set", "[
   auto capacity = dp->MapCapacity(kAdoptedFlowsMap);
   REQUIRE(capacity.ok());
   const uint32_t mask = *capacity / BALLAST_ADOPTED_WAYS - 1;
+  auto seed = dp->CurrentHashSeed();
+  REQUIRE(seed.ok());
   const ballast_flow_key whole = Key(3, 40000);
-  const uint32_t idx = ballast_flow_hash(&whole) & mask;
+  const uint32_t idx = ballast_flow_hash(&whole, &*seed) & mask;
   // A key of another set, as a torn copy would read.
   ballast_flow_key torn = whole;
-  for (uint16_t p = 1; (ballast_flow_hash(&torn) & mask) == idx; ++p) torn.sport = htons(p);
+  for (uint16_t p = 1; (ballast_flow_hash(&torn, &*seed) & mask) == idx; ++p) {
+    torn.sport = htons(p);
+  }
   ballast_adopted_set set = {};
   set.key[0] = whole;
   set.flow[0] = Flow(4, 100);
