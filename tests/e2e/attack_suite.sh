@@ -30,7 +30,7 @@
 # reset, none moved), no backend demoted or re-weighted and no pool frozen
 # (lbctl status sampled every 0.25 s; the audit log: no automation action,
 # no score change on passive evidence). Prints the figures of the table in
-# docs/security.md. About 60 s. Needs root and python3-scapy (tools/setup.sh).
+# docs/security.md. About 40 s. Needs root and python3-scapy (tools/setup.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/health_lib.sh"
 
 # Debian's python3 (python3-scapy is installed for it), not whichever
@@ -364,7 +364,7 @@ python3 - "$SUMMARY" <<'EOF' | while read -r line; do log "  $line"; done
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    counted = ", ".join("%s %d" % kv for kv in r["counted"].items() if kv[0] != "spoofed_in_flows")
+    counted = ", ".join("%s %d" % kv for kv in r["counted"].items() if kv[0] != "spoofed_in_flows" or kv[1])
     print("%s: %d sent (%s) -> %s" % (r["class"], r["sent"],
           ", ".join("%s %d" % kv for kv in sorted(r["subs"].items())), counted))
 EOF
