@@ -174,6 +174,7 @@ judge() {
 # namespace (default client) on IFACE to DST_MAC; its report goes to
 # $WORK/NAME.sent.
 replay() {
+  log "$1 at $(date +%s.%N | cut -c1-14)"
   lab exec "${4:-client}" "$PY" "$SEND" replay "$WORK/ctx.json" --dir "$WORK/packets" --name "$1" \
     --iface "$2" --dst-mac "$3" >"$WORK/$1.sent" 2>"$WORK/$1.err" ||
     die "attack_send replay $1 failed: $(tail -n 5 "$WORK/$1.err")"
@@ -291,6 +292,7 @@ judge pairs 'decap_bounced_est == probe4 + probe6' 'drop_probation_refuted == pr
 # backends without a listener), the last hop refuses it (the client gets
 # its RST at once); no refusal counts against a backend (no connection
 # completed elsewhere).
+log "storm at $(date +%s.%N | cut -c1-14)"
 lab exec client "$PY" "$SEND" storm "$WORK/ctx.json" --count 400 --rate 80 --port 1 >"$WORK/storm.out" 2>"$WORK/storm.err" ||
   die "attack_send storm failed: $(tail -n 5 "$WORK/storm.err")"
 python3 - "$WORK/storm.out" >"$WORK/storm.sent" <<'EOF'
@@ -334,14 +336,19 @@ log "long-lived connections: $h_conns, $h_rounds requests each over $(awk -v a="
 check "every long-lived connection answered every request ($h_bad of $h_conns failed or reset: $h_what)" test "$h_bad" = 0
 check "every long-lived connection stayed on its backend ($h_moved of $h_conns moved)" test "$h_moved" = 0
 
-read -r w_samples w_bad w_first < <(python3 -c '
+python3 - "$WORK/watch.json" >"$WORK/watch.txt" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
-print(d["samples"], len(d["bad"]), (d["bad"][:1] or ["-"])[0].replace(" ", "_"))
+print(d["samples"], len(d["bad"]))
 for c, names in sorted(d["conditions"].items()):
-    print("conditions", c, len(names), file=sys.stderr)' "$WORK/watch.json" 2>"$WORK/conditions.txt")
-log "health conditions seen during the attacks: $(awk '{ printf "%s%s on %s", sep, $2, $3; sep = ", " }' "$WORK/conditions.txt")"
-check "lbctl status every 0.25 s: every backend healthy at its weight, no pool frozen, no passive-signal condition ($w_bad bad of $w_samples samples; first: $w_first)" \
+    print("condition", c, len(names))
+for b in d["bad"][:8]:
+    print("bad", b)
+EOF
+read -r w_samples w_bad <"$WORK/watch.txt"
+log "health conditions seen during the attacks: $(awk '$1 == "condition" { printf "%s%s on %s", sep, $2, $3; sep = ", " }' "$WORK/watch.txt")"
+while read -r _ line; do log "  status: $line"; done < <(grep '^bad ' "$WORK/watch.txt" || true)
+check "lbctl status every 0.25 s: every backend healthy at its weight, no pool frozen, no passive-signal condition ($w_bad bad of $w_samples samples)" \
   test "$w_bad" = 0 -a "$w_samples" -gt 20
 "$PY" "$CHECK" audit --lbctl "$LBCTL" --socket "$SOCK" --since-ms "$t_attack_ms" >"$WORK/audit.txt"
 read -r _ a_records _ a_moves < <(tail -n 1 "$WORK/audit.txt")
