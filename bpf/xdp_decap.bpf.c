@@ -18,6 +18,8 @@
  *   GUE for us, UDP length wrong, inner not IP    -> XDP_DROP         (bad_outer)
  *   for us, outer source not in decap_sources    -> XDP_DROP         (bad_source)
  *   for us, inner destination not in decap_vips  -> XDP_DROP         (not_vip)
+ *   for us, to a VIP address, but not a port,
+ *     protocol or ICMP error the routers send it -> XDP_DROP         (unserved)
  *   for us, a pure TCP SYN no socket here takes   -> XDP_TX back      (bounced)
  *     ... marked by the router as the last hop    -> strip, XDP_PASS  (refused)
  *   for us, another TCP packet with the probe
@@ -44,8 +46,8 @@
  * connection began (ECMP moved it from another router): the router marks
  * such packets (the probe mark: any outer IPv4 identification but 0 and
  * the last-hop mark, an outer IPv6 flow label with
- * BALLAST_FLOW_LABEL_PROBE_BIT; mark.h) for a short while, and one that no connection here holds (no established or
- * request socket of its tuple: nothing, or a TIME_WAIT of a connection that
+ * BALLAST_FLOW_LABEL_PROBE_BIT; mark.h) for a short while, and one that no connection here holds
+ * (no established or request socket of its tuple: nothing, or a TIME_WAIT of a connection that
  * ended; no listener taking its SYN cookie) goes back too; the router sends
  * it to the slot's previous backend. Unmarked
  * packets other than SYNs are never looked up.
@@ -70,13 +72,15 @@
  *
  * The source and VIP checks are on once their set has been given (decap_policy):
  * with them, only the routers can send packets through the tunnel, and only
- * to the VIPs this host serves; without them it is an open tunnel.
+ * what they send to the VIPs this host serves (decap_vips.h: a served
+ * protocol and port, an ICMP error about one); without them it is an open
+ * tunnel.
  *
  * Outer fragments of tunnelled packets to this host are dropped (frag):
  * the routers never send one. Not handled (passed untouched): outer IPv6
- * extension headers other than a fragment header, QinQ. The outer IPv4 header is checked as the kernel's ip_rcv
- * would (header checksum, total length within the frame): its check is
- * skipped for the packets this program strips. IPv6 has no header checksum.
+ * extension headers other than a fragment header, QinQ. The outer IPv4 header is checked as the
+ * kernel's ip_rcv would (header checksum, total length within the frame): its check is skipped for
+ * the packets this program strips. IPv6 has no header checksum.
  *
  * The maps are not pinned: they live as long as the program is attached.
  */
@@ -123,14 +127,6 @@ struct {
 	__type(value, __u32);
 } decap_sources SEC(".maps");
 
-/* Inner destinations served here (the VIPs on this host). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, DECAP_MAX_ADDRS);
-	__type(key, struct ballast_decap_addr);
-	__type(value, __u32);
-} decap_vips SEC(".maps");
-
 /* [0]: BALLAST_DECAP_CHECK_* bits; [1]: the UDP port GUE packets arrive
  * on (host order), 0 = GUE not accepted. */
 struct {
@@ -153,8 +149,9 @@ static __always_inline int count(__u32 verdict, int action)
 	return count_verdict(&decap_stats, verdict, action);
 }
 
-#include "decap_syns.h" /* decap_syns, syn_note(), tc_decap_rst (uses count()) */
+#include "decap_syns.h"	  /* decap_syns, syn_note(), tc_decap_rst (uses count()) */
 #include "decap_socket.h" /* syn_has_socket(), est_has_socket() */
+#include "decap_vips.h"	  /* decap_vips, inner_served() */
 
 static __always_inline int is_local(const void *addr, __u32 len, __u8 family)
 {
@@ -218,33 +215,6 @@ static __always_inline int source_ok(const void *addr, __u32 len, __u8 family, _
 		key.prefixlen = 8 + 128;
 	}
 	return bpf_map_lookup_elem(&decap_sources, &key) != NULL;
-}
-
-/* Is the inner packet at data + off (header checked by inner_ok) for a VIP
- * served here? */
-static __always_inline int inner_vip_ok(void *data, void *data_end, __u32 off, __u16 inner_proto,
-					__u32 flags)
-{
-	struct ballast_decap_addr key = {};
-
-	if (!(flags & BALLAST_DECAP_CHECK_VIP))
-		return 1;
-	if (inner_proto == ETH_P_IP) {
-		struct iphdr *ip = data + off;
-
-		if ((void *)(ip + 1) > data_end)
-			return 0;
-		__builtin_memcpy(key.addr, &ip->daddr, 4);
-		key.family = BALLAST_FAMILY_V4;
-	} else {
-		struct ipv6hdr *ip6 = data + off;
-
-		if ((void *)(ip6 + 1) > data_end)
-			return 0;
-		__builtin_memcpy(key.addr, &ip6->daddr, 16);
-		key.family = BALLAST_FAMILY_V6;
-	}
-	return bpf_map_lookup_elem(&decap_vips, &key) != NULL;
 }
 
 /* Is a complete inner header of `inner_proto` (ETH_P_IP / ETH_P_IPV6) at
@@ -423,7 +393,7 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct iphdr *ip = data + l2_len;
-	__u32 outer_len, flags;
+	__u32 outer_len, flags, v;
 	int action, gue = 0;
 
 	if ((void *)(ip + 1) > data_end)
@@ -464,9 +434,11 @@ static __always_inline int decap_ipv4(struct xdp_md *ctx, __u32 l2_len)
 	flags = policy_flags();
 	if (!source_ok(&ip->saddr, 4, BALLAST_FAMILY_V4, flags))
 		return count(BALLAST_DECAP_V_BAD_SOURCE, XDP_DROP);
-	if (!inner_vip_ok(data, data_end, l2_len + outer_len, ETH_P_IP, flags))
-		return count(BALLAST_DECAP_V_NOT_VIP, XDP_DROP);
-	action = second_chance(ctx, l2_len, outer_len, ETH_P_IP, flags, 1, mark_of_id(bpf_ntohs(ip->id)));
+	v = inner_served(data, data_end, l2_len + outer_len, ETH_P_IP, flags);
+	if (v != BALLAST_DECAP_V_MAX)
+		return count(v, XDP_DROP);
+	action = second_chance(ctx, l2_len, outer_len, ETH_P_IP, flags, 1,
+			       mark_of_id(bpf_ntohs(ip->id)));
 	if (action >= 0)
 		return action;
 	return strip_outer(ctx, l2_len, outer_len, ETH_P_IP,
@@ -486,7 +458,7 @@ static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ipv6hdr *ip6 = data + l2_len;
-	__u32 flags, label, outer_len = sizeof(*ip6);
+	__u32 flags, label, v, outer_len = sizeof(*ip6);
 	__u16 inner_proto;
 	int action;
 
@@ -516,8 +488,7 @@ static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
 		struct udphdr *uh = (void *)(fh + 1);
 		__u16 port = gue_port();
 
-		if ((void *)(fh + 1) > data_end ||
-		    !is_local(&ip6->daddr, 16, BALLAST_FAMILY_V6))
+		if ((void *)(fh + 1) > data_end || !is_local(&ip6->daddr, 16, BALLAST_FAMILY_V6))
 			return count(BALLAST_DECAP_V_PASS, XDP_PASS);
 		if (fh->nexthdr == IPPROTO_IPV6 || fh->nexthdr == IPPROTO_IPIP ||
 		    (fh->nexthdr == IPPROTO_UDP && (fh->frag_off & bpf_htons(0xfff8)) == 0 &&
@@ -530,8 +501,8 @@ static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
 	if (!is_local(&ip6->daddr, 16, BALLAST_FAMILY_V6))
 		return count(BALLAST_DECAP_V_PASS, XDP_PASS);
 	if (!inner_proto) {
-		inner_proto = gue_inner(data, data_end, l2_len, outer_len,
-					bpf_ntohs(ip6->payload_len));
+		inner_proto =
+		    gue_inner(data, data_end, l2_len, outer_len, bpf_ntohs(ip6->payload_len));
 		if (!inner_proto)
 			return count(BALLAST_DECAP_V_BAD_OUTER, XDP_DROP);
 	}
@@ -540,8 +511,9 @@ static __always_inline int decap_ipv6(struct xdp_md *ctx, __u32 l2_len)
 	flags = policy_flags();
 	if (!source_ok(&ip6->saddr, 16, BALLAST_FAMILY_V6, flags))
 		return count(BALLAST_DECAP_V_BAD_SOURCE, XDP_DROP);
-	if (!inner_vip_ok(data, data_end, l2_len + outer_len, inner_proto, flags))
-		return count(BALLAST_DECAP_V_NOT_VIP, XDP_DROP);
+	v = inner_served(data, data_end, l2_len + outer_len, inner_proto, flags);
+	if (v != BALLAST_DECAP_V_MAX)
+		return count(v, XDP_DROP);
 	label = (__u32)(ip6->flow_lbl[0] & 0x0f) << 16 | (__u32)ip6->flow_lbl[1] << 8 |
 		ip6->flow_lbl[2];
 	action = second_chance(ctx, l2_len, outer_len, inner_proto, flags, 0, mark_of_label(label));

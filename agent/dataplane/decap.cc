@@ -1,12 +1,15 @@
 #include "agent/dataplane/decap.h"
 
+#include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <string>
 #include <cstring>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "agent/base/ip_prefix.h"
@@ -38,6 +41,29 @@ ballast_decap_addr ToKey(const IpAddress& a) {
 absl::Status NotLoaded() {
   return absl::FailedPreconditionError(
       "decap sources and VIPs are set on a copy this process loaded (lbdp decap attach)");
+}
+
+// The decap_vips key of `addr`, `proto`, `port` (host order); proto and port
+// 0: the address entry.
+ballast_decap_vip VipEntryKey(const IpAddress& addr, uint8_t proto, uint16_t port) {
+  ballast_decap_vip k = {};
+  std::memcpy(k.addr, addr.bytes().data(), sizeof(k.addr));
+  k.family = addr.family();
+  k.proto = proto;
+  k.port = htons(port);
+  return k;
+}
+
+// Writes `value` under `k` in decap_vips; `what` names the entry in errors.
+absl::Status PutVipEntry(int fd, const ballast_decap_vip& k, uint32_t value,
+                         const std::string& what) {
+  if (bpf_map_update_elem(fd, &k, &value, BPF_ANY) == 0) return absl::OkStatus();
+  if (errno == E2BIG) {
+    return absl::ResourceExhaustedError(Cat("decap VIP ", what, ": the VIP set is full (",
+                                            BALLAST_DECAP_MAX_VIPS,
+                                            " entries, one per address and one per port)"));
+  }
+  return ErrnoStatus(errno, Cat("adding decap VIP ", what));
 }
 
 }  // namespace
@@ -74,17 +100,67 @@ absl::Status Decap::AddSource(std::string_view prefix) {
   return SetPolicyBit(BALLAST_DECAP_CHECK_SOURCE, true);
 }
 
-absl::Status Decap::AddVip(const IpAddress& vip) {
+// The address entry of `addr` (its value says how its packets are checked)
+// with `value`, unless it is there already with it; another value:
+// InvalidArgument (an address is served whole or by ports, not both).
+absl::Status Decap::PutVipAddress(const IpAddress& addr, uint32_t value, const std::string& what) {
   if (skel_ == nullptr) return NotLoaded();
-  if (vip.is_unspecified()) {
-    return absl::InvalidArgumentError(Cat("decap VIP ", vip.ToString(), " is unspecified"));
+  if (addr.is_unspecified()) {
+    return absl::InvalidArgumentError(Cat("decap VIP ", what, " is unspecified"));
   }
-  const ballast_decap_addr k = ToKey(vip);
-  const uint32_t one = 1;
-  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.decap_vips), &k, &one, BPF_ANY) != 0) {
-    return ErrnoStatus(errno, Cat("adding decap VIP ", vip.ToString()));
+  const ballast_decap_vip k = VipEntryKey(addr, 0, 0);
+  uint32_t old = 0;
+  if (bpf_map_lookup_elem(vips_fd_, &k, &old) == 0) {
+    if (old == value) return absl::OkStatus();
+    return absl::InvalidArgumentError(Cat(
+        "decap VIP ", what, ": ", addr.ToString(),
+        old == BALLAST_DECAP_VIP_ANY ? " was given alone (every port)" : " was given with ports",
+        "; give its ports, or the address alone"));
   }
+  return PutVipEntry(vips_fd_, k, value, what);
+}
+
+absl::Status Decap::AddVip(const VipKey& vip) {
+  if (skel_ == nullptr) return NotLoaded();
+  const std::string what = VipKeyString(vip);
+  if (vip.proto != IPPROTO_TCP && vip.proto != IPPROTO_UDP) {
+    return absl::InvalidArgumentError(Cat("decap VIP ", what, ": the protocol is not TCP or UDP"));
+  }
+  if (absl::Status s = PutVipAddress(vip.addr, BALLAST_DECAP_VIP_PORTS, what); !s.ok()) return s;
+  if (absl::Status s = PutVipEntry(vips_fd_, VipEntryKey(vip.addr, vip.proto, vip.port), 1, what);
+      !s.ok())
+    return s;
   return SetPolicyBit(BALLAST_DECAP_CHECK_VIP, true);
+}
+
+absl::Status Decap::AddVipAddress(const IpAddress& addr) {
+  if (absl::Status s = PutVipAddress(addr, BALLAST_DECAP_VIP_ANY, addr.ToString()); !s.ok())
+    return s;
+  return SetPolicyBit(BALLAST_DECAP_CHECK_VIP, true);
+}
+
+absl::StatusOr<std::vector<VipKey>> Decap::Vips() const {
+  if (vips_fd_ < 0) {
+    return absl::FailedPreconditionError(
+        "this xdp_decap is an older build's, whose VIP set holds addresses only");
+  }
+  std::vector<VipKey> out;
+  ballast_decap_vip key = {}, next = {};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(vips_fd_, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    uint32_t value = 0;
+    if (key.proto == 0 &&
+        (bpf_map_lookup_elem(vips_fd_, &key, &value) != 0 || value != BALLAST_DECAP_VIP_ANY)) {
+      continue;  // the address entry of a VIP given with ports
+    }
+    auto a = IpAddress::FromAbi(key.addr, key.family);
+    if (a.ok()) out.push_back({*a, ntohs(key.port), key.proto});
+  }
+  if (errno != ENOENT) return ErrnoStatus(errno, "walking decap_vips");
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 absl::Status Decap::SetGuePort(uint16_t port) {
@@ -111,6 +187,7 @@ absl::StatusOr<std::unique_ptr<Decap>> Decap::Load() {
   if (d->skel_ == nullptr) return LoadFailure(-errno, "loading the xdp_decap program", log);
   d->prog_fd_ = bpf_program__fd(d->skel_->progs.xdp_decap);
   d->addrs_fd_ = bpf_map__fd(d->skel_->maps.decap_addrs);
+  d->vips_fd_ = bpf_map__fd(d->skel_->maps.decap_vips);
   d->stats_fd_ = bpf_map__fd(d->skel_->maps.decap_stats);
   return d;
 }
@@ -143,6 +220,9 @@ absl::StatusOr<std::unique_ptr<Decap>> Decap::FromDevice(std::string_view ifname
       d->addrs_fd_ = fd.release();
     } else if (std::strcmp(mi->name, "decap_stats") == 0 && d->stats_fd_ < 0) {
       d->stats_fd_ = fd.release();
+    } else if (std::strcmp(mi->name, "decap_vips") == 0 && d->vips_fd_ < 0 &&
+               mi->key_size == sizeof(ballast_decap_vip)) {
+      d->vips_fd_ = fd.release();  // an older build's (by address only) is not read
     }
   }
   if (d->addrs_fd_ < 0 || d->stats_fd_ < 0) {
@@ -180,7 +260,7 @@ Decap::~Decap() {
     xdp_decap__destroy(skel_);
     return;
   }
-  for (int fd : {prog_fd_, addrs_fd_, stats_fd_}) {
+  for (int fd : {prog_fd_, addrs_fd_, stats_fd_, vips_fd_}) {
     if (fd >= 0) close(fd);
   }
 }

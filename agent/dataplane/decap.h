@@ -2,14 +2,16 @@
 //
 // A Decap either loads a fresh copy of the program (Load) or attaches to the
 // copy already running on a device (FromDevice, e.g. from a later lbdp
-// process). Nothing is pinned: the program and its two maps live as long as
+// process). Nothing is pinned: the program and its maps live as long as
 // the program is attached to a device or a Decap holds them, and disappear
 // when it is detached. Detach() and DetachFrom() remove it.
 //
 // Who may use the tunnel: AddSource() (the routers' outer sources) and
-// AddVip() (the inner destinations served here) each turn their check on
+// AddVip()/AddVipAddress() (what is served here) each turn their check on
 // with the first entry; until then anything is accepted (an open tunnel,
-// which `lbdp decap attach` makes the operator choose explicitly).
+// which `lbdp decap attach` makes the operator choose explicitly). With
+// VIPs, an inner packet passes only to a served protocol and port, or as
+// an ICMP error about one (bpf/lib/decap_vips.h); others are `unserved`.
 //
 // Beside it, on the same device's tc egress hook, tc_decap_rst holds back
 // the kernel's RST to a SYN the program passed up for a listener that went
@@ -25,12 +27,14 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/base/ip_address.h"
+#include "agent/dataplane/vip_key.h"
 #include "agent/dataplane/xdp_attach.h"
 #include "ballast_abi.h"
 
@@ -65,9 +69,17 @@ class Decap {
   // "198.18.0.0/24", "2001:db8::/64"), and from then on only from the
   // prefixes added. Only on a copy made by Load().
   absl::Status AddSource(std::string_view prefix);
-  // Accepts inner packets to `vip`, and from then on only to the VIPs added.
-  // Only on a copy made by Load().
-  absl::Status AddVip(const IpAddress& vip);
+  // Accepts inner packets to `vip` (its protocol, TCP or UDP, and port; port
+  // 0: every port of the protocol) and ICMP errors about them, and from then
+  // on only what the VIPs added serve. Only on a copy made by Load().
+  absl::Status AddVip(const VipKey& vip);
+  // Accepts every inner packet to `addr`, whatever its protocol and port: a
+  // config that names a VIP's address alone, as before ports were given.
+  // An address is added either way, not both (InvalidArgument). Only on a
+  // copy made by Load().
+  absl::Status AddVipAddress(const IpAddress& addr);
+  // What AddVip and AddVipAddress added (proto 0: the whole address).
+  absl::StatusOr<std::vector<VipKey>> Vips() const;
 
   // Second chance (on by default): a pure TCP SYN that no socket here would
   // take goes back to its router rather than up the stack. Only on a copy
@@ -98,10 +110,14 @@ class Decap {
   xdp_decap* skel_ = nullptr;  // set by Load()
   int prog_fd_ = -1;           // owned only when skel_ == nullptr
   int addrs_fd_ = -1;          // idem
+  int vips_fd_ = -1;           // idem
   int stats_fd_ = -1;          // idem
 
   // Sets (`on`) or clears `bit` of decap_policy.
   absl::Status SetPolicyBit(uint32_t bit, bool on);
+  // Writes the address entry of `addr` in decap_vips (`value`:
+  // BALLAST_DECAP_VIP_*); `what` names the VIP in errors.
+  absl::Status PutVipAddress(const IpAddress& addr, uint32_t value, const std::string& what);
 };
 
 }  // namespace ballast::dataplane

@@ -117,6 +117,8 @@ std::string_view DecapVerdictName(ballast_decap_verdict v) {
       return "bounced_est";
     case BALLAST_DECAP_V_FRAG:
       return "frag";
+    case BALLAST_DECAP_V_UNSERVED:
+      return "unserved";
     case BALLAST_DECAP_V_MAX:
       break;
   }

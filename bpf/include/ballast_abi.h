@@ -707,10 +707,33 @@ struct ballast_decap_prefix {
 	__u8 pad[3];
 };
 
+/* Key of the decap program's `decap_vips` hash: what the routers send
+ * through the tunnel to a VIP served here. Every VIP address has its
+ * address entry (proto 0, port 0), whose value says how its packets are
+ * checked (BALLAST_DECAP_VIP_*); beside it, one entry per served protocol
+ * and port (port 0 = every port of that protocol). An inner TCP or UDP
+ * packet passes with an entry of its destination port or port 0; an
+ * ICMP(v6) error with one of the port and protocol of the packet it quotes
+ * (the VIP's reply: its source port), as the router steers only those;
+ * anything else to the address is `unserved`. */
+struct ballast_decap_vip {
+	__u8 addr[16]; /* network order; IPv4 in the first 4 bytes, the rest zero */
+	__u8 family;   /* BALLAST_FAMILY_V4 / _V6 */
+	__u8 proto;    /* IPPROTO_TCP / IPPROTO_UDP; 0 in the address entry */
+	__be16 port;   /* network order; 0 = every port of proto (and the address entry) */
+};
+/* Value of an address entry: its listed ports only (BALLAST_DECAP_VIP_PORTS),
+ * or every packet to the address (BALLAST_DECAP_VIP_ANY: a config naming
+ * the address alone, as before ports could be given). Other entries: 1. */
+#define BALLAST_DECAP_VIP_PORTS 0u
+#define BALLAST_DECAP_VIP_ANY 1u
+/* Entries of `decap_vips`, address entries included. */
+#define BALLAST_DECAP_MAX_VIPS 4096u
+
 /* decap_policy[0]: which checks are on. A set that was never given (its bit
  * clear) allows anything: outer sources, inner destinations. */
 #define BALLAST_DECAP_CHECK_SOURCE 0x1u /* outer source in decap_sources */
-#define BALLAST_DECAP_CHECK_VIP 0x2u    /* inner destination in decap_vips */
+#define BALLAST_DECAP_CHECK_VIP 0x2u    /* inner destination and port in decap_vips */
 /* Second chance off: a pure TCP SYN for which no socket here would take it
  * is passed up (the kernel answers RST) instead of bounced to its router. */
 #define BALLAST_DECAP_NO_BOUNCE 0x4u
@@ -754,6 +777,11 @@ enum ballast_decap_verdict {
 	 * kernel would reassemble and decapsulate it past the source and VIP
 	 * checks: dropped. */
 	BALLAST_DECAP_V_FRAG,
+	/* For us, from a router, to a VIP address here, but not what the
+	 * routers send there: a protocol or port no VIP of the address serves,
+	 * an ICMP(v6) error quoting none, other ICMP, an inner fragment, an
+	 * IPv6 extension header the router does not walk: dropped. */
+	BALLAST_DECAP_V_UNSERVED,
 	BALLAST_DECAP_V_MAX
 };
 

@@ -64,8 +64,8 @@ struct Backend {
   Backend() {
     REQUIRE(decap->AddSource("198.18.0.1").ok());
     REQUIRE(decap->AddSource("2001:db8::1").ok());
-    REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip4())).ok());
-    REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip6())).ok());
+    REQUIRE(decap->AddVip({ToIpAddress(Lab::Vip4()), 80, IPPROTO_TCP}).ok());
+    REQUIRE(decap->AddVip({ToIpAddress(Lab::Vip6()), 443, IPPROTO_TCP}).ok());
     REQUIRE(decap->rst_prog_fd() >= 0);
   }
   int Decap(const Bytes& frame) {

@@ -451,8 +451,13 @@ std::unique_ptr<dataplane::Decap> LoadRouterOnlyDecap() {
   std::unique_ptr<dataplane::Decap> decap = LoadBackendDecap();
   REQUIRE(decap->AddSource(Lab::Src4().ToString()).ok());
   REQUIRE(decap->AddSource(Lab::Src6().ToString()).ok());
-  REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip4())).ok());
-  REQUIRE(decap->AddVip(ToIpAddress(Lab::Vip6())).ok());
+  // The lab's VIPs (SetUpLab), by protocol and port.
+  const dataplane::VipKey served[] = {{ToIpAddress(Lab::Vip4()), 80, IPPROTO_TCP},
+                                      {ToIpAddress(Lab::Vip6()), 443, IPPROTO_TCP},
+                                      {ToIpAddress(Lab::Vip4()), 443, IPPROTO_TCP},
+                                      {ToIpAddress(Lab::Vip4()), 53, IPPROTO_UDP},
+                                      {ToIpAddress(Lab::Vip6()), 80, IPPROTO_TCP}};
+  for (const dataplane::VipKey& k : served) REQUIRE(decap->AddVip(k).ok());
   return decap;
 }
 

@@ -184,7 +184,8 @@ pktgen::IpView CheckEncapsulated(const Bytes& out, const EncapExpect& expect);
 // (Backend4/Backend6 1..3), nothing else set.
 std::unique_ptr<dataplane::Decap> LoadBackendDecap();
 // The same, taking packets only from the lab router's sources (Src4, Src6)
-// and only for its VIPs (Vip4, Vip6), as lbdp decap attach --from --vip.
+// and only for its VIPs (SetUpLab's, by protocol and port), as lbdp decap
+// attach --from --vip.
 std::unique_ptr<dataplane::Decap> LoadRouterOnlyDecap();
 
 // One run of a backend's decap program on `frame` (REQUIREs it ran), and

@@ -345,7 +345,7 @@ int SecondChance(const Harness& h, const Flags& f, int cpu) {
   if (!decap.ok()) Die("loading xdp_decap: " + decap.status().ToString());
   for (int i = 1; i <= kBackends; ++i) Check((*decap)->AddAddress(ToIp(Backend4(i))), "decap");
   Check((*decap)->AddSource("198.18.0.1"), "decap");
-  Check((*decap)->AddVip(ToIp(kVip4)), "decap");
+  Check((*decap)->AddVip({ToIp(kVip4), 80, IPPROTO_TCP}), "decap");
 
   const Bytes syn = PacketBuilder()
                         .Eth(kTorMac, kRouterMac)

@@ -30,6 +30,23 @@ absl::StatusOr<bool> AnyOf(const std::vector<std::string>& v, std::string_view f
   return any;
 }
 
+// Why `ip` is no unicast address of its own ("multicast"), or why it is
+// written wrong (::ffff:a.b.c.d); empty when it is one.
+std::string NotUnicast(const IpAddress& ip) {
+  const auto& b = ip.bytes();
+  if (ip.is_v4_mapped()) {
+    return Cat("is an IPv4 address written as IPv6: write ", int{b[12]}, ".", int{b[13]}, ".",
+               int{b[14]}, ".", int{b[15]});
+  }
+  const bool broadcast = ip.is_v4() && b[0] == 255 && b[1] == 255 && b[2] == 255 && b[3] == 255;
+  const char* why = ip.is_unspecified() ? "unspecified"
+                    : ip.is_multicast() ? "multicast"
+                    : broadcast         ? "broadcast"
+                    : ip.is_loopback()  ? "loopback"
+                                        : nullptr;
+  return why == nullptr ? "" : Cat("is not a unicast address (", why, ")");
+}
+
 // A unicast address for `flag`, or why not.
 absl::StatusOr<IpAddress> UnicastOf(std::string_view flag, const std::string& text) {
   auto ip = IpAddress::Parse(text);
@@ -37,24 +54,54 @@ absl::StatusOr<IpAddress> UnicastOf(std::string_view flag, const std::string& te
     return absl::InvalidArgumentError(
         Cat(flag, ": '", text, "' is not a unicast IPv4 or IPv6 address"));
   }
-  if (ip->is_v4_mapped()) {
-    const auto& b = ip->bytes();
-    return absl::InvalidArgumentError(
-        Cat(flag, ": '", text, "' is an IPv4 address written as IPv6: write ", int{b[12]}, ".",
-            int{b[13]}, ".", int{b[14]}, ".", int{b[15]}));
-  }
-  const auto& b = ip->bytes();
-  const bool broadcast = ip->is_v4() && b[0] == 255 && b[1] == 255 && b[2] == 255 && b[3] == 255;
-  const char* why = ip->is_unspecified() ? "unspecified"
-                    : ip->is_multicast() ? "multicast"
-                    : broadcast          ? "broadcast"
-                    : ip->is_loopback()  ? "loopback"
-                                         : nullptr;
-  if (why != nullptr) {
-    return absl::InvalidArgumentError(
-        Cat(flag, ": '", text, "' is not a unicast address (", why, ")"));
+  if (std::string why = NotUnicast(*ip); !why.empty()) {
+    return absl::InvalidArgumentError(Cat(flag, ": '", text, "' ", why));
   }
   return *ip;
+}
+
+template <typename T>
+bool Has(const std::vector<T>& v, const T& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// Adds the --vip `text` to `out` (its --addr list filled): a VIP key, or an
+// address alone.
+absl::Status AddVipArg(const std::string& text, DecapLists& out) {
+  const bool whole = text.find('/') == std::string::npos;
+  IpAddress ip;
+  if (whole) {
+    if (!IpAddress::Parse(text).ok()) {
+      return absl::InvalidArgumentError(
+          Cat("--vip: '", text,
+              "' is neither an address nor ADDR:PORT/PROTO (198.18.0.10:80/tcp, "
+              "[2001:db8::10]:443/udp, 198.18.0.10:0/tcp for every port)"));
+    }
+    auto unicast = UnicastOf("--vip", text);
+    if (!unicast.ok()) return unicast.status();
+    ip = *unicast;
+  } else {
+    auto key = dataplane::ParseVipKey(text);
+    if (!key.ok()) return absl::InvalidArgumentError(Cat("--vip: ", key.status().message()));
+    if (std::string why = NotUnicast(key->addr); !why.empty()) {
+      return absl::InvalidArgumentError(Cat("--vip: '", text, "': its address ", why));
+    }
+    ip = key->addr;
+    if (!Has(out.vips, *key)) out.vips.push_back(*key);
+  }
+  if (Has(out.addrs, ip)) {
+    return absl::InvalidArgumentError(Cat("--vip: '", text, "' is also given as --addr"));
+  }
+  const bool given_alone = Has(out.whole_vips, ip);
+  const bool given_with_ports = Has(out.vip_addresses, ip) && !given_alone;
+  if ((whole && given_with_ports) || (!whole && given_alone)) {
+    return absl::InvalidArgumentError(Cat("--vip: '", text, "': ", ip.ToString(),
+                                          " is given both alone (every port) and ",
+                                          "with ports; give its ports, or the address alone"));
+  }
+  if (whole && !given_alone) out.whole_vips.push_back(ip);
+  if (!Has(out.vip_addresses, ip)) out.vip_addresses.push_back(ip);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -81,25 +128,46 @@ absl::StatusOr<DecapLists> CheckDecapLists(const DecapAttachArgs& a) {
   auto any_vip = AnyOf(a.vips, "--vip");
   if (!any_vip.ok()) return any_vip.status();
   out.any_vip = *any_vip;
-  if (!out.any_vip) {
-    for (const std::string& s : a.vips) {
-      auto ip = UnicastOf("--vip", s);
-      if (!ip.ok()) return ip.status();
-      if (std::find(out.addrs.begin(), out.addrs.end(), *ip) != out.addrs.end()) {
-        return absl::InvalidArgumentError(Cat("--vip: '", s, "' is also given as --addr"));
-      }
-      out.vips.push_back(*ip);
-    }
+  if (out.any_vip) return out;
+  for (const std::string& s : a.vips) {
+    if (absl::Status st = AddVipArg(s, out); !st.ok()) return st;
+  }
+  const size_t entries = out.vip_addresses.size() + out.vips.size();
+  if (entries > BALLAST_DECAP_MAX_VIPS) {
+    return absl::InvalidArgumentError(
+        Cat("--vip: ", entries, " entries (one per address, one per port) are more than the ",
+            BALLAST_DECAP_MAX_VIPS, " the decap program holds"));
+  }
+  for (const IpAddress& ip : out.whole_vips) {
+    const std::string t = ip.ToString(), k = ip.is_v4() ? t : Cat("[", t, "]");
+    out.warnings.push_back(
+        Cat("--vip: '", t, "' names no protocol and port: every packet to ", t,
+            " gets through the tunnel, as before ports could be given; name what its VIPs "
+            "serve (",
+            k, ":80/tcp, ", k, ":0/udp for every UDP port)"));
   }
   return out;
 }
 
-int CmdDecapCheck(const DecapAttachArgs& a) {
+namespace {
+
+void PrintWarnings(const DecapLists& lists) {
+  for (const std::string& w : lists.warnings) fprintf(stderr, "lbdp: warning: %s\n", w.c_str());
+}
+
+}  // namespace
+
+int CmdDecapCheck(const DecapAttachArgs& a, bool print_vip_addresses) {
   auto lists = CheckDecapLists(a);
   if (!lists.ok()) return Fail(lists.status());
+  PrintWarnings(*lists);
+  if (print_vip_addresses) {
+    for (const IpAddress& ip : lists->vip_addresses) printf("%s\n", ip.ToString().c_str());
+    return kOk;
+  }
   printf("decap lists are valid: %zu addresses, %s, %s\n", lists->addrs.size(),
          lists->any_source ? "any source" : Cat(a.sources.size(), " sources").c_str(),
-         lists->any_vip ? "any VIP" : Cat(lists->vips.size(), " VIPs").c_str());
+         lists->any_vip ? "any VIP" : Cat(a.vips.size(), " VIPs").c_str());
   return kOk;
 }
 
@@ -109,7 +177,6 @@ int CmdDecapAttach(const Global& g, const std::string& dev, const DecapAttachArg
   auto lists = CheckDecapLists(a);
   if (!lists.ok()) return Fail(lists.status());
   const std::vector<IpAddress>& ips = lists->addrs;
-  const std::vector<IpAddress>& vips = lists->vips;
   const bool any_source = lists->any_source, any_vip = lists->any_vip;
   if (absl::Status s = EnterNetns(g.netns); !s.ok()) return Fail(s);
   auto d = Decap::Load();
@@ -122,8 +189,11 @@ int CmdDecapAttach(const Global& g, const std::string& dev, const DecapAttachArg
       if (absl::Status st = (*d)->AddSource(s); !st.ok()) return Fail(st);
     }
   }
-  for (const IpAddress& ip : vips) {
-    if (absl::Status s = (*d)->AddVip(ip); !s.ok()) return Fail(s);
+  for (const IpAddress& ip : lists->whole_vips) {
+    if (absl::Status s = (*d)->AddVipAddress(ip); !s.ok()) return Fail(s);
+  }
+  for (const dataplane::VipKey& k : lists->vips) {
+    if (absl::Status s = (*d)->AddVip(k); !s.ok()) return Fail(s);
   }
   if (a.no_bounce) {
     if (absl::Status s = (*d)->SetBounce(false); !s.ok()) return Fail(s);
@@ -131,6 +201,7 @@ int CmdDecapAttach(const Global& g, const std::string& dev, const DecapAttachArg
   if (a.gue_port != 0) {
     if (absl::Status s = (*d)->SetGuePort(a.gue_port); !s.ok()) return Fail(s);
   }
+  PrintWarnings(*lists);
   if (any_source || any_vip) {
     fprintf(stderr,
             "lbdp: warning: decap on %s accepts %s: an open tunnel for whoever can reach this "
@@ -167,8 +238,17 @@ int CmdDecapStats(const Global& g, const std::string& dev) {
   if (!addrs.ok()) return Fail(addrs.status());
   auto holds = Decap::HoldsRsts(dev);
   if (!holds.ok()) return Fail(holds.status());
+  auto vips = (*d)->Vips();
+  if (!vips.ok()) return Fail(vips.status());
   printf("addresses:");
   for (const IpAddress& ip : *addrs) printf(" %s", ip.ToString().c_str());
+  printf("\n");
+  // A VIP given alone (proto 0) takes every port and protocol of its address.
+  printf("vips:%s", vips->empty() ? " any (no check)" : "");
+  for (const dataplane::VipKey& k : *vips) {
+    printf(" %s",
+           (k.proto != 0 ? dataplane::VipKeyString(k) : Cat(k.addr.ToString(), ":*/*")).c_str());
+  }
   printf("\n");
   printf("rst hold (tc egress): %s\n", *holds ? "on" : "off");
   for (int v = 0; v < BALLAST_DECAP_V_MAX; ++v) {

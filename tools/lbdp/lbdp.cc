@@ -607,7 +607,14 @@ int main(int argc, char** argv) {
       "check", "check decap lists as attach would take them, without loading anything");
   c_decap_check->add_option("--addr", decap.addrs, "local address to decapsulate for")->required();
   c_decap_check->add_option("--from", decap.sources, "router outer source, or 'any'")->required();
-  c_decap_check->add_option("--vip", decap.vips, "VIP served here, or 'any'")->required();
+  c_decap_check
+      ->add_option("--vip", decap.vips,
+                   "VIP served here: ADDR:PORT/PROTO (port 0: every port), an address alone "
+                   "(every port and protocol), or 'any'")
+      ->required();
+  bool print_vip_addresses = false;
+  c_decap_check->add_flag("--print-vip-addresses", print_vip_addresses,
+                          "print only the VIPs' addresses, one a line (to put them on lo)");
   auto* c_decap_attach = c_decap->add_subcommand(
       "attach", "load xdp_decap and attach it (and tc_decap_rst to the device's tc egress)");
   c_decap_attach->add_option("--dev", dev, "network device")->required();
@@ -619,7 +626,9 @@ int main(int argc, char** argv) {
       ->required();
   c_decap_attach
       ->add_option("--vip", decap.vips,
-                   "VIP served here: inner destinations allowed (repeatable), or 'any'")
+                   "VIP served here (repeatable): ADDR:PORT/PROTO (port 0: every port of the "
+                   "protocol), an address alone (every port and protocol, as before ports), or "
+                   "'any'")
       ->required();
   c_decap_attach->add_option("--mode", decap.mode, "native | generic | auto")
       ->capture_default_str();
@@ -662,7 +671,7 @@ int main(int argc, char** argv) {
   if (*c_stats) return CmdStats(g, json);
   if (*c_flows) return CmdFlows(g, max_flows);
   if (*c_handshakes) return CmdHandshakes(g);
-  if (*c_decap_check) return CmdDecapCheck(decap);
+  if (*c_decap_check) return CmdDecapCheck(decap, print_vip_addresses);
   if (*c_decap_attach) return CmdDecapAttach(g, dev, decap);
   if (*c_decap_detach) return CmdDecapDetach(g, dev);
   if (*c_decap_stats) return CmdDecapStats(g, dev);

@@ -154,12 +154,20 @@ expect 2 "--addr: '255.255.255.255' is not a unicast address \\(broadcast\\)" de
 expect 2 "written as IPv6: write 198.18.0.10" decap check --addr 198.18.1.10 --from 198.18.0.1 --vip ::ffff:198.18.0.10
 expect 2 "--vip: '2001:DB8:1:0::10' is also given as --addr" decap check --addr 2001:db8:1::10 --from 2001:db8::1 --vip 2001:DB8:1:0::10
 expect 2 "not an address or prefix" decap check --addr 198.18.1.10 --from 198.18.0.1/33 --vip 198.18.0.10
+# VIPs by protocol and port (port 0: every port); an address alone is valid, with a warning.
+expect 0 "decap lists are valid: 1 addresses, 1 sources, 2 VIPs" decap check --addr 198.18.1.10 --from 198.18.0.1 --vip 198.18.0.10:80/tcp --vip '[2001:db8::10]:0/udp'
+expect 0 "^198.18.0.10\$" decap check --addr 198.18.1.10 --from 198.18.0.1 --vip 198.18.0.10:80/tcp --vip 198.18.0.10:0/udp --print-vip-addresses
+expect 0 "warning: --vip: '198.18.0.10' names no protocol and port" decap check --addr 198.18.1.10 --from 198.18.0.1 --vip 198.18.0.10
+expect 2 "--vip: '198.18.0.10:80' is neither an address nor ADDR:PORT/PROTO" decap check --addr 198.18.1.10 --from 198.18.0.1 --vip 198.18.0.10:80
+expect 2 "given both alone \\(every port\\) and with ports" decap attach --dev lt1 --addr 198.18.1.10 --from 198.18.0.1 --vip 198.18.0.10 --vip 198.18.0.10:80/tcp
 expect 2 "is not a unicast address \\(loopback\\)" decap attach --dev lt1 --addr 127.0.0.1 --from 198.18.0.1 --vip 198.18.0.10
 expect 2 "cannot be combined" decap attach --dev lt1 --addr 198.18.1.10 --from any --from 198.18.0.1 --vip any
 expect 2 "not an address or prefix" decap attach --dev lt1 --addr 198.18.1.10 --from 198.18.0.300 --vip any
 expect 2 "--gue-port: Value 0 not in range" decap attach --dev lt1 --addr 198.18.1.10 --from 198.18.0.1 --vip 198.18.0.10 --gue-port 0
-expect 0 "xdp_decap attached to dev lt1 in native mode for 198.18.1.10 2001:db8:1::10 \\(GUE on UDP port 6080\\)" decap attach --dev lt1 --addr 198.18.1.10 --addr 2001:db8:1::10 --from 198.18.0.0/24 --from 2001:db8::1 --vip 198.18.0.10 --vip 2001:db8:10::10 --gue-port 6080
+expect 0 "xdp_decap attached to dev lt1 in native mode for 198.18.1.10 2001:db8:1::10 \\(GUE on UDP port 6080\\)" decap attach --dev lt1 --addr 198.18.1.10 --addr 2001:db8:1::10 --from 198.18.0.0/24 --from 2001:db8::1 --vip 198.18.0.10:80/tcp --vip '[2001:db8:10::10]:0/udp' --gue-port 6080
 expect 0 "addresses: .*198.18.1.10" decap stats --dev lt1
+expect 0 "^vips: 198.18.0.10:80/tcp \\[2001:db8:10::10\\]:0/udp\$" decap stats --dev lt1
+expect 0 "^unserved 0\$" decap stats --dev lt1
 expect 0 "decapped_gue +0" decap stats --dev lt1
 expect 0 "rst_held +0" decap stats --dev lt1
 expect 0 "rst hold \\(tc egress\\): on" decap stats --dev lt1

@@ -285,8 +285,8 @@ TEST_CASE("decap with sources and VIPs: only the routers, only to the VIPs", "[d
 
   REQUIRE((*d)->AddSource("198.18.0.0/24").ok());
   REQUIRE((*d)->AddSource("2001:db8::1").ok());
-  REQUIRE((*d)->AddVip(Ip("198.18.0.10")).ok());
-  REQUIRE((*d)->AddVip(Ip("2001:db8:10::10")).ok());
+  REQUIRE((*d)->AddVip({Ip("198.18.0.10"), 0, IPPROTO_TCP}).ok());
+  REQUIRE((*d)->AddVip({Ip("2001:db8:10::10"), 0, IPPROTO_TCP}).ok());
   CHECK((*d)->AddSource("198.18.0.300").code() == absl::StatusCode::kInvalidArgument);
   CHECK((*d)->AddSource("198.18.0.0/33").code() == absl::StatusCode::kInvalidArgument);
 
@@ -315,6 +315,44 @@ TEST_CASE("decap with sources and VIPs: only the routers, only to the VIPs", "[d
   PutIp4(plain, IPPROTO_TCP, "203.0.113.9", "198.18.1.10", tcp.size());
   plain.insert(plain.end(), tcp.begin(), tcp.end());
   CHECK(RunProg(fd, plain).action == XDP_PASS);
+}
+
+TEST_CASE("decap VIP set: by protocol and port, or an address alone; a full set refused",
+          "[dataplane][bpf]") {
+  RequireRoot();
+  auto d = Decap::Load();
+  REQUIRE(d.ok());
+  // A copy with no VIP yet lists none (no check: any inner destination).
+  auto vips = (*d)->Vips();
+  REQUIRE(vips.ok());
+  CHECK(vips->empty());
+  REQUIRE((*d)->AddVip({Ip("198.18.0.10"), 80, IPPROTO_TCP}).ok());
+  REQUIRE((*d)->AddVip({Ip("198.18.0.10"), 80, IPPROTO_TCP}).ok());  // again: one entry
+  REQUIRE((*d)->AddVip({Ip("2001:db8::10"), 0, IPPROTO_UDP}).ok());
+  REQUIRE((*d)->AddVipAddress(Ip("198.18.0.11")).ok());
+  CHECK((*d)->AddVip({Ip("0.0.0.0"), 80, IPPROTO_TCP}).code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK((*d)->AddVip({Ip("198.18.0.10"), 80, IPPROTO_ICMP}).code() ==
+        absl::StatusCode::kInvalidArgument);
+  const absl::Status both = (*d)->AddVip({Ip("198.18.0.11"), 80, IPPROTO_TCP});
+  CHECK(both.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(both.message() ==
+        "decap VIP 198.18.0.11:80/tcp: 198.18.0.11 was given alone (every port); give its "
+        "ports, or the address alone");
+  CHECK((*d)->AddVipAddress(Ip("198.18.0.10")).code() == absl::StatusCode::kInvalidArgument);
+  vips = (*d)->Vips();
+  REQUIRE(vips.ok());
+  CHECK(*vips == std::vector<VipKey>{{Ip("198.18.0.10"), 80, IPPROTO_TCP},
+                                     {Ip("198.18.0.11"), 0, 0},
+                                     {Ip("2001:db8::10"), 0, IPPROTO_UDP}});
+  // 5 entries so far (3 address entries, 2 ports); 198.18.0.12's address
+  // entry and 4,090 ports fill the set, and one port more is refused.
+  for (uint16_t port = 1; port <= BALLAST_DECAP_MAX_VIPS - 6; ++port) {
+    REQUIRE((*d)->AddVip({Ip("198.18.0.12"), port, IPPROTO_TCP}).ok());
+  }
+  const absl::Status full = (*d)->AddVip({Ip("198.18.0.12"), 5000, IPPROTO_TCP});
+  CHECK(full.code() == absl::StatusCode::kResourceExhausted);
+  CHECK(full.message().find("the VIP set is full (4096 entries") != std::string_view::npos);
 }
 
 TEST_CASE("decap attaches, is found again on its device, and detaches", "[dataplane][bpf][netns]") {
