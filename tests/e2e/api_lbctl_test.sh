@@ -170,6 +170,32 @@ expect 0 ctl config diff -f "$TMP/config.txtpb"
 expect 0 ctl audit --since 1h
 grep -q 'operator:unix:uid=0' "$TMP/out" || fail "audit does not name the unix caller"
 
+# The flow hash seed: secret from the first state, in the pinned map, never
+# shown by lbctl or written to the audit log; a rotation keeps the old one as
+# the previous seed (flags 3: current and previous).
+seed_map() {
+  bpftool -j map dump pinned "$PIN/flow_hash_seed" |
+    python3 -c 'import json,sys; v=json.load(sys.stdin)[0]["formatted"]["value"]; print(v["flags"], *v["current"]["w"], *v["previous"]["w"])'
+}
+read -r flags c0 c1 c2 _ <<<"$(seed_map)"
+[ "$flags" = 1 ] || fail "a first state's seed is not in the map (flags $flags)"
+[ "$c0 $c1 $c2" != "1818452332 1818452332 1818452332" ] || fail "the map holds the public seed"
+expect 0 ctl flow-hash rotate --reason "e2e rotation"
+grep -q 'rotated (generation' "$TMP/out" || fail "rotate says: $(cat "$TMP/out")"
+read -r flags n0 n1 n2 p0 p1 p2 <<<"$(seed_map)"
+[ "$flags" = 3 ] || fail "after a rotation the map's flags are $flags, not 3"
+[ "$p0 $p1 $p2" = "$c0 $c1 $c2" ] || fail "the previous seed is not the one replaced"
+[ "$n0 $n1 $n2" != "$c0 $c1 $c2" ] || fail "the rotation kept the seed"
+expect 2 ctl flow-hash rotate --reason "$(printf 'x%.0s' $(seq 201))"
+expect 0 ctl --json status
+cp "$TMP/out" "$TMP/status.json"
+expect 0 ctl audit --since 1h
+grep -q 'rotate_flow_hash_seed' "$TMP/out" || fail "the rotation is not in the audit log"
+for w in $c0 $c1 $c2 $n0 $n1 $n2; do
+  ! grep -qw "$w" "$TMP/audit.jsonl" "$TMP/out" "$TMP/status.json" ||
+    fail "a seed word ($w) is in the audit log or the status"
+done
+
 # Mutual TLS: admin may write, read-only may read only, no cert is refused.
 tls() {
   local who=$1; shift

@@ -630,6 +630,23 @@ absl::Status RunTeardown(Session& s, const Args& a, std::FILE* out) {
   return Emit(a, out, resp, "torn down: program detached, maps unpinned, lbagent stopping\n");
 }
 
+void FlowHashRotateOptions(CLI::App& cmd, Args& a) {
+  cmd.add_option("--reason", a.reason, "why, for the audit log (at most 200 characters)");
+}
+
+absl::Status RunFlowHashRotate(Session& s, const Args& a, std::FILE* out) {
+  v1::RotateFlowHashSeedRequest req;
+  req.set_reason(a.reason);
+  BALLAST_ASSIGN_OR_RETURN(c, s.client());
+  v1::RotateFlowHashSeedResponse resp;
+  BALLAST_RETURN_IF_ERROR(c->Call(c->admin(), &v1::Admin::Stub::RotateFlowHashSeed, req, &resp));
+  return Emit(a, out, resp,
+              absl::StrCat(
+                  "flow hash seed rotated (generation ", resp.generation(), "); the ",
+                  resp.previous_was_public() ? "public seed of earlier builds" : "seed it replaced",
+                  " stays as the previous one\n"));
+}
+
 constexpr Command kCommands[] = {
     {"status", "", "per VIP and backend: weights, state, slots, flows, counters (VIP: only it)",
      StatusOptions, RunStatus},
@@ -674,6 +691,10 @@ constexpr Command kCommands[] = {
      DrillOptions, RunDrill},
     {"teardown", "", "detach the program, unpin the maps, stop lbagent", TeardownOptions,
      RunTeardown},
+    {"flow-hash", "rotate",
+     "draw a new secret flow hash seed for the cluster; the replaced one stays as the previous "
+     "seed, so no connection moves (docs/dataplane.md)",
+     FlowHashRotateOptions, RunFlowHashRotate},
 };
 
 }  // namespace

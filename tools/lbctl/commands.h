@@ -69,6 +69,8 @@ struct Args {
   std::string drill_timeout = "30s";
   std::string stable_window = "2s";
   std::vector<std::string> drill_nodes;  // NAME=ADDR overrides
+  // flow-hash rotate.
+  std::string reason;
 };
 
 // The connection, opened on first use so that bad input is reported (exit

@@ -36,6 +36,7 @@ constexpr struct {
     {"vip", "manage VIPs"},
     {"backend", "manage backends"},
     {"config", "declarative config"},
+    {"flow-hash", "the cluster's secret flow hash seed"},
 };
 
 std::string NounHelp(absl::string_view noun) {
