@@ -179,7 +179,7 @@ cat >"$conf" <<'EOF'
 DEVICE=nic0
 ADDRESSES=198.18.12.2
 ROUTERS=198.18.12.1/32 2001:db8:12::1/128
-VIPS=198.18.0.10 2001:db8::10
+VIPS=198.18.0.10:80/tcp [2001:db8::10]:443/tcp
 MODE=auto
 GUE_PORT=6080
 EOF
@@ -218,7 +218,7 @@ refused "an unknown key" "$work/bad2.conf" check "unknown key SHELL"
 say "bad files refused with the field named ($msg), nothing changed"
 
 # A changed file: the VIP no longer listed leaves lo.
-sed -i 's/^VIPS=.*/VIPS=198.18.0.10/' "$conf"
+sed -i 's/^VIPS=.*/VIPS=198.18.0.10:80\/tcp/' "$conf"
 nsrun "$backend_sh" --config "$conf" up >/dev/null
 [[ $(lo_vips) == "198.18.0.10/32" ]] || fail "after up with one VIP: '$(lo_vips)'"
 xdp_on || fail "up again left no XDP program"
