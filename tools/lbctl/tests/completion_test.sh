@@ -25,7 +25,7 @@ mkdir -p "$work/zsh"
 # Each case: the line typed before TAB, and the words to be offered
 # (sorted; @files: file names).
 cases=(
-  'lbctl '                               'audit backend config digest drill events flows help status teardown version vip'
+  'lbctl '                               'audit backend config digest drill events flow-hash flows help status teardown version vip'
   'lbctl st'                             'status'
   'lbctl vip '                           'add del list relearn set-ownership'
   'lbctl -o '                            'json table'
@@ -34,8 +34,8 @@ cases=(
   'lbctl vip add X --mode '              'encap gue'
   'lbctl vip set-ownership X '           'active-standby all'
   'lbctl drill --mode '                  'fence stop'
-  'lbctl --socket vip '                  'audit backend config digest drill events flows help status teardown version vip'
-  'lbctl help '                          'audit backend config digest drill events flows status teardown vip'
+  'lbctl --socket vip '                  'audit backend config digest drill events flow-hash flows help status teardown version vip'
+  'lbctl help '                          'audit backend config digest drill events flow-hash flows status teardown vip'
   'lbctl config apply -f '               '@files'
   'lbctl --cacert '                      '@files'
 )
