@@ -7,7 +7,7 @@ it watches while they are sent (issue 41).
       verdicts and backend counters from its metrics, each backend's decap
       counters prefixed decap_); SENT: attack_send.py's JSON. Each --expect
       compares a counter's change with an expression over the sub-classes
-      sent (OP: ==, >=, <=); prints one line per expectation, "ok ..." or
+      sent and other counters' changes (d_NAME) (OP: ==, >=, <=); prints one line per expectation, "ok ..." or
       "FAIL ...", then "info ..." with every counter that moved. --summary
       appends the class's row (JSON) for the suite's table.
   watch --lbctl BIN --socket SOCK --out FILE --seconds S
@@ -72,8 +72,10 @@ def delta(a):
         if not m:
             sys.exit("attack_check: bad --expect '%s'" % e)
         counter, op, expr = m.groups()
-        want = eval(expr, {"__builtins__": {}}, dict(subs, **{k: 0 for k in re.findall(
-            r"[a-z_][a-z0-9_]*", expr) if k not in subs}))
+        names = {k: 0 for k in re.findall(r"[a-z_][a-z0-9_]*", expr)}  # a sub-class not sent: 0
+        names.update({"d_" + k: v for k, v in d.items()})  # d_COUNTER: another counter's change
+        names.update(subs)
+        want = eval(expr, {"__builtins__": {}}, names)
         got = d.get(counter, 0)
         good = {"==": got == want, ">=": got >= want, "<=": got <= want}[op]
         ok &= good

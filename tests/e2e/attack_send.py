@@ -353,6 +353,26 @@ def cls_live_spoof(b, ctx, a):
             b.add("fin_out_of_window", b.live(f, "FA", far))
 
 
+def cls_live_syn_targeted(b, ctx, a):
+    """SYNs with new ISNs on the IPv4 live flows of one backend (the one
+    holding most of them), in --phases bursts: each is guarded (forwarded to
+    that backend, the flow kept), and each counts as a new flow there whose
+    handshake never completes."""
+    flows = [f for f in ctx["flows"] if f["family"] == 4]
+    by = {}
+    for f in flows:
+        by.setdefault(f["backend"], []).append(f)
+    target = max(sorted(by), key=lambda k: len(by[k]))
+    phases = []
+    for _ in range(a.phases):
+        start = len(b.frames)
+        for f in by[target]:
+            for _ in range(a.per_flow):
+                b.add("syn", b.live(f, "S", b.isn(), 0))
+        phases.append((start, len(b.frames)))
+    return phases
+
+
 def cls_live_inwindow(b, ctx, a):
     """One RST (half the flows) or FIN (the other half) within the router's
     window of the flow's seq_next (100,000 bytes behind: old data for the
@@ -653,6 +673,7 @@ def cls_icmp(b, ctx, a):
 
 CLASSES = {
     "live_spoof": cls_live_spoof,
+    "live_syn_targeted": cls_live_syn_targeted,
     "live_inwindow": cls_live_inwindow,
     "ack_flood": cls_ack_flood,
     "udp_flood": cls_udp_flood,
@@ -669,6 +690,7 @@ CLASSES = {
 # built once per backend (sent on that backend's link).
 PLAN = {
     "live_spoof": {"per_flow": 10},
+    "live_syn_targeted": {"per_flow": 4, "phases": 10},
     "live_inwindow": {},
     "ack_flood": {"count": 2000},
     "udp_flood": {"count": 2000},
