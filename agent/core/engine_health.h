@@ -75,6 +75,12 @@ struct BackendHealthView {
   uint32_t ramp_percent = 100;
   std::vector<std::string> conditions;
   std::string last_probe;
+  // This agent's record of `state` (HealthHistory, timeline.h) and of the
+  // backend's probes.
+  int64_t since_unix_ms = 0;
+  uint64_t transitions = 0;
+  int64_t down_ms = 0;
+  uint64_t probe_failures = 0;
 };
 struct VipHealthView {
   bool frozen = false;

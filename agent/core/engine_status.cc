@@ -276,6 +276,10 @@ absl::Status RouterEngine::StatusLocked(v1::StatusResponse* status) const {
           bs->set_ramp_percent(h->second.ramp_percent);
           for (const std::string& c : h->second.conditions) bs->add_conditions(c);
           bs->set_last_probe(h->second.last_probe);
+          bs->set_health_since_unix_ms(h->second.since_unix_ms);
+          bs->set_health_transitions(h->second.transitions);
+          bs->set_health_down_ms(static_cast<uint64_t>(h->second.down_ms));
+          bs->set_probe_failures(h->second.probe_failures);
         } else if (o_it != overrides.end() && o_it->second->has_health()) {
           // Not evaluated since this agent started: what was last decided.
           const v1::HealthMark& mark = o_it->second->health();

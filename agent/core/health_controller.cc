@@ -110,6 +110,7 @@ void HealthController::OnProbeResult(const std::string& id, const probes::ProbeR
   }
   verdicts_.Add(id, result.ok, absl::FromChrono(result.latency), MonotonicNow(clock_));
   ++(result.ok ? counters_.probes_ok : counters_.probes_failed);
+  if (!result.ok) ++probe_failures_[id];
   last_probe_[id] = absl::StrCat(result.ok ? "ok: " : "FAILED: ", result.detail);
 }
 
@@ -306,7 +307,9 @@ absl::Status HealthController::Evaluate() {
       std::lock_guard<std::mutex> lock(mu_);
       verdicts_.Clear();
       last_probe_.clear();
+      probe_failures_.clear();
     }
+    history_.clear();
     std::vector<HealthDecision> clear;
     for (const HealthPool& pool : in->pools) {
       for (const HealthBackend& b : pool.backends) {
@@ -337,6 +340,7 @@ absl::Status HealthController::Evaluate() {
   // Each target's probe verdict for this evaluation (probe_verdicts.h).
   std::map<std::string, health::ProbeSummary> probes;
   std::map<std::string, std::string> last_probe;
+  std::map<std::string, uint64_t> probe_failures;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const absl::Time mono = MonotonicNow(clock_);
@@ -344,10 +348,16 @@ absl::Status HealthController::Evaluate() {
       for (const HealthBackend& b : pool.backends) {
         const std::string id = TargetId(pool.key_text, b.address);
         if (auto v = verdicts_.Take(id, mono, VerdictStandsFor(b.probe))) probes[id] = *v;
+        if (auto f = probe_failures_.find(id); f != probe_failures_.end()) {
+          probe_failures.insert(*f);
+        }
       }
     }
     last_probe = last_probe_;
+    // A backend no longer configured starts again from 0 if it comes back.
+    probe_failures_ = probe_failures;
   }
+  std::map<std::string, HealthHistory> next_history;
 
   std::vector<HealthDecision> decisions;
   std::vector<HealthRecord> records;
@@ -397,6 +407,10 @@ absl::Status HealthController::Evaluate() {
     if (!r.ok()) {
       if (first_error.ok()) first_error = r.status();
       next_pools[pool.key_text] = prev;
+      for (const HealthBackend& b : pool.backends) {  // unevaluated: their records stay
+        const std::string hkey = BackendIdKey(pool.key, b.address);
+        if (auto h = history_.find(hkey); h != history_.end()) next_history.insert(*h);
+      }
       continue;
     }
     std::map<std::string, bool> acted;
@@ -461,6 +475,14 @@ absl::Status HealthController::Evaluate() {
       } else if (auto lp = last_probe.find(id); lp != last_probe.end()) {
         bv.last_probe = lp->second;
       }
+      if (auto f = probe_failures.find(id); f != probe_failures.end())
+        bv.probe_failures = f->second;
+      const std::string hkey = BackendIdKey(pool.key, b.address);
+      const HealthHistory& h = next_history[hkey] =
+          NextHealthHistory(history_[hkey], bv.state, now_unix_ms);
+      bv.since_unix_ms = h.since_unix_ms;
+      bv.transitions = h.transitions;
+      bv.down_ms = h.down_ms;
     }
     next_pools[pool.key_text] = std::move(r->state);
   }
@@ -481,6 +503,8 @@ absl::Status HealthController::Evaluate() {
       options_.timeline->Retain(keys);
     }
   }
+  // The record follows what the view shows, applied or not.
+  history_ = std::move(next_history);
   engine_->SetHealthView(std::move(view));
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -125,9 +125,10 @@ class HealthController {
   const ForwardHook forward_hook_;
   std::unique_ptr<probes::ProbeScheduler> scheduler_;
 
-  mutable std::mutex mu_;                          // guards the members below
-  ProbeVerdicts verdicts_;                         // by target id
-  std::map<std::string, std::string> last_probe_;  // by target id
+  mutable std::mutex mu_;                           // guards the members below
+  ProbeVerdicts verdicts_;                          // by target id
+  std::map<std::string, std::string> last_probe_;   // by target id
+  std::map<std::string, uint64_t> probe_failures_;  // by target id, since it was first probed
   HealthCounters counters_;
   uint32_t eval_interval_ms_ = 1000;
   bool enabled_ = false;
@@ -139,6 +140,7 @@ class HealthController {
   std::map<std::string, std::string> target_defs_;  // id -> serialized definition
   std::vector<probes::ProbeTarget> forwarded_;      // last given to forward_hook_
   std::map<std::string, std::string> unprobed_;     // target id -> why it has no probe
+  std::map<std::string, HealthHistory> history_;    // by BackendIdKey: the state's record
   absl::Time last_now_ = absl::InfinitePast();      // the last evaluation's `now`
 };
 

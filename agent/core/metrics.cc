@@ -428,6 +428,36 @@ void RenderMetrics(const v1::StatusResponse* status, const EngineHealth& health,
       if (r.b->health().empty()) continue;
       StateSet(w, "ballast_backend_health", r.labels, r.b->health(), HealthStates());
     }
+    // Health checking's per-backend record (HAProxy's check_failures_total,
+    // check_up_down_total, check_last_change_seconds, downtime_seconds_total),
+    // for the backends health checking evaluated; since this agent started.
+    auto health_family = [&](absl::string_view name, absl::string_view type, absl::string_view help,
+                             auto get) {
+      w.Family(name, type, help);
+      for (const BackendRow& r : rows) {
+        if (!r.b->health().empty() && r.b->health_since_unix_ms() != 0) {
+          w.Sample(name, r.labels, get(*r.b));
+        }
+      }
+    };
+    health_family("ballast_backend_probe_failures_total", "counter",
+                  "Probes of the backend that failed, since the agent started.",
+                  [](const v1::BackendStatus& b) { return b.probe_failures(); });
+    health_family("ballast_backend_health_transitions_total", "counter",
+                  "Changes of the backend's health state, since the agent started.",
+                  [](const v1::BackendStatus& b) { return b.health_transitions(); });
+    health_family("ballast_backend_health_last_change_timestamp_seconds", "gauge",
+                  "Unix time the backend's health state took its current value (the agent's first "
+                  "evaluation of it while it never changed).",
+                  [](const v1::BackendStatus& b) {
+                    return static_cast<double>(b.health_since_unix_ms()) / 1000.0;
+                  });
+    health_family("ballast_backend_health_down_seconds_total", "counter",
+                  "Seconds health checking held the backend out (down or pinned), since the "
+                  "agent started.",
+                  [](const v1::BackendStatus& b) {
+                    return static_cast<double>(b.health_down_ms()) / 1000.0;
+                  });
     w.Family("ballast_backend_ramp_ratio", "gauge",
              "Share of the nominal weight the ramp allows, 0..1 (1 when not ramping).");
     for (const BackendRow& r : rows) {

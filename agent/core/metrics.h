@@ -15,6 +15,9 @@
 //            ballast_backend_state{state} and ballast_backend_health{state}
 //            (state sets: a series per state, 1 for the current one, 0 for
 //            the others), ballast_backend_ramp_ratio (0..1),
+//            ballast_backend_{probe_failures,health_transitions}_total,
+//            ballast_backend_health_last_change_timestamp_seconds,
+//            ballast_backend_health_down_seconds_total (health checking on),
 //            ballast_backend_drain_deadline_timestamp_seconds (draining and
 //            evicted backends),
 //            ballast_backend_score, ballast_backend_table_slots,

@@ -56,4 +56,24 @@ std::map<TimelineKey, std::vector<TimelinePoint>> Timeline::Snapshot(int64_t now
   return out;
 }
 
+bool HealthHoldsOut(std::string_view state) { return state == "down" || state == "pinned"; }
+
+HealthHistory NextHealthHistory(HealthHistory h, std::string_view state, int64_t now_unix_ms) {
+  if (h.state.empty()) {
+    h.state = std::string(state);
+    h.since_unix_ms = now_unix_ms;
+    h.last_unix_ms = now_unix_ms;
+    return h;
+  }
+  if (now_unix_ms < h.last_unix_ms) return h;
+  if (HealthHoldsOut(h.state)) h.down_ms += now_unix_ms - h.last_unix_ms;
+  if (state != h.state) {
+    h.state = std::string(state);
+    h.since_unix_ms = now_unix_ms;
+    ++h.transitions;
+  }
+  h.last_unix_ms = now_unix_ms;
+  return h;
+}
+
 }  // namespace ballast::core

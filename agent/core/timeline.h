@@ -10,7 +10,12 @@
 // interval, and a steady backend has two. Backends no longer evaluated are
 // dropped by Retain().
 //
-// Thread-safety: every method may be called from any thread.
+// HealthHistory is the same kind of record for a backend's health state,
+// kept by the health controller: when the state began, how often it
+// changed, how long health checking held the backend out (the status page's
+// "since", the per-backend health metrics). NextHealthHistory is pure.
+//
+// Thread-safety: every method of Timeline may be called from any thread.
 #ifndef BALLAST_AGENT_CORE_TIMELINE_H_
 #define BALLAST_AGENT_CORE_TIMELINE_H_
 
@@ -20,6 +25,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -57,6 +63,26 @@ class Timeline {
   mutable std::mutex mu_;
   std::map<TimelineKey, std::deque<TimelinePoint>> series_;
 };
+
+// A backend's health state over this agent's run (not persisted: a restart
+// starts it again at its first evaluation).
+struct HealthHistory {
+  std::string state;          // the last evaluation's; "" before the first
+  int64_t since_unix_ms = 0;  // when `state` began, or the first evaluation while it never changed
+  int64_t last_unix_ms = 0;   // the last evaluation
+  uint64_t transitions = 0;   // changes of state
+  int64_t down_ms = 0;        // time health checking held the backend out (HealthHoldsOut)
+  bool operator==(const HealthHistory&) const = default;
+};
+
+// down and pinned: health checking took the backend out of the table.
+bool HealthHoldsOut(std::string_view state);
+
+// `h` after an evaluation that found `state` at `now_unix_ms`: the time
+// since the last evaluation counts as down when the state then held the
+// backend out. An evaluation older than the last changes nothing (the clock
+// stepped back).
+HealthHistory NextHealthHistory(HealthHistory h, std::string_view state, int64_t now_unix_ms);
 
 }  // namespace ballast::core
 

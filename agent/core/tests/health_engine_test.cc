@@ -254,6 +254,42 @@ TEST_CASE("The timeline records the weight the table uses, after the decision ga
   CHECK(b1->second.back().weight > 0);
 }
 
+TEST_CASE("Status carries the controller's record of each backend's health state") {
+  TempDir dir;
+  FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
+  v1::Config cfg = SmallConfig();
+  cfg.mutable_global()->mutable_health();
+  for (v1::Vip& v : *cfg.mutable_vips()) v.mutable_key()->set_port(0);  // nothing probed
+  auto e = StartEngine(dir, &clock, cfg);
+  HealthController hc(e.get(), &clock, HealthControllerOptions{}, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(hc.Evaluate().ok());
+    clock.AdvanceMs(1'000);
+  }
+  auto st = e->GetStatus();
+  REQUIRE(st.ok());
+  // No probe and no passive data: unchecked since the first evaluation, never changed.
+  const v1::BackendStatus& b = B3(*st);
+  CHECK(b.health() == "unchecked");
+  CHECK(b.health_since_unix_ms() == 1'700'000'000'000);
+  CHECK(b.health_transitions() == 0);
+  CHECK(b.health_down_ms() == 0);
+  CHECK(b.probe_failures() == 0);
+  // Health checking off: no record (and none kept for when it comes back).
+  cfg.mutable_global()->clear_health();
+  REQUIRE(e->ApplyConfig(cfg, /*dry_run=*/false, kOp).ok());
+  REQUIRE(hc.Evaluate().ok());
+  st = e->GetStatus();
+  REQUIRE(st.ok());
+  CHECK(B3(*st).health().empty());
+  CHECK(B3(*st).health_since_unix_ms() == 0);
+  cfg.mutable_global()->mutable_health();
+  REQUIRE(e->ApplyConfig(cfg, /*dry_run=*/false, kOp).ok());
+  clock.AdvanceMs(5'000);
+  REQUIRE(hc.Evaluate().ok());
+  CHECK(B3(*e->GetStatus()).health_since_unix_ms() == 1'700'000'008'000);
+}
+
 TEST_CASE("Status shows a VIP's fleet guard from the health view, by the VIP's typed key") {
   TempDir dir;
   FakeClock clock(1'700'000'000'000, 5'000'000'000'000);

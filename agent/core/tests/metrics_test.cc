@@ -134,6 +134,10 @@ TEST_CASE("State sets: a 0/1 series per state; the ramp is a 0..1 ratio; no dupl
   down->set_state("active");
   down->set_health("down");
   down->set_ramp_percent(100);
+  down->set_health_since_unix_ms(1764439452250);
+  down->set_health_transitions(3);
+  down->set_health_down_ms(61'500);
+  down->set_probe_failures(17);
   v1::BackendStatus* ramping = v->add_backends();
   ramping->set_address("2001:db8:1::3");
   ramping->set_state("active");
@@ -166,6 +170,21 @@ TEST_CASE("State sets: a 0/1 series per state; the ramp is a 0..1 ratio; no dupl
   CHECK(Has(text, "ballast_backend_ramp_ratio{" + b2 + "} 1"));
   CHECK(Has(text, "ballast_backend_ramp_ratio{" + b3 + "} 0.25"));
   CHECK(text.find("ramp_percent") == std::string::npos);
+  // Health checking's per-backend record, for the backends it evaluated.
+  CHECK(Has(text, "ballast_backend_probe_failures_total{" + b2 + "} 17"));
+  CHECK(Has(text, "ballast_backend_health_transitions_total{" + b2 + "} 3"));
+  CHECK(
+      Has(text, "ballast_backend_health_last_change_timestamp_seconds{" + b2 + "} 1764439452.25"));
+  CHECK(Has(text, "ballast_backend_health_down_seconds_total{" + b2 + "} 61.5"));
+  CHECK(text.find("# TYPE ballast_backend_probe_failures_total counter\n") != std::string::npos);
+  CHECK(text.find("# TYPE ballast_backend_health_down_seconds_total counter\n") !=
+        std::string::npos);
+  CHECK(text.find("# TYPE ballast_backend_health_last_change_timestamp_seconds gauge\n") !=
+        std::string::npos);
+  CHECK(text.find("ballast_backend_probe_failures_total{" + b1) ==
+        std::string::npos);  // health off
+  CHECK(text.find("ballast_backend_probe_failures_total{" + b3) ==
+        std::string::npos);  // not yet evaluated
   // The start time is process_start_time_seconds, once.
   CHECK(Has(text, "process_start_time_seconds 1764439000"));
   CHECK(text.find("ballast_agent_start_time_seconds") == std::string::npos);
@@ -219,6 +238,15 @@ TEST_CASE("promtool check metrics accepts the output, standalone and in cluster 
     o->set_owner(true);
     o->set_fenced(12);
   }
+  // A health-checked backend: the state sets and health families are checked too.
+  v1::BackendStatus* checked = s.mutable_vips(0)->add_backends();
+  checked->set_address("2001:db8:1::9");
+  checked->set_state("active");
+  checked->set_health("down");
+  checked->set_health_since_unix_ms(1764439452250);
+  checked->set_health_transitions(1);
+  checked->set_health_down_ms(1500);
+  checked->set_probe_failures(4);
   auto proc = ReadProcessStats();
   REQUIRE(proc.ok());
   REQUIRE(proc->resident_bytes > 0);

@@ -53,6 +53,28 @@ TEST_CASE("Timeline keeps runs as their ends, one value per step, and the horizo
   CHECK(s.count(other) == 1);
 }
 
+TEST_CASE("NextHealthHistory: since, transitions, time held out; a step back changes nothing") {
+  HealthHistory h = NextHealthHistory({}, "healthy", 1'000);
+  CHECK(h == HealthHistory{"healthy", 1'000, 1'000, 0, 0});
+  h = NextHealthHistory(h, "healthy", 2'000);
+  CHECK(h == HealthHistory{"healthy", 1'000, 2'000, 0, 0});
+  h = NextHealthHistory(h, "down", 3'000);  // down from here: the time before was healthy
+  CHECK(h == HealthHistory{"down", 3'000, 3'000, 1, 0});
+  h = NextHealthHistory(h, "down", 5'500);
+  CHECK(h == HealthHistory{"down", 3'000, 5'500, 1, 2'500});
+  h = NextHealthHistory(h, "pinned", 6'000);  // pinned holds it out too
+  CHECK(h == HealthHistory{"pinned", 6'000, 6'000, 2, 3'000});
+  h = NextHealthHistory(h, "ramping", 7'000);
+  CHECK(h == HealthHistory{"ramping", 7'000, 7'000, 3, 4'000});
+  h = NextHealthHistory(h, "ramping", 9'000);  // ramping is in service
+  CHECK(h.down_ms == 4'000);
+  CHECK(NextHealthHistory(h, "down", 8'000) == h);  // the clock stepped back
+  CHECK(HealthHoldsOut("down"));
+  CHECK(HealthHoldsOut("pinned"));
+  CHECK(!HealthHoldsOut("degraded"));
+  CHECK(!HealthHoldsOut(""));
+}
+
 v1::StatusResponse TwoBackends() {
   v1::StatusResponse st;
   st.set_agent_version("1.2.3");
