@@ -14,8 +14,15 @@ namespace {
 
 using base::HtmlEscape;
 
-constexpr int kSvgWidth = 360;
-constexpr int kSvgHeight = 60;
+// The chart (CSS pixels): the plot, the time axis's labels below it, the
+// score's scale on the left and the weight's on the right.
+constexpr int kSvgWidth = 420;
+constexpr int kSvgHeight = 80;
+constexpr double kPlotLeft = 28;
+constexpr double kPlotRight = 392;
+constexpr double kPlotTop = 6;
+constexpr double kPlotBottom = 60;
+constexpr int kTicks = 4;  // intervals of the time axis
 
 constexpr char kStyle[] = R"css(
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1d232a; }
@@ -32,12 +39,19 @@ tr.impaired td { background: #fff4e5; }
 .health-degraded .badge.health, .health-ramping .badge.health { background: #ffe2b3; }
 .health-down .badge.health, .health-pinned .badge.health { background: #ffc9c9; }
 .badge.frozen { background: #cfe3ff; }
+.since { display: block; font-size: .85em; color: #55606b; white-space: nowrap; }
 .error { background: #ffc9c9; padding: .5em; }
-svg { background: #f7f9fa; }
-polyline { fill: none; stroke-width: 1.5; }
-polyline.score { stroke: #2f6fde; }
-polyline.weight { stroke: #e07b00; }
-.legend-score { color: #2f6fde; } .legend-weight { color: #e07b00; }
+svg.chart { background: #f7f9fa; display: block; }
+svg .nodata { fill: #e3e7eb; }
+svg .grid { stroke: #d5dbe0; stroke-width: 1; }
+svg text { font: 9px sans-serif; fill: #55606b; }
+svg text.score-axis { fill: #2f6fde; }
+svg text.weight-axis { fill: #b35f00; }
+polygon.weight-area { fill: #f8d7a8; stroke: none; }
+polyline { fill: none; }
+polyline.weight { stroke: #e07b00; stroke-width: 1.5; }
+polyline.score { stroke: #2f6fde; stroke-width: 2; }
+.legend-score { color: #2f6fde; } .legend-weight { color: #b35f00; }
 .muted { color: #8a949e; }
 )css";
 
@@ -46,30 +60,69 @@ std::string TimeText(int64_t unix_ms) {
                           absl::UTCTimeZone());
 }
 
+// "last hour", "last 30 min", "last 90 s": what the chart spans.
+std::string SpanText(int64_t ms) {
+  if (ms == 3'600'000) return "last hour";
+  if (ms % 60'000 == 0) return absl::StrCat("last ", ms / 60'000, " min");
+  return absl::StrCat("last ", ms / 1000, " s");
+}
+
+// A tick of the time axis, `ago_ms` before now: "now", "-15 min", "-45 s".
+std::string TickText(int64_t ago_ms) {
+  if (ago_ms == 0) return "now";
+  if (ago_ms % 60'000 == 0) return absl::StrCat("-", ago_ms / 60'000, " min");
+  return absl::StrCat("-", ago_ms / 1000, " s");
+}
+
 bool Impaired(const v1::BackendStatus& b) {
   if (!b.health().empty() && b.health() != "healthy") return true;
   if (b.state() != "active") return true;
   return b.nominal_weight() > 0 && b.effective_weight() < b.nominal_weight();
 }
 
-// Score and effective weight over time, one polyline each; each also carries
-// its values (data-values) so a test can read the series from the DOM.
+// What the backend gets: its admin state, unless it is active and health
+// checking holds it out (down, pinned), which is what traffic sees.
+std::string ServingState(const v1::BackendStatus& b) {
+  if (b.state() == "active" && HealthHoldsOut(b.health())) return b.health();
+  return b.state();
+}
+
+// "since 2026-12-08 10:02:03 UTC (4m12s)" for a health state, or "since
+// before ..." when it has not changed since the agent's first evaluation.
+std::string SinceText(const v1::BackendStatus& b, int64_t now_unix_ms) {
+  if (b.health().empty() || b.health_since_unix_ms() == 0) return "";
+  const absl::Duration held =
+      absl::Trunc(absl::Milliseconds(std::max<int64_t>(0, now_unix_ms - b.health_since_unix_ms())),
+                  absl::Seconds(1));
+  return absl::StrCat("<span class=\"since\" data-since-ms=\"", b.health_since_unix_ms(), "\">",
+                      b.health_transitions() == 0 ? "since before " : "since ",
+                      TimeText(b.health_since_unix_ms()), " (",
+                      b.health_transitions() == 0 ? "the agent's first check, " : "",
+                      absl::FormatDuration(held), ")</span>");
+}
+
+// Score and effective weight over the last in.horizon_ms, to now: the x
+// axis always spans the whole horizon (ticks and labels below it), a
+// backend younger than that has a "no data" band before its first point.
+// The weight is an area with its line, the score a line drawn over both,
+// so neither hides the other when they coincide. The polylines carry their
+// values and times (data-values, data-times) and the svg its span
+// (data-start-ms, data-end-ms), so a test can read the series from the DOM.
 std::string TimelineSvg(const std::vector<TimelinePoint>& pts, uint32_t nominal,
                         const StatusPageInput& in) {
   if (pts.empty()) return "<span class=\"muted\">no evaluation yet</span>";
-  const int64_t end = std::max(in.now_unix_ms, pts.back().unix_ms);
-  int64_t start = std::max(pts.front().unix_ms, end - in.horizon_ms);
-  if (end - start < 1000) start = end - 1000;
+  const int64_t end = in.now_unix_ms;
+  const int64_t span = std::max<int64_t>(in.horizon_ms, 1000);
+  const int64_t start = end - span;
   uint32_t max_weight = std::max<uint32_t>(nominal, 1);
   for (const TimelinePoint& p : pts) max_weight = std::max(max_weight, p.weight);
   auto x = [&](int64_t t) {
-    return static_cast<double>(std::max(t, start) - start) * (kSvgWidth - 2) /
-               static_cast<double>(end - start) +
-           1;
+    return kPlotLeft + static_cast<double>(std::clamp<int64_t>(t - start, 0, span)) *
+                           (kPlotRight - kPlotLeft) / static_cast<double>(span);
   };
-  auto y = [](double frac) { return (kSvgHeight - 2) * (1 - frac) + 1; };
+  auto y = [](double frac) { return kPlotBottom - frac * (kPlotBottom - kPlotTop); };
   std::string score_pts, weight_pts;
-  std::vector<std::string> score_vals, weight_vals;
+  std::vector<std::string> score_vals, weight_vals, times;
   for (size_t i = 0; i <= pts.size(); ++i) {
     // The last value is drawn on to now.
     const TimelinePoint& p = pts[std::min(i, pts.size() - 1)];
@@ -80,15 +133,48 @@ std::string TimelineSvg(const std::vector<TimelinePoint>& pts, uint32_t nominal,
     if (i < pts.size()) {
       score_vals.push_back(absl::StrCat(p.score));
       weight_vals.push_back(absl::StrCat(p.weight));
+      times.push_back(absl::StrCat(p.unix_ms));
     }
   }
-  return absl::StrCat(
-      "<svg width=\"", kSvgWidth, "\" height=\"", kSvgHeight, "\" viewBox=\"0 0 ", kSvgWidth, " ",
-      kSvgHeight, "\" role=\"img\" aria-label=\"score and effective weight since ", TimeText(start),
-      "\"><title>since ", TimeText(start), ": score 0..100 (blue), weight 0..", max_weight,
-      " (orange)</title><polyline class=\"score\" data-values=\"", absl::StrJoin(score_vals, ","),
-      "\" points=\"", score_pts, "\"/><polyline class=\"weight\" data-values=\"",
-      absl::StrJoin(weight_vals, ","), "\" points=\"", weight_pts, "\"/></svg>");
+  const double first_x = x(pts.front().unix_ms);
+  std::string svg = absl::StrCat(
+      "<svg class=\"chart\" width=\"", kSvgWidth, "\" height=\"", kSvgHeight, "\" viewBox=\"0 0 ",
+      kSvgWidth, " ", kSvgHeight, "\" data-start-ms=\"", start, "\" data-end-ms=\"", end,
+      "\" role=\"img\" aria-label=\"score and effective weight from ", TimeText(start), " to ",
+      TimeText(end), "\"><title>", SpanText(span), ", ", TimeText(start), " to ", TimeText(end),
+      ": score 0..100 (blue line), effective weight 0..", max_weight, " (orange)</title>");
+  if (first_x > kPlotLeft + 0.5) {
+    absl::StrAppendFormat(&svg,
+                          "<rect class=\"nodata\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                          "height=\"%.1f\"><title>no data before %s</title></rect>",
+                          kPlotLeft, kPlotTop, first_x - kPlotLeft, kPlotBottom - kPlotTop,
+                          TimeText(pts.front().unix_ms));
+  }
+  for (int i = 0; i <= kTicks; ++i) {
+    const int64_t ago = span * (kTicks - i) / kTicks;
+    const double tx = x(end - ago);
+    absl::StrAppendFormat(&svg,
+                          "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                          "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"%s\">%s</text>",
+                          tx, kPlotTop, tx, kPlotBottom + 3, tx, kSvgHeight - 6,
+                          i == 0 ? "start" : i == kTicks ? "end" : "middle", TickText(ago));
+  }
+  absl::StrAppendFormat(
+      &svg,
+      "<text class=\"score-axis\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">100</text>"
+      "<text class=\"score-axis\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">0</text>"
+      "<text class=\"weight-axis\" x=\"%.1f\" y=\"%.1f\">%d</text>"
+      "<text class=\"weight-axis\" x=\"%.1f\" y=\"%.1f\">0</text>",
+      kPlotLeft - 3, kPlotTop + 6, kPlotLeft - 3, kPlotBottom, kPlotRight + 3, kPlotTop + 6,
+      max_weight, kPlotRight + 3, kPlotBottom);
+  absl::StrAppendFormat(&svg, "<polygon class=\"weight-area\" points=\"%.1f,%.1f %s %.1f,%.1f\"/>",
+                        first_x, kPlotBottom, weight_pts, x(end), kPlotBottom);
+  absl::StrAppend(&svg, "<polyline class=\"weight\" data-values=\"",
+                  absl::StrJoin(weight_vals, ","), "\" data-times=\"", absl::StrJoin(times, ","),
+                  "\" points=\"", weight_pts, "\"/><polyline class=\"score\" data-values=\"",
+                  absl::StrJoin(score_vals, ","), "\" data-times=\"", absl::StrJoin(times, ","),
+                  "\" points=\"", score_pts, "\"/></svg>");
+  return svg;
 }
 
 void AppendVip(std::string* out, const v1::VipStatus& vip, const StatusPageInput& in) {
@@ -104,19 +190,21 @@ void AppendVip(std::string* out, const v1::VipStatus& vip, const StatusPageInput
                   " packets &middot; ", vip.dropped(), " dropped</p>");
   absl::StrAppend(out,
                   "<table><thead><tr><th>backend</th><th>state</th><th>health</th><th>score</th>"
-                  "<th>weight</th><th>slots</th><th>flows</th><th>why</th><th>last hour: <span "
-                  "class=\"legend-score\">score</span>, <span "
-                  "class=\"legend-weight\">weight</span></th></tr></thead><tbody>");
+                  "<th>weight</th><th>slots</th><th>flows</th><th>why</th><th>",
+                  SpanText(std::max<int64_t>(in.horizon_ms, 1000)),
+                  ": <span class=\"legend-score\">score</span>, <span "
+                  "class=\"legend-weight\">effective weight</span></th></tr></thead><tbody>");
   for (const v1::BackendStatus& b : vip.backends()) {
     const std::string health = b.health().empty() ? "off" : b.health();
     absl::StrAppend(
         out, "<tr class=\"backend health-", HtmlEscape(health), Impaired(b) ? " impaired" : "",
         "\" data-backend=\"", HtmlEscape(b.address()), "\" data-health=\"", HtmlEscape(health),
-        "\"><td>", HtmlEscape(b.address()), "</td><td>", HtmlEscape(b.state()),
-        "</td><td><span class=\"badge health\">", HtmlEscape(health), "</span>",
+        "\"><td>", HtmlEscape(b.address()), "</td><td class=\"state\">",
+        HtmlEscape(ServingState(b)), "</td><td class=\"health\"><span class=\"badge health\">",
+        HtmlEscape(health), "</span>",
         b.ramp_percent() > 0 && b.ramp_percent() < 100 ? absl::StrCat(" ", b.ramp_percent(), "%")
                                                        : "",
-        "</td><td class=\"num\">", b.health().empty() ? "-" : absl::StrCat(b.score()),
+        b.health() == "healthy" ? "" : SinceText(b, in.now_unix_ms), "</td><td class=\"num\">", b.health().empty() ? "-" : absl::StrCat(b.score()),
         "</td><td class=\"num\">", b.effective_weight(), " / ", b.nominal_weight(),
         "</td><td class=\"num\">", b.table_slots(), "</td><td class=\"num\">", b.flows(),
         "</td><td>");

@@ -1,7 +1,11 @@
 // The status page's timelines (timeline.h) and its HTML (status_page.h).
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "agent/base/html.h"
 #include "agent/core/status_page.h"
@@ -140,6 +144,142 @@ TEST_CASE("The status page marks an impaired backend, draws its timelines and es
   const std::string hidden = RenderStatusPage(in);
   CHECK_THAT(hidden, !Catch::Contains("id=\"actions\""));
   CHECK_THAT(hidden, !Catch::Contains("health_weight"));
+}
+
+// Three backends with known timelines at kNow (2023-11-14 22:13:20 UTC), the
+// page's horizon one hour; status_page_browser_test.py knows the same:
+//   198.18.1.1 healthy, score 100, weight 100/100, first evaluated 78 s ago;
+//   198.18.1.2 degraded since 30 min ago: score 100 -> 55, weight 100 -> 40;
+//   198.18.1.3 down since 20 min ago (transitions 2): score and weight -> 0.
+constexpr int64_t kNow = 1'700'000'000'000;
+StatusPageInput KnownTimeline(v1::StatusResponse* st) {
+  st->set_agent_version("1.2.3");
+  v1::VipStatus* v = st->add_vips();
+  v->mutable_key()->set_address("198.18.0.10");
+  v->mutable_key()->set_port(80);
+  v->mutable_key()->set_protocol(v1::TCP);
+  v->set_table_size(251);
+  struct Row {
+    const char* address;
+    const char* health;
+    uint32_t score, weight;
+    int64_t since_ago_ms;
+    uint64_t transitions;
+  };
+  StatusPageInput in;
+  in.status = st;
+  in.now_unix_ms = kNow;
+  for (const Row& r : {Row{"198.18.1.1", "healthy", 100, 100, 78'000, 0},
+                       Row{"198.18.1.2", "degraded", 55, 40, 1'799'000, 1},
+                       Row{"198.18.1.3", "down", 0, 0, 1'199'000, 2}}) {
+    v1::BackendStatus* b = v->add_backends();
+    b->set_address(r.address);
+    b->set_state("active");
+    b->set_nominal_weight(100);
+    b->set_effective_weight(r.weight);
+    b->set_health(r.health);
+    b->set_score(r.score);
+    b->set_ramp_percent(100);
+    b->set_health_since_unix_ms(kNow - r.since_ago_ms);
+    b->set_health_transitions(r.transitions);
+  }
+  const std::string vip = "198.18.0.10:80/tcp";
+  in.timelines[{vip, "198.18.1.1"}] = {{kNow - 78'000, 100, 100}, {kNow - 1'000, 100, 100}};
+  in.timelines[{vip, "198.18.1.2"}] = {{kNow - 3'605'000, 100, 100},
+                                       {kNow - 1'800'000, 100, 100},
+                                       {kNow - 1'799'000, 55, 40},
+                                       {kNow - 2'000, 55, 40}};
+  in.timelines[{vip, "198.18.1.3"}] = {{kNow - 2'400'000, 100, 100},
+                                       {kNow - 1'200'000, 100, 100},
+                                       {kNow - 1'199'000, 0, 0},
+                                       {kNow - 1'000, 0, 0}};
+  return in;
+}
+
+// The x of each point of `cls`'s polyline in the row of `address`.
+std::vector<double> PolylineXs(const std::string& html, const std::string& address,
+                               const std::string& cls) {
+  const size_t row = html.find("data-backend=\"" + address + "\"");
+  REQUIRE(row != std::string::npos);
+  const size_t line = html.find("<polyline class=\"" + cls + "\"", row);
+  REQUIRE(line != std::string::npos);
+  const size_t at = html.find("points=\"", line) + 8;
+  std::istringstream in(html.substr(at, html.find('"', at) - at));
+  std::vector<double> xs;
+  for (std::string pt; in >> pt;) xs.push_back(std::stod(pt.substr(0, pt.find(','))));
+  return xs;
+}
+
+TEST_CASE("The chart spans its whole horizon, with a time axis and labels") {
+  v1::StatusResponse st;
+  const StatusPageInput in = KnownTimeline(&st);
+  const std::string html = RenderStatusPage(in);
+  // The x axis is the last hour, whatever the backend's age: 78 s of
+  // samples fill the last 78/3600 of the plot (x 28..392), not all of it.
+  CHECK_THAT(html, Catch::Contains("<th>last hour: "));
+  CHECK_THAT(html,
+             Catch::Contains("data-start-ms=\"1699996400000\" data-end-ms=\"1700000000000\""));
+  const std::vector<double> young = PolylineXs(html, "198.18.1.1", "score");
+  REQUIRE(young.size() == 3);
+  CHECK(young[0] == Approx(28 + 364.0 * (3600 - 78) / 3600).margin(0.1));
+  CHECK(young[2] == Approx(392).margin(0.1));
+  CHECK_THAT(html, Catch::Contains("<rect class=\"nodata\" x=\"28.0\""));
+  // A point older than the horizon is drawn at its edge; a change 30 min ago mid-plot.
+  const std::vector<double> slow = PolylineXs(html, "198.18.1.2", "weight");
+  REQUIRE(slow.size() == 5);
+  CHECK(slow[0] == Approx(28).margin(0.1));
+  CHECK(slow[1] == Approx(210).margin(0.1));
+  // Ticks every 15 min, labelled, under every chart.
+  for (const char* label : {">-60 min<", ">-45 min<", ">-30 min<", ">-15 min<", ">now<"}) {
+    size_t n = 0;
+    for (size_t at = html.find(label); at != std::string::npos; at = html.find(label, at + 1)) ++n;
+    CHECK(n == 3);
+  }
+  CHECK_THAT(html, Catch::Contains("class=\"score-axis\""));
+  CHECK_THAT(html, Catch::Contains("class=\"weight-axis\""));
+  // The score is drawn after (over) the weight's area and line.
+  const size_t row = html.find("data-backend=\"198.18.1.1\"");
+  CHECK(html.find("<polygon class=\"weight-area\"", row) <
+        html.find("<polyline class=\"weight\"", row));
+  CHECK(html.find("<polyline class=\"weight\"", row) < html.find("<polyline class=\"score\"", row));
+}
+
+TEST_CASE("A backend health checking holds out reads down, since when") {
+  v1::StatusResponse st;
+  const StatusPageInput in = KnownTimeline(&st);
+  const std::string html = RenderStatusPage(in);
+  const size_t down = html.find("data-backend=\"198.18.1.3\"");
+  REQUIRE(down != std::string::npos);
+  CHECK(html.find("<td class=\"state\">down</td>", down) ==
+        html.find("<td class=\"state\">", down));
+  CHECK_THAT(html.substr(down, html.find("</tr>", down) - down),
+             Catch::Contains("since 2023-11-14 21:53:21 UTC (19m59s)"));
+  // Degraded: its state is still active (it takes traffic), and since when.
+  const size_t slow = html.find("data-backend=\"198.18.1.2\"");
+  CHECK(html.find("<td class=\"state\">active</td>", slow) ==
+        html.find("<td class=\"state\">", slow));
+  CHECK_THAT(html.substr(slow, html.find("</tr>", slow) - slow),
+             Catch::Contains("since 2023-11-14 21:43:21 UTC (29m59s)"));
+  // Healthy needs no "since"; unchanged since the agent's first check says so.
+  const size_t ok = html.find("data-backend=\"198.18.1.1\"");
+  CHECK_THAT(html.substr(ok, html.find("</tr>", ok) - ok), !Catch::Contains("since"));
+  st.mutable_vips(0)->mutable_backends(2)->set_health_transitions(0);
+  CHECK_THAT(
+      RenderStatusPage(in),
+      Catch::Contains("since before 2023-11-14 21:53:21 UTC (the agent's first check, 19m59s)"));
+}
+
+// Not a check: writes the known timeline's page to $STATUS_PAGE_HTML for
+// status_page_browser_test.py (ctest status_page_browser), which loads it
+// in headless Chromium.
+TEST_CASE("Render the known timeline's page for the browser test", "[.render]") {
+  const char* path = std::getenv("STATUS_PAGE_HTML");
+  REQUIRE(path != nullptr);
+  v1::StatusResponse st;
+  const StatusPageInput in = KnownTimeline(&st);
+  std::ofstream(path) << RenderStatusPage(in);
+  std::ifstream back(path);
+  REQUIRE(back.good());
 }
 
 TEST_CASE("The status page says why it has nothing to show") {
