@@ -1,6 +1,7 @@
 #include "tools/cli_doc/cli_doc.h"
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 namespace ballast::cli_doc {
@@ -177,42 +178,32 @@ std::string ManPage(const CLI::App& app, const ManInfo& info) {
 
 void AddDocFlags(CLI::App& app, ManInfo info, std::FILE* out) {
   CLI::App* a = &app;
-  app.add_flag_callback(
-         "--generate-man",
-         [a, info, out] {
-           const std::string page = ManPage(*a, info);
-           std::fwrite(page.data(), 1, page.size(), out);
-           throw CLI::Success();
-         },
-         "print the man page (roff) and exit")
-      ->group("");
-  app.add_flag_callback(
-         "--generate-bash-completion",
-         [a, name = info.name, out] {
-           const std::string script = BashCompletion(*a, name);
-           std::fwrite(script.data(), 1, script.size(), out);
-           throw CLI::Success();
-         },
-         "print a bash completion script and exit")
-      ->group("");
-  app.add_flag_callback(
-         "--generate-zsh-completion",
-         [a, name = info.name, out] {
-           const std::string script = ZshCompletion(*a, name);
-           std::fwrite(script.data(), 1, script.size(), out);
-           throw CLI::Success();
-         },
-         "print a zsh completion function and exit")
-      ->group("");
-  app.add_flag_callback(
-         "--generate-fish-completion",
-         [a, name = info.name, out] {
-           const std::string script = FishCompletion(*a, name);
-           std::fwrite(script.data(), 1, script.size(), out);
-           throw CLI::Success();
-         },
-         "print fish completions and exit")
-      ->group("");
+  const std::string name = info.name;
+  const struct {
+    const char* flag;
+    const char* help;
+    std::function<std::string()> text;
+  } generators[] = {
+      {"--generate-man", "print the man page (roff) and exit",
+       [a, info] { return ManPage(*a, info); }},
+      {"--generate-bash-completion", "print a bash completion script and exit",
+       [a, name] { return BashCompletion(*a, name); }},
+      {"--generate-zsh-completion", "print a zsh completion function and exit",
+       [a, name] { return ZshCompletion(*a, name); }},
+      {"--generate-fish-completion", "print fish completions and exit",
+       [a, name] { return FishCompletion(*a, name); }},
+  };
+  for (const auto& g : generators) {
+    app.add_flag_callback(
+           g.flag,
+           [text = g.text, out] {
+             const std::string t = text();
+             std::fwrite(t.data(), 1, t.size(), out);
+             throw CLI::Success();
+           },
+           g.help)
+        ->group("");
+  }
 }
 
 }  // namespace ballast::cli_doc

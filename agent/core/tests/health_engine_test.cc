@@ -209,16 +209,21 @@ TEST_CASE("A release between the controller's read and its apply is not undone")
   CHECK(ov->health().state() == "down");
 }
 
+// Health checking on, every VIP of every port: nothing is probed.
+v1::Config UnprobedHealthConfig() {
+  v1::Config cfg = SmallConfig();
+  cfg.mutable_global()->mutable_health();
+  for (v1::Vip& v : *cfg.mutable_vips()) v.mutable_key()->set_port(0);
+  return cfg;
+}
+
 // The status page's timeline shows the weight the table uses, which in
 // cluster mode is what the gate let through (the leader's quorum, or none of
 // this node's decisions on a follower), not what this node's machine chose.
 TEST_CASE("The timeline records the weight the table uses, after the decision gate") {
   TempDir dir;
   FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
-  v1::Config cfg = SmallConfig();
-  cfg.mutable_global()->mutable_health();
-  for (v1::Vip& v : *cfg.mutable_vips()) v.mutable_key()->set_port(0);  // nothing probed
-  auto e = StartEngine(dir, &clock, cfg);
+  auto e = StartEngine(dir, &clock, UnprobedHealthConfig());
   const v1::VipKey any4 = Key("198.18.0.10", 0);
 
   Timeline timeline;
@@ -257,9 +262,7 @@ TEST_CASE("The timeline records the weight the table uses, after the decision ga
 TEST_CASE("Status carries the controller's record of each backend's health state") {
   TempDir dir;
   FakeClock clock(1'700'000'000'000, 5'000'000'000'000);
-  v1::Config cfg = SmallConfig();
-  cfg.mutable_global()->mutable_health();
-  for (v1::Vip& v : *cfg.mutable_vips()) v.mutable_key()->set_port(0);  // nothing probed
+  v1::Config cfg = UnprobedHealthConfig();
   auto e = StartEngine(dir, &clock, cfg);
   HealthController hc(e.get(), &clock, HealthControllerOptions{}, nullptr);
   for (int i = 0; i < 3; ++i) {
