@@ -22,10 +22,17 @@ mkdir -p "$work/zsh"
 "$lbctl" --generate-zsh-completion >"$work/zsh/_lbctl" || { echo "--generate-zsh-completion failed"; exit 1; }
 "$lbctl" --generate-fish-completion >"$work/lbctl.fish" || { echo "--generate-fish-completion failed"; exit 1; }
 
+# The commands as `lbctl help` lists them (the tree's truth: the cases
+# below need no update when a command is added), and without help and
+# version (what `help` takes).
+commands=$("$lbctl" help | sed -n '/^Subcommands:/,/^$/p' | awk 'NR > 1 && $1 != "" { print $1 }' | sort | tr '\n' ' ' | sed 's/ $//')
+topics=$(tr ' ' '\n' <<<"$commands" | grep -vx 'help\|version' | tr '\n' ' ' | sed 's/ $//')
+[[ $commands == *status*vip* ]] || { echo "lbctl_completion: lbctl help lists no commands: '$commands'"; exit 1; }
+
 # Each case: the line typed before TAB, and the words to be offered
 # (sorted; @files: file names).
 cases=(
-  'lbctl '                               'audit backend config digest drill events flow-hash flows help status teardown version vip'
+  'lbctl '                               "$commands"
   'lbctl st'                             'status'
   'lbctl vip '                           'add del list relearn set-ownership'
   'lbctl -o '                            'json table'
@@ -34,8 +41,8 @@ cases=(
   'lbctl vip add X --mode '              'encap gue'
   'lbctl vip set-ownership X '           'active-standby all'
   'lbctl drill --mode '                  'fence stop'
-  'lbctl --socket vip '                  'audit backend config digest drill events flow-hash flows help status teardown version vip'
-  'lbctl help '                          'audit backend config digest drill events flow-hash flows status teardown vip'
+  'lbctl --socket vip '                  "$commands"
+  'lbctl help '                          "$topics"
   'lbctl config apply -f '               '@files'
   'lbctl --cacert '                      '@files'
 )
