@@ -34,6 +34,9 @@ PACKAGES=(
   # systemd-analyze verify, systemd-sysusers and -tmpfiles for a scratch root,
   # man for the man pages)
   dpkg-dev file lintian man-db systemd
+  # the router package under a real systemd: a Debian 12 tree booted in a
+  # container (deploy/tests/package_systemd_test.sh)
+  mmdebstrap systemd-container
   # the status page's test: a headless browser loads it (no sandbox, as root)
   chromium
   # lbctl's completion tests: the shells it completes in (bash is there)

@@ -2,18 +2,24 @@
 # The Debian packages, built and installed as an operator would get them:
 #   1. cpack -G DEB from this build: ballast-router, ballast-backend,
 #      ballast-lbdp;
-#   2. lintian on each: no errors (warnings are listed);
+#   2. lintian on each: no errors, no warnings;
 #   3. their dependencies are satisfiable on this host (dpkg --dry-run);
 #   4. dpkg -i into a scratch root (maintainer scripts run with DPKG_ROOT):
-#      the admin group and directories exist, every path a unit names is
+#      the admin group and directories exist (/etc/ballast too: the quick
+#      start's copies of the examples work), every path a unit names is
 #      in a package, systemd-analyze verify accepts the units, the
 #      installed binaries run and the example configs are valid;
 #   5. the installed ballast-backend in a network namespace: up attaches
 #      xdp_decap and puts the VIPs on lo, a bad file is refused with the
 #      field named and changes nothing, up again applies a changed file,
 #      down takes it all away;
-#   6. dpkg --purge leaves nothing of the packages in the scratch root.
+#   6. with both units enabled (systemctl --root) and the files the agent
+#      and the backend unit write while they run, dpkg --purge leaves no
+#      path in the scratch root that was not there before the install.
+#      (deploy/tests/package_systemd_test.sh does this with the real agent
+#      under systemd.)
 # Usage: package_test.sh BUILD_DIR   (root; cleans up after itself)
+#   BALLAST_TEST_DEBS=DIR   test the packages in DIR instead of building them
 set -euo pipefail
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
@@ -39,7 +45,9 @@ trap cleanup EXIT
 
 # ---- 1. build ---------------------------------------------------------------
 out=$work/out
-if ! cpack --config "$build/CPackConfig.cmake" -B "$out" >"$work/cpack.log" 2>&1; then
+if [[ -n ${BALLAST_TEST_DEBS:-} ]]; then # other packages (e.g. older ones) to test instead
+  mkdir -p "$out" && cp "$BALLAST_TEST_DEBS"/*.deb "$out/"
+elif ! cpack --config "$build/CPackConfig.cmake" -B "$out" >"$work/cpack.log" 2>&1; then
   cat "$work/cpack.log"
   fail "cpack -G DEB failed"
 fi
@@ -63,7 +71,7 @@ contains() {
   done
 }
 router=${debs[0]} backend=${debs[1]} lbdp=${debs[2]}
-contains "$router" /usr/sbin/lbagent /usr/bin/lbctl /lib/systemd/system/lbagent.service \
+contains "$router" /usr/sbin/lbagent /usr/bin/lbctl /lib/systemd/system/lbagent.service /etc/ballast \
   /usr/lib/sysusers.d/ballast-router.conf /usr/lib/tmpfiles.d/ballast-router.conf \
   /usr/share/doc/ballast-router/copyright /usr/share/doc/ballast-router/changelog.gz \
   /usr/share/doc/ballast-router/operations.md /usr/share/doc/ballast-router/examples/lbagent.conf \
@@ -71,7 +79,7 @@ contains "$router" /usr/sbin/lbagent /usr/bin/lbctl /lib/systemd/system/lbagent.
   /usr/share/ballast/grafana/ballast.json \
   /usr/share/man/man1/lbctl.1.gz /usr/share/man/man8/lbagent.8.gz \
   /usr/share/bash-completion/completions/lbctl
-contains "$backend" /usr/sbin/ballast-backend /lib/systemd/system/ballast-backend.service \
+contains "$backend" /usr/sbin/ballast-backend /lib/systemd/system/ballast-backend.service /etc/ballast \
   /usr/share/doc/ballast-backend/examples/backend.conf /usr/share/doc/ballast-backend/copyright \
   /usr/share/man/man8/ballast-backend.8.gz
 contains "$lbdp" /usr/sbin/lbdp /usr/share/doc/ballast-lbdp/copyright /usr/share/man/man8/lbdp.8.gz \
@@ -85,11 +93,11 @@ say "contents and dependencies as expected (router Depends: $deps)"
 
 # ---- 2. lintian ---------------------------------------------------------------
 for d in "${debs[@]}"; do
-  if ! lintian --fail-on error --tag-display-limit 0 "$d" >"$work/lintian.log" 2>&1; then
+  if ! lintian --fail-on error,warning --tag-display-limit 0 "$d" >"$work/lintian.log" 2>&1; then
     cat "$work/lintian.log"
-    fail "lintian reports errors for $(basename "$d")"
+    fail "lintian reports errors or warnings for $(basename "$d")"
   fi
-  say "lintian $(basename "$d"): no errors; $(grep -c '^W: ' "$work/lintian.log" || true) warning(s)"
+  say "lintian $(basename "$d"): no errors, no warnings"
   grep -v 'running with root privileges' "$work/lintian.log" | sed 's/^/  /' || true
 done
 
@@ -105,6 +113,15 @@ root=$work/root
 mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/var/lib/dpkg/triggers" \
   "$root/etc" "$root/run"
 touch "$root/var/lib/dpkg/status"
+# What a base system has where the maintainer scripts write: the group
+# files, systemd's unit and state directories.
+printf 'root:x:0:\n' | tee "$root/etc/group" >"$root/etc/group-"
+printf 'root:*::\n' | tee "$root/etc/gshadow" >"$root/etc/gshadow-"
+touch "$root/etc/.pwd.lock"
+mkdir -p "$root/etc/systemd/system/multi-user.target.wants" "$root/var/lib/systemd"
+# paths: every path of the scratch root but dpkg's own database.
+paths() { (cd "$root" && find . -path ./var/lib/dpkg -prune -o -print | sort); }
+paths >"$work/before-install.txt"
 # The scratch root has no libraries or shell: dependencies are checked above
 # (step 3), the maintainer scripts run here with DPKG_ROOT set.
 if ! dpkg --root="$root" --log=/dev/null --force-script-chrootless --force-depends \
@@ -133,6 +150,7 @@ done
 # verify resolves what the units refer to (sysinit.target, network-online
 # .target, /bin/kill) in the root: give the scratch root the host's systemd
 # units and kill, as the base system of a real host would have them.
+paths >"$work/before-verify.txt"
 cp -an /lib/systemd/system/. "$root/lib/systemd/system/"
 mkdir -p "$root/bin"
 cp -L /bin/kill "$root/bin/kill"
@@ -143,6 +161,10 @@ if ! systemd-analyze verify --root="$root" --man=no lbagent.service ballast-back
 fi
 [[ ! -s $work/verify.log ]] || { cat "$work/verify.log"; fail "systemd-analyze verify warns"; }
 say "systemd-analyze verify: both units clean"
+# The host's units and kill go again (they are not the packages').
+comm -13 "$work/before-verify.txt" <(paths) | sort -r | while IFS= read -r p; do
+  if [[ -d $root/$p && ! -L $root/$p ]]; then rmdir "$root/$p"; else rm -f "$root/$p"; fi
+done
 
 for b in usr/sbin/lbagent usr/bin/lbctl usr/sbin/lbdp; do
   v=$("$root/$b" --version)
@@ -155,6 +177,14 @@ backend_sh=$root/usr/sbin/ballast-backend
 "$backend_sh" --config "$root/usr/share/doc/ballast-backend/examples/backend.conf" check >/dev/null ||
   fail "the packaged example backend.conf is refused"
 say "installed binaries run; the example configs are valid"
+
+# The quick start's copies (docs/operations.md, "Install"): /etc/ballast is there.
+[[ $(stat -c %a "$root/etc/ballast" 2>/dev/null) == 755 ]] || fail "no /etc/ballast (mode 0755)"
+cp "$root/usr/share/doc/ballast-router/examples/lbagent.conf" "$root/etc/ballast/lbagent.conf" ||
+  fail "the router quick start's cp fails"
+cp "$root/usr/share/doc/ballast-backend/examples/backend.conf" "$root/etc/ballast/backend.conf" ||
+  fail "the backend quick start's cp fails"
+say "the quick starts' copies into /etc/ballast work"
 
 # The man pages render without a warning; the completion completes.
 for page in "$root"/usr/share/man/man*/*.gz; do
@@ -228,16 +258,26 @@ xdp_on && fail "down left the XDP program on nic0"
 say "up again dropped the unlisted VIP; down detached and cleared lo"
 
 # ---- 6. purge -------------------------------------------------------------------
+# Both units enabled, and what the agent and the backend unit write while
+# they run (state, audit log, bounce devices, socket, BGP hold file; the
+# VIPs the backend put on lo).
+systemctl --root="$root" enable lbagent.service ballast-backend.service >/dev/null 2>&1 ||
+  fail "systemctl --root enable failed"
+[[ -L $root/etc/systemd/system/multi-user.target.wants/lbagent.service ]] ||
+  fail "systemctl --root enable made no link for lbagent"
+for f in var/lib/ballast/state.pb var/lib/ballast/audit.jsonl var/lib/ballast/bounce-interfaces \
+  run/ballast/lbagent.sock run/ballast/bgp-hold run/ballast-backend/vips; do
+  mkdir -p "$root/$(dirname "$f")"
+  echo written-while-running >"$root/$f"
+done
 files=$(dpkg-query --admindir="$root/var/lib/dpkg" -L ballast-router ballast-backend ballast-lbdp)
 if ! dpkg --root="$root" --log=/dev/null --force-script-chrootless --force-depends \
   -P ballast-router ballast-backend ballast-lbdp >"$work/purge.log" 2>&1; then
   cat "$work/purge.log"
   fail "dpkg --purge failed"
 fi
-left=()
-while IFS= read -r f; do
-  [[ -n $f && -f $root$f ]] && left+=("$f")
-done <<<"$files"
-((${#left[@]} == 0)) || fail "purge left files of the packages: ${left[*]:0:5}"
-say "purged: none of the packages' $(wc -l <<<"$files") paths is left"
+left=$(comm -13 "$work/before-install.txt" <(paths))
+[[ -z $left ]] || fail "purge left paths that were not there before the install: $(echo $left)"
+grep -q '^ballast-admin:' "$root/etc/group" && fail "purge left the group ballast-admin"
+say "purged: none of the packages' $(wc -l <<<"$files") paths, no link, state, socket or group is left"
 say "ok"

@@ -4,6 +4,7 @@
 # session that stopped mid-run: no trap runs then). Only names the tests
 # give, with the creating test's PID in them:
 #   ag<pid>..., bgp<pid>..., bte<pid>..., cl<pid>..., hl<pid>...   (tests/e2e labs)
+#   pk<pid>-...                                  (package_systemd: lab and container)
 #   ballast-lbdpt-<pid>, ballast-pkg-<pid>             (lbdp_cli, package_deb)
 # and only when that PID is no longer a live process (a namespace of a
 # running test, or of a PID reused since, is left alone). Processes still
@@ -14,7 +15,7 @@
 # e2e test as it starts (tests/e2e/common.sh) and by the two standalone
 # scripts.
 for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
-  if [[ $ns =~ ^(ag|bgp|bte|cl|hl)([0-9]+) ]]; then
+  if [[ $ns =~ ^(ag|bgp|bte|cl|hl|pk)([0-9]+) ]]; then
     pid=${BASH_REMATCH[2]}
   elif [[ $ns =~ ^ballast-(lbdpt|pkg)-([0-9]+)$ ]]; then
     pid=${BASH_REMATCH[2]}
@@ -30,7 +31,7 @@ done
 lab=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tools/lab/lab
 for dir in /run/ballast-lab/*/; do
   prefix=$(basename "$dir")
-  [[ $prefix =~ ^(ag|bgp|bte|cl|hl)([0-9]+) ]] || continue
+  [[ $prefix =~ ^(ag|bgp|bte|cl|hl|pk)([0-9]+) ]] || continue
   pid=${BASH_REMATCH[2]}
   kill -0 "$pid" 2>/dev/null && continue
   if "$lab" --prefix "$prefix" --no-build down >/dev/null 2>&1; then
