@@ -145,10 +145,33 @@ static __always_inline int syn_has_socket(struct xdp_md *ctx, void *data, void *
 	return state == BPF_TCP_LISTEN ? SYN_LISTENER : SYN_OTHER;
 }
 
+/* The part of the kernel's struct tcp_request_sock read here, relocated
+ * by libbpf against the running kernel's BTF (CO-RE). */
+struct tcp_request_sock___ballast {
+	__u32 snt_isn; /* the ISN of this host's SYN-ACK */
+} __attribute__((preserve_access_index));
+
+/* Whether the request socket `sk` (BPF_TCP_NEW_SYN_RECV) is the one the
+ * packet's sender is completing: it acknowledges this host's SYN-ACK, ISN
+ * + 1 (this host sends nothing else before the handshake completes). A
+ * blind spoofer, whose own SYN made the request socket, never saw that
+ * ISN. */
+static __always_inline int request_acked(struct bpf_sock *sk, const struct inner_tcp *it)
+{
+	struct tcp_request_sock___ballast *req =
+		(struct tcp_request_sock___ballast *)bpf_skc_to_tcp_request_sock(sk);
+
+	if (!req || !(it->flags & 0x10))
+		return 0;
+	return bpf_ntohl(it->th->ack_seq) == req->snt_isn + 1;
+}
+
 /* Does a connection on this host hold the TCP packet other than a SYN at
- * data + off? 1 a socket of its tuple (established or request socket), or
- * a listener whose SYN cookie it carries; 0 none: no socket (the kernel
- * would answer with a RST) or only a TIME_WAIT of the tuple, a connection
+ * data + off? 1 a socket of its tuple (established, or a request socket
+ * whose SYN-ACK the packet acknowledges), or a listener whose SYN cookie it
+ * carries; 0 none: no socket (the kernel would answer with a RST), a
+ * request socket the packet does not complete (a spoofed SYN's: the
+ * kernel would drop it), or only a TIME_WAIT of the tuple, a connection
  * that ended here (the client reused the port; its live connection is
  * elsewhere, and TIME_WAIT would answer it with an ACK of the old one); -1
  * a SYN, or not asked (inner_tcp_of): passed up as before. */
@@ -165,7 +188,10 @@ static __always_inline int est_has_socket(struct xdp_md *ctx, void *data, void *
 	if (!sk)
 		return 0;
 	if (sk->state != BPF_TCP_LISTEN) {
-		has = sk->state != BPF_TCP_TIME_WAIT;
+		if (sk->state == BPF_TCP_NEW_SYN_RECV)
+			has = request_acked(sk, &it);
+		else
+			has = sk->state != BPF_TCP_TIME_WAIT;
 		bpf_sk_release(sk);
 		return has;
 	}
