@@ -8,9 +8,11 @@
 //   syn_retransmit_ratio         syn_retransmits / new_flows            new_flows
 //   client_rst_ratio             client_rsts / new_flows                new_flows
 //   incomplete_handshake_ratio   1 - handshake_count / new_flows        new_flows
-//                                (clamped to 0..1; a dead port answers
-//                                SYN with RST: no retransmission, no
-//                                handshake)
+//                                (clamped to 0..1; the data plane counts
+//                                a new flow once its client shows it is
+//                                there: a retransmitted SYN or the
+//                                completing ACK, so this is clients that
+//                                kept trying and never got through)
 //   unanswered_ratio             1 - first_response_count /             handshake_count
 //                                handshake_count (0..1; a hung server
 //                                completes handshakes in the kernel but

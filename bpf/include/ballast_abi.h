@@ -297,7 +297,9 @@ struct ballast_handshake {
 	 * of a 32-bit backend_id, always 0: a slot written by an older build
 	 * reads as no bounce. */
 	__u8 bounces;
-	__u8 reserved;
+	/* BALLAST_HANDSHAKE_F_*: 0 in slots of earlier builds (their SYNs were
+	 * counted when sent). */
+	__u8 flags;
 	/* The client SYN's sequence number (its ISN). The packet that completes
 	 * the handshake carries isn + 1 (plus any data of the SYN: TCP Fast
 	 * Open), so a packet of another connection on the tuple, e.g. of a flow
@@ -309,6 +311,15 @@ struct ballast_handshake {
 	__u32 syn_time;   /* precise clock >> BALLAST_HANDSHAKE_TIME_SHIFT at the latest
 	                     SYN; wraps after 18 minutes */
 };
+
+/* The slot's backend has counted this handshake as a new flow
+ * (backend_stats.new_flows). A SYN counts once its client shows it is
+ * there: when the handshake completes, or at its first retransmission. A
+ * SYN followed by nothing (a blind spoofer's, a SYN flood's) is no new flow
+ * of any backend, so it cannot raise a backend's incomplete-handshake or
+ * retransmission ratios. A write of the slot's backend (a bounce to the
+ * next choice) clears it. */
+#define BALLAST_HANDSHAKE_F_COUNTED 0x1u
 
 /* Value of the `handshakes` array: one set of slots, one cache line. */
 struct ballast_handshake_set {

@@ -298,12 +298,12 @@ static __always_inline int syn_retry_due(const struct ballast_handshake *h, __u6
 }
 
 /* Fills slot `h` in two 8-byte stores, time first (see struct
- * ballast_handshake). */
+ * ballast_handshake): no bounce yet, `flags` (BALLAST_HANDSHAKE_F_*). */
 static __always_inline void handshake_write(struct ballast_handshake *h, const struct pkt *p,
-					    __u32 id, __u64 now)
+					    __u32 id, __u64 now, __u32 flags)
 {
 	*(__u64 *)&h->isn = p->seq | (__u64)handshake_time(now) << 32;
-	*(__u64 *)&h->hash = p->hash | (__u64)id << 32;
+	*(__u64 *)&h->hash = p->hash | (__u64)(id | flags << 24) << 32;
 }
 
 /* A pure SYN: a new connection (`f`, the `flows` entry of its tuple if
@@ -323,11 +323,15 @@ static __always_inline __u32 handshake_syn(const struct ballast_vip_meta *vip, s
 	if (set)
 		h = handshake_find(set, p, s, now, HS_SEQ_SYN);
 	if (h) {
-		/* The backend did not answer (yet). */
+		/* The backend did not answer (yet): the client is there, so its
+		 * connection counts as a new flow of that backend now if it did
+		 * not already (BALLAST_HANDSHAKE_F_COUNTED). */
 		old = h->backend_id;
 		bs = backend_stats_of(old);
-		if (bs)
+		if (bs) {
 			bs->syn_retransmits += 1;
+			bs->new_flows += !(h->flags & BALLAST_HANDSHAKE_F_COUNTED);
+		}
 	}
 	if (id == BALLAST_INVALID_ID)
 		return id;
@@ -335,12 +339,16 @@ static __always_inline __u32 handshake_syn(const struct ballast_vip_meta *vip, s
 		/* The client got no SYN-ACK within the retry age: not to the
 		 * backend that did not answer again, to the next choice. */
 		id = maglev_next_choice(vip->vip_id, p, id, old);
-	if (id != old)
-		count_new_flow(id);
+	if (h && id != old)
+		count_new_flow(id); /* a retransmission: its client is there */
 	if (!h && set)
 		h = handshake_victim(set, s, now);
+	/* Times from this, the latest SYN. A first SYN counts when its
+	 * client shows up (handshake_complete); a retransmission was counted
+	 * above. */
 	if (h)
-		handshake_write(h, p, id, now); /* times from this, the latest SYN */
+		handshake_write(h, p, id, now,
+				old != BALLAST_INVALID_ID ? BALLAST_HANDSHAKE_F_COUNTED : 0);
 	/* A new connection on a known tuple (or an older program's SYN_SENT
 	 * flow): from now on it lives in the slots. Left in place, the flow
 	 * would take the new connection's ACK to the old backend
@@ -385,36 +393,34 @@ static __always_inline int syn_keeps_flow(const struct ballast_flow *f,
 
 /* A pure SYN that syn_keeps_flow(): forwarded to the flow's backend `id`;
  * the flow keeps its backend, state and sequence window. Its slot is
- * written (a retransmission counted) so that the backend can bounce it when
- * it has no socket for the tuple; the bounce then ends the flow
- * (bounce_take). The flow is marked BALLAST_FLOW_F_REOPENED and its
- * first-response sample restarts: should this be a new connection (the
- * client reusing its port after a RST from the backend, which the router
- * does not see), the samples are the new connection's, not the old one's
- * payload time against the new one's ACK numbers. A spoofer gains nothing
- * it could not get from a SYN on a tuple of its own. */
+ * written so that the backend can bounce it when it has no socket for the
+ * tuple; the bounce then ends the flow (bounce_take). The flow is marked
+ * BALLAST_FLOW_F_REOPENED and its first-response sample restarts: should
+ * this be a new connection (the client reusing its port after a RST from
+ * the backend, which the router does not see), the samples are the new
+ * connection's, not the old one's payload time against the new one's ACK
+ * numbers. Nothing is counted against the backend here, neither a new flow
+ * nor a retransmission: a SYN on a live tuple is what a spoofer who knows
+ * the tuple sends to make a backend look like it leaves handshakes
+ * unfinished (incomplete_handshake_ratio) while its peers do not. Such a
+ * SYN counts as a new flow once its handshake completes
+ * (handshake_reopened). */
 static __always_inline void handshake_syn_guarded(struct pkt *p, const struct ballast_settings *s,
 						  __u64 now, __u32 id, struct ballast_flow *f)
 {
 	struct ballast_handshake_set *set = handshake_set_of(p);
-	struct ballast_backend_stats *bs;
 	struct ballast_handshake *h;
 
+	/* First: after the slot's write the verifier's work grows by a
+	 * tenth (its paths merge less well). */
+	f->flags = (f->flags & ~(BALLAST_FLOW_F_PAYLOAD_SEEN | BALLAST_FLOW_F_RESPONSE_SEEN)) |
+		   BALLAST_FLOW_F_REOPENED;
 	if (!set)
 		return;
 	h = handshake_find(set, p, s, now, HS_SEQ_SYN);
-	if (h && h->backend_id == id) {
-		bs = backend_stats_of(id);
-		if (bs)
-			bs->syn_retransmits += 1;
-	} else {
-		count_new_flow(id);
-	}
 	if (!h)
 		h = handshake_victim(set, s, now);
-	handshake_write(h, p, id, now);
-	f->flags = (f->flags & ~(BALLAST_FLOW_F_PAYLOAD_SEEN | BALLAST_FLOW_F_RESPONSE_SEEN)) |
-		   BALLAST_FLOW_F_REOPENED;
+	handshake_write(h, p, id, now, 0);
 }
 
 /* The first client packet after a SYN that reopened flow `f`
@@ -457,6 +463,7 @@ static __always_inline __u32 handshake_reopened(struct ballast_flow *f, struct p
 	*(__u64 *)&h->hash = 0; /* free the slot */
 	bs = backend_stats_of(f->backend_id);
 	if (bs && (p->tcp_flags & (TCP_ACK | TCP_RST)) == TCP_ACK) {
+		bs->new_flows += 1; /* not counted at its SYN (handshake_syn_guarded) */
 		bs->handshake_ns_sum += (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT;
 		bs->handshake_count += 1;
 		latency_sample(f->backend_id, 0, (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT);
@@ -483,12 +490,13 @@ static __always_inline int handshake_complete(const struct ballast_vip_meta *vip
 	struct ballast_handshake *h = set ? handshake_find(set, p, s, now, HS_SEQ_FOLLOWS) : 0;
 	struct ballast_backend_stats *bs;
 	struct ballast_backend *be;
-	__u32 id, age, bounces;
+	__u32 id, age, bounces, counted;
 
 	if (!h)
 		return 0;
 	id = h->backend_id;
 	bounces = h->bounces;
+	counted = h->flags & BALLAST_HANDSHAKE_F_COUNTED;
 	age = handshake_time(now) - h->syn_time;
 	*(__u64 *)&h->hash = 0; /* free the slot */
 	be = bpf_map_lookup_elem(&backends, &id);
@@ -498,6 +506,8 @@ static __always_inline int handshake_complete(const struct ballast_vip_meta *vip
 	/* A RST that ends a handshake is not counted: a SYN and a RST are two
 	 * packets a blind spoofer can send for any tuple (probation.h). */
 	if (bs && !(p->tcp_flags & TCP_RST) && (p->tcp_flags & TCP_ACK)) {
+		if (!counted)
+			bs->new_flows += 1; /* its SYN was not counted (handshake_syn) */
 		bs->handshake_ns_sum += (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT;
 		bs->handshake_count += 1;
 		latency_sample(id, 0, (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT);

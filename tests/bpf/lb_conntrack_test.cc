@@ -59,6 +59,9 @@ TEST_CASE("An established flow keeps its backend after a table change", "[lb][co
   const Outcome n = fx.Run(FromClient4().Tcp(kPort + 1, 80, tcp::kSyn).Build());
   CHECK(BackendOf(fx, n) == 2);
   CHECK(fx.BackendStats(1).packets == 7);  // Establish() sends 4
+  // A SYN alone is no new flow yet: it counts once its client shows up.
+  CHECK(fx.BackendStats(2).new_flows == 0);
+  CHECK(BackendOf(fx, fx.Run(FromClient4().Tcp(kPort + 1, 80, tcp::kAck, 1001, 1).Build())) == 2);
   CHECK(fx.BackendStats(2).new_flows == 1);
 }
 
@@ -71,7 +74,9 @@ TEST_CASE("An unfinished handshake follows the table: the retransmitted SYN is r
   CHECK_FALSE(fx.Flow(kKey));  // a SYN writes a handshake slot, not a flow
   REQUIRE(fx.Handshake(kKey));
   CHECK(fx.Handshake(kKey)->backend_id == 1);
-  CHECK(fx.BackendStats(1).new_flows == 1);
+  // Not a new flow yet: a SYN counts once its client shows up (a
+  // retransmission, or the completing ACK), so a SYN flood counts nothing.
+  CHECK(fx.BackendStats(1).new_flows == 0);
   {
     auto hs = fx.dp().Handshakes();  // what `lbdp handshakes` reads
     REQUIRE(hs.ok());
@@ -85,6 +90,7 @@ TEST_CASE("An unfinished handshake follows the table: the retransmitted SYN is r
   REQUIRE(o.verdict == BALLAST_V_TX);
   CHECK(BackendOf(fx, o) == 2);
   CHECK(fx.BackendStats(1).syn_retransmits == 1);
+  CHECK(fx.BackendStats(1).new_flows == 1);  // its client retransmitted: counted now
   CHECK(fx.BackendStats(2).new_flows == 1);
   CHECK_FALSE(fx.Flow(kKey));
   REQUIRE(fx.Handshake(kKey));
@@ -173,10 +179,11 @@ TEST_CASE("A SYN on a tuple with an idle flow is a new connection: the flow is r
   REQUIRE(fx.Handshake(kKey));
   CHECK(fx.Handshake(kKey)->backend_id == 2);
   CHECK(fx.BackendStats(1).syn_retransmits == 0);
-  CHECK(fx.BackendStats(2).new_flows == 1);
+  CHECK(fx.BackendStats(2).new_flows == 0);
   fx.SetUniformTable(kVipTcp4, 3);
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 7001, 100))) == 2);
   CHECK(fx.Flow(kKey)->backend_id == 2);
+  CHECK(fx.BackendStats(2).new_flows == 1);  // counted as it completes
 }
 
 // Ages the SYN in `key`'s slot by `ns` (as if it had been sent that long
@@ -262,7 +269,9 @@ TEST_CASE("A retransmitted SYN goes to the flow's next choice", "[lb][conntrack]
     AgeHandshake(fx, key, retry_ns);
     CHECK(BackendOf(fx, fx.Run(seg(tcp::kSyn, 777777, 0))) == first);  // the table's pick
     CHECK(fx.BackendStats(second).syn_retransmits == 0);
-    CHECK(fx.BackendStats(first).new_flows == 2);
+    // The client's first SYN, counted at its retransmission; the other
+    // ISN's SYN is not counted (nothing followed it).
+    CHECK(fx.BackendStats(first).new_flows == 1);
     CHECK(fx.BackendStats(third).new_flows == 0);
     CHECK(BackendOf(fx, fx.Run(seg(tcp::kAck, 101, 5001))) == second);
     const auto f = fx.Flow(key);
@@ -320,7 +329,7 @@ TEST_CASE("Handshake slots: expiry, client RST, unusable backend, full sets",
     fx.SetHandshakeSet(kKey, {{{hash, 2, 0, 0, isn, at(now - idle_ns - 1000000000ull)}}});
     CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 100, 0))) == 1);
     CHECK(fx.BackendStats(2).syn_retransmits == 0);
-    CHECK(fx.BackendStats(1).new_flows == 1);
+    CHECK(fx.BackendStats(1).new_flows == 0);  // a new connection: counted when it completes
     CHECK(fx.Handshake(kKey)->backend_id == 1);
   }
   SECTION("an ACK whose handshake slot expired is adopted from the table") {

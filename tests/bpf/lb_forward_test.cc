@@ -53,7 +53,7 @@ TEST_CASE("IPv4 SYN to a VIP is IPv4-in-IPv4 encapsulated to the backend the tab
     new_flows += fx.BackendStats(id).new_flows;
     packets += fx.BackendStats(id).packets;
   }
-  CHECK(new_flows == 24);
+  CHECK(new_flows == 0);  // a SYN counts once its client shows up (lb_conntrack_test)
   CHECK(packets == 24);
   const auto vs = fx.VipStats(kVipTcp4);
   CHECK(vs.packets == 24);

@@ -203,10 +203,13 @@ TEST_CASE("A port reused after the backend's RST: the new connection's samples a
 
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kSyn, 700000, 0))) == 1);
   CHECK((FlowOf(fx).flags & BALLAST_FLOW_F_REOPENED) != 0);
-  CHECK(fx.BackendStats(1).new_flows == before.new_flows + 1);
-  // The handshake completes: one handshake sample, no response sample yet
-  // (the ACK number is past the old payload's, but this is no response).
+  // Not yet a new flow: a SYN on a live tuple counts once it completes.
+  CHECK(fx.BackendStats(1).new_flows == before.new_flows);
+  // The handshake completes: a new flow, one handshake sample, no response
+  // sample yet (the ACK number is past the old payload's, but this is no
+  // response).
   CHECK(BackendOf(fx, fx.Run(Segment(tcp::kAck, 700001, 9001))) == 1);
+  CHECK(fx.BackendStats(1).new_flows == before.new_flows + 1);
   CHECK(fx.BackendStats(1).handshake_count == 2);
   CHECK(fx.BackendStats(1).first_response_count == 0);
   CHECK((FlowOf(fx).flags & BALLAST_FLOW_F_REOPENED) == 0);
@@ -228,6 +231,27 @@ TEST_CASE("A port reused after the backend's RST: the new connection's samples a
     CHECK(fx.BackendStats(1).handshake_count == 2);
     CHECK((FlowOf(fx).flags & BALLAST_FLOW_F_REOPENED) == 0);
   }
+}
+
+TEST_CASE("SYNs spoofed on a live flow count nothing against its backend", "[lb][spoof]") {
+  // A stranger who knows a live tuple sends SYNs on it, each new or
+  // repeated: they reach the flow's backend (which answers with a
+  // challenge ACK) and are never completed. Counted as new flows and
+  // retransmissions, they made that backend alone look like it leaves
+  // handshakes unfinished (the attack suite's live_syn_targeted: score 100
+  // -> 60, weight halved).
+  LbFixture fx;
+  Establish(fx);
+  const ballast_backend_stats before = fx.BackendStats(1);
+  for (uint32_t i = 0; i < 50; ++i) {
+    const uint32_t isn = 900000 + (i / 2) * 1000;  // each ISN twice: a "retransmission"
+    CHECK(fx.Run(Segment(tcp::kSyn, isn, 0)).verdict == BALLAST_V_GUARDED_TX);
+  }
+  const ballast_backend_stats after = fx.BackendStats(1);
+  CHECK(after.new_flows == before.new_flows);
+  CHECK(after.syn_retransmits == before.syn_retransmits);
+  CHECK(after.handshake_count == before.handshake_count);
+  CHECK(FlowOf(fx).backend_id == 1);
 }
 
 TEST_CASE("A flow written without seq_next takes it from its next packet", "[lb][spoof]") {
