@@ -21,6 +21,7 @@
 #include "fib.h"
 #include "icmp.h"
 #include "bounce.h"
+#include "quic.h"
 
 /* Encapsulates the packet to `backend_id` (whose entry `be` the caller
  * looked up and found in use) and sends it on its way. The verdicts used
@@ -300,19 +301,30 @@ int xdp_lb(struct xdp_md *ctx)
 	if (p.ttl <= 1)
 		return verdict(BALLAST_V_PASS_TTL, XDP_PASS);
 
-	/* A packet without a flow, and a SYN, needs the precise clock for its
-	 * handshake slot: read it once, as `now`. Everything else runs on the
-	 * coarse clock, unless the fence check already read the precise one (owned
-	 * VIP). */
-	if (!now)
-		now = f && !syn ? clock_coarse() : clock_precise();
-	id = conntrack_select(vip, &p, s, now, f, cls, looked_up, &be);
-	if (!be) {
-		/* a fresh pick from the table */
+	/* A UDP packet of a QUIC VIP whose DCID names a usable backend of the
+	 * VIP goes there, whatever its 4-tuple, and leaves the flows alone
+	 * (bpf/lib/quic.h); any other goes by the 4-tuple. */
+	id = BALLAST_INVALID_ID;
+	if (p.key.proto == IPPROTO_UDP)
+		id = quic_route(ctx, p.l4_off, vip->vip_id);
+	if (id != BALLAST_INVALID_ID)
 		be = bpf_map_lookup_elem(&backends, &id);
-		if (id == BALLAST_INVALID_ID || !backend_usable(be)) {
-			vip_account(vip->vip_id, 0, 1);
-			return verdict(BALLAST_V_DROP_NO_BACKEND, XDP_DROP);
+
+	/* A packet without a flow, and a SYN, needs the precise clock for its
+	 * handshake slot: read it once, as `now`. Everything else (a packet
+	 * routed by its CID too) runs on the coarse clock, unless the fence
+	 * check already read the precise one (owned VIP). */
+	if (!now)
+		now = (f && !syn) || be ? clock_coarse() : clock_precise();
+	if (!be) {
+		id = conntrack_select(vip, &p, s, now, f, cls, looked_up, &be);
+		if (!be) {
+			/* a fresh pick from the table */
+			be = bpf_map_lookup_elem(&backends, &id);
+			if (id == BALLAST_INVALID_ID || !backend_usable(be)) {
+				vip_account(vip->vip_id, 0, 1);
+				return verdict(BALLAST_V_DROP_NO_BACKEND, XDP_DROP);
+			}
 		}
 	}
 	if (unlikely(p.guarded))

@@ -282,6 +282,51 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } handshake_settings SEC(".maps");
 
+/* vip_id -> the VIP's QUIC-LB configurations (struct ballast_quic_vip;
+ * bpf/lib/quic.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BALLAST_MAX_VIPS);
+	__type(key, __u32);
+	__type(value, struct ballast_quic_vip);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} quic_vips SEC(".maps");
+
+/* (vip_id, config id, server ID) -> backend_id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, BALLAST_QUIC_MAX_SERVERS);
+	__type(key, struct ballast_quic_sid_key);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} quic_servers SEC(".maps");
+
+/* quic_route()'s working memory (key 0): a server ID key and the AES
+ * state, in map memory rather than on the stack, which xdp_lb's frame and
+ * quic_route's share (512 bytes in all). Nothing outlives one packet. */
+struct quic_scratch {
+	struct ballast_quic_sid_key key;
+	__u32 s[4];
+	__u32 t[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct quic_scratch);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} quic_scratch SEC(".maps");
+
+/* vip_id -> QUIC routing counters (struct ballast_quic_stats). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BALLAST_MAX_VIPS);
+	__type(key, __u32);
+	__type(value, struct ballast_quic_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} quic_stats SEC(".maps");
+
 /* enum ballast_verdict -> packets. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
