@@ -24,7 +24,8 @@
 //  - Each map of the program is pinned at <pin_dir>/<map name> (names are the
 //    ABI names: vips, vip_refs, vip_filter, backends, maglev_tables, flows, adopted_flows,
 //    flows_udp, handshakes, settings, handshake_settings, icmp_budget, nexthops, backend_stats,
-//    vip_stats, verdicts, clock_cache, maglev_history, esc_stats, bounce_key). Open()
+//    vip_stats, verdicts, clock_cache, maglev_history, esc_stats, bounce_key, quic_vips,
+//    quic_servers, quic_stats). Open()
 //    reuses the pinned maps when they exist (their contents, including the flow table, survive) and
 //    pins the ones that do not. The program is pinned at <pin_dir>/prog_xdp_lb. An older build's
 //    `flows_adopted` (an LRU hash; adopted flows now live in `adopted_flows`) is unpinned, and
@@ -251,6 +252,12 @@ class Dataplane final : public DataplanePort {
   // deletes it too.
   absl::Status SetHistory(uint32_t vip_id, std::span<const uint64_t> slots) override;
   absl::StatusOr<std::vector<uint64_t>> GetHistory(uint32_t vip_id) const override;
+  // QUIC-LB (dataplane_quic.cc)
+  absl::Status SetQuicConfigs(uint32_t vip_id, std::span<const QuicConfig> configs) override;
+  absl::StatusOr<std::vector<QuicConfig>> GetQuicConfigs(uint32_t vip_id) const override;
+  absl::Status SetQuicServers(uint32_t vip_id, std::span<const QuicServer> servers) override;
+  absl::StatusOr<std::vector<QuicServer>> GetQuicServers(uint32_t vip_id) const override;
+  absl::StatusOr<ballast_quic_stats> QuicStats(uint32_t vip_id) const override;
 
   absl::StatusOr<ballast_backend_stats> BackendStats(
       uint32_t id) const override;  // summed over CPUs
@@ -329,6 +336,9 @@ class Dataplane final : public DataplanePort {
       size_t max, const std::function<void(const ballast_flow_key&, const ballast_flow&)>& fn,
       size_t batch) const;
   absl::Status SetIcmpBudget(uint32_t per_s, uint32_t burst);
+  // Removes vip_id's QUIC-LB configurations and server IDs, zeroes its
+  // QUIC counters (DeleteVip).
+  absl::Status ClearQuic(uint32_t vip_id);
   absl::Status SetFlowHashSeed(const FlowHashSeed& seed);
   absl::StatusOr<FlowHashSeed> ReadFlowHashSeed() const;
   // Rewrites the slots of vip_id's current table that differ from `table`;

@@ -382,6 +382,7 @@ absl::Status Dataplane::DeleteVip(const VipKey& key, const DeleteVipOptions& opt
       return ErrnoStatus(errno, Cat("deleting the Maglev table of vip id ", meta.vip_id));
     }
     if (absl::Status st = SetHistory(meta.vip_id, {}); !st.ok()) return st;
+    if (absl::Status st = ClearQuic(meta.vip_id); !st.ok()) return st;
     return ZeroPerCpu(map_fd("vip_stats"), meta.vip_id, sizeof(ballast_vip_stats), "vip_stats");
   }
   return absl::OkStatus();

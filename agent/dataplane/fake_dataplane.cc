@@ -113,6 +113,9 @@ absl::Status FakeDataplane::DeleteVip(const VipKey& key, const DeleteVipOptions&
   tables_.erase(id);
   histories_.erase(id);
   vip_stats_.erase(id);
+  quic_configs_.erase(id);
+  quic_servers_.erase(id);
+  quic_stats_.erase(id);
   return absl::OkStatus();
 }
 

@@ -5,8 +5,8 @@
 // marker lives while a VIP uses the address (or until
 // DeleteVipAddressMarker when its last VIP was deleted with
 // keep_address_marker), an existing VIP keeps its
-// ownership, a deleted VIP takes its table and counters, a cleared backend
-// its counters.
+// ownership, a deleted VIP takes its table, counters and QUIC-LB
+// configurations and server IDs, a cleared backend its counters.
 //
 // What it does not model: packets (nothing forwards), pins and adoption
 // across processes (adopted() is what the constructor says), handshake
@@ -61,6 +61,11 @@ class FakeDataplane final : public DataplanePort {
   absl::StatusOr<std::vector<uint32_t>> GetTable(uint32_t vip_id) const override;
   absl::Status SetHistory(uint32_t vip_id, std::span<const uint64_t> slots) override;
   absl::StatusOr<std::vector<uint64_t>> GetHistory(uint32_t vip_id) const override;
+  absl::Status SetQuicConfigs(uint32_t vip_id, std::span<const QuicConfig> configs) override;
+  absl::StatusOr<std::vector<QuicConfig>> GetQuicConfigs(uint32_t vip_id) const override;
+  absl::Status SetQuicServers(uint32_t vip_id, std::span<const QuicServer> servers) override;
+  absl::StatusOr<std::vector<QuicServer>> GetQuicServers(uint32_t vip_id) const override;
+  absl::StatusOr<ballast_quic_stats> QuicStats(uint32_t vip_id) const override;
   absl::Status Attach(std::string_view ifname, AttachMode mode) override;
   absl::StatusOr<AttachMode> AttachedMode(std::string_view ifname) const override;
   absl::Status Detach(std::string_view ifname) override;
@@ -90,6 +95,7 @@ class FakeDataplane final : public DataplanePort {
   void SetBackendBounces(uint32_t id, const ballast_backend_bounces& bounces);
   void SetBackendLatency(uint32_t id, const LatencyHistograms& latency);
   void SetVipStats(uint32_t vip_id, const ballast_vip_stats& stats);
+  void SetQuicStats(uint32_t vip_id, const ballast_quic_stats& stats);
   void CountVerdict(ballast_verdict v, uint64_t n);
   // An entry of flow map `map` (one of kFlowMaps), as the program records one.
   absl::Status AddFlow(const char* map, const ballast_flow_key& key, const ballast_flow& flow);
@@ -114,6 +120,9 @@ class FakeDataplane final : public DataplanePort {
   std::map<uint32_t, ballast_backend_bounces> bounces_;
   std::map<uint32_t, LatencyHistograms> latency_;
   std::map<uint32_t, ballast_vip_stats> vip_stats_;
+  std::map<uint32_t, std::vector<QuicConfig>> quic_configs_;  // fake_dataplane_quic.cc
+  std::map<uint32_t, std::vector<QuicServer>> quic_servers_;
+  std::map<uint32_t, ballast_quic_stats> quic_stats_;
   std::array<uint64_t, BALLAST_V_MAX> verdicts_ = {};
   std::map<std::string, std::vector<std::pair<ballast_flow_key, ballast_flow>>, std::less<>> flows_;
   std::map<std::string, AttachMode, std::less<>> attached_;

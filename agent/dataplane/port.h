@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/base/ip_address.h"
+#include "agent/dataplane/quic.h"
 #include "agent/dataplane/types.h"
 #include "agent/dataplane/vip_key.h"
 #include "ballast_abi.h"
@@ -71,6 +72,20 @@ class DataplanePort {
   // it has none.
   virtual absl::Status SetHistory(uint32_t vip_id, std::span<const uint64_t> slots) = 0;
   virtual absl::StatusOr<std::vector<uint64_t>> GetHistory(uint32_t vip_id) const = 0;
+  // QUIC-LB (quic.h; docs/dataplane.md, "QUIC"): the live configurations
+  // of UDP VIP vip_id (at most two: a rotation), empty = not a QUIC VIP.
+  // Server IDs of a configuration no longer live (or now of another
+  // length) are removed with it. DeleteVip removes both.
+  virtual absl::Status SetQuicConfigs(uint32_t vip_id, std::span<const QuicConfig> configs) = 0;
+  virtual absl::StatusOr<std::vector<QuicConfig>> GetQuicConfigs(uint32_t vip_id) const = 0;
+  // Replaces vip_id's server IDs with `servers` (each of a live
+  // configuration): new and changed entries are written before the
+  // missing ones are removed. Only backends of the VIP belong here: a
+  // server ID reaches its backend while that backend is usable.
+  virtual absl::Status SetQuicServers(uint32_t vip_id, std::span<const QuicServer> servers) = 0;
+  virtual absl::StatusOr<std::vector<QuicServer>> GetQuicServers(uint32_t vip_id) const = 0;
+  // Summed over CPUs; zero for a VIP that never saw a QUIC packet.
+  virtual absl::StatusOr<ballast_quic_stats> QuicStats(uint32_t vip_id) const = 0;
 
   // ---- devices ----
   // NotFound for a device that does not exist.

@@ -49,6 +49,67 @@ std::vector<std::string> Markers(const DataplanePort& dp) {
 
 using Texts = std::vector<std::string>;
 
+// QUIC-LB: configurations (a rotation's two), server IDs replaced whole,
+// a retired configuration's server IDs gone with it, DeleteVip taking both.
+void RunQuicContract(DataplanePort& dp) {
+  QuicKey key{};
+  for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(0x40 + i);
+  const uint32_t vip = 9;
+  const QuicConfig old_c{.config_id = 0, .sid_len = 3, .nonce_len = 4};
+  const QuicConfig new_c{.config_id = 1, .sid_len = 4, .nonce_len = 12, .key = key};
+  auto configs = dp.GetQuicConfigs(vip);
+  REQUIRE(configs.ok());
+  CHECK(configs->empty());
+  const std::vector<QuicServer> early = {{.config_id = 0, .sid = {1, 2, 3}, .backend_id = 1}};
+  CHECK(dp.SetQuicServers(vip, early).code() == absl::StatusCode::kInvalidArgument);
+
+  const std::vector<QuicConfig> both = {old_c, new_c};
+  REQUIRE(dp.SetQuicConfigs(vip, both).ok());
+  configs = dp.GetQuicConfigs(vip);
+  REQUIRE(configs.ok());
+  CHECK(*configs == both);
+  const std::vector<QuicServer> servers = {{.config_id = 0, .sid = {1, 2, 3}, .backend_id = 1},
+                                           {.config_id = 0, .sid = {1, 2, 4}, .backend_id = 2},
+                                           {.config_id = 1, .sid = {9, 9, 9, 9}, .backend_id = 2}};
+  REQUIRE(dp.SetQuicServers(vip, servers).ok());
+  auto got = dp.GetQuicServers(vip);
+  REQUIRE(got.ok());
+  CHECK(*got == servers);
+  // Replaced whole: one removed, one moved.
+  const std::vector<QuicServer> fewer = {{.config_id = 0, .sid = {1, 2, 3}, .backend_id = 3},
+                                         {.config_id = 1, .sid = {9, 9, 9, 9}, .backend_id = 2}};
+  REQUIRE(dp.SetQuicServers(vip, fewer).ok());
+  got = dp.GetQuicServers(vip);
+  REQUIRE(got.ok());
+  CHECK(*got == fewer);
+  // The old configuration retired: its server IDs go with it.
+  const std::vector<QuicConfig> only_new = {new_c};
+  REQUIRE(dp.SetQuicConfigs(vip, only_new).ok());
+  got = dp.GetQuicServers(vip);
+  REQUIRE(got.ok());
+  CHECK(*got == std::vector<QuicServer>{fewer[1]});
+  auto stats = dp.QuicStats(vip);
+  REQUIRE(stats.ok());
+  CHECK(stats->cid_routed == 0);
+  CHECK(dp.SetQuicConfigs(0, only_new).code() == absl::StatusCode::kInvalidArgument);
+  const std::vector<QuicConfig> bad = {{.config_id = 7, .sid_len = 3, .nonce_len = 4}};
+  CHECK(dp.SetQuicConfigs(vip, bad).code() == absl::StatusCode::kInvalidArgument);
+  configs = dp.GetQuicConfigs(vip);
+  REQUIRE(configs.ok());
+  CHECK(*configs == only_new);  // a refused call changed nothing
+
+  // Deleting the VIP takes its configurations and server IDs.
+  const VipKey udp = Vip("198.18.0.10", 443, IPPROTO_UDP);
+  REQUIRE(dp.UpsertVip(udp, vip).ok());
+  REQUIRE(dp.DeleteVip(udp).ok());
+  configs = dp.GetQuicConfigs(vip);
+  REQUIRE(configs.ok());
+  CHECK(configs->empty());
+  got = dp.GetQuicServers(vip);
+  REQUIRE(got.ok());
+  CHECK(got->empty());
+}
+
 void RunContract(DataplanePort& dp) {
   SECTION("VIPs: ids unique, markers follow the addresses, deletes take the table") {
     const VipKey a = Vip("198.18.0.10", 80), b = Vip("198.18.0.10", 443),
@@ -238,6 +299,8 @@ void RunContract(DataplanePort& dp) {
     CHECK(got->syn_retry_ns == s.syn_retry_ns);
     CHECK(got->icmp_too_big_burst == s.icmp_too_big_burst);
   }
+
+  SECTION("QUIC-LB configurations and server IDs") { RunQuicContract(dp); }
 
   SECTION("Devices: a device that does not exist is NotFound, and nothing is attached") {
     auto r = dp.Attach("nosuchdev0", AttachMode::kAuto);
