@@ -395,16 +395,14 @@ static __always_inline int syn_keeps_flow(const struct ballast_flow *f,
  * the flow keeps its backend, state and sequence window. Its slot is
  * written so that the backend can bounce it when it has no socket for the
  * tuple; the bounce then ends the flow (bounce_take). The flow is marked
- * BALLAST_FLOW_F_REOPENED and its first-response sample restarts: should
- * this be a new connection (the client reusing its port after a RST from
- * the backend, which the router does not see), the samples are the new
- * connection's, not the old one's payload time against the new one's ACK
- * numbers. Nothing is counted against the backend here, neither a new flow
- * nor a retransmission: a SYN on a live tuple is what a spoofer who knows
- * the tuple sends to make a backend look like it leaves handshakes
- * unfinished (incomplete_handshake_ratio) while its peers do not. Such a
- * SYN counts as a new flow once its handshake completes
- * (handshake_reopened). */
+ * BALLAST_FLOW_F_REOPENED. A SYN on a live tuple is what a spoofer who
+ * knows the tuple sends to make one backend look bad while its peers do
+ * not, so it gives the passive signals nothing, now or later: no new flow,
+ * no retransmission, no handshake sample when an ACK "completes" it, and
+ * no first-response sample (the flow's is taken, or given up: a client
+ * reusing its port after a RST from the backend, which the router does
+ * not see, has its new connection's samples lost, rather than the old
+ * payload's time measured against the new connection's ACKs). */
 static __always_inline void handshake_syn_guarded(struct pkt *p, const struct ballast_settings *s,
 						  __u64 now, __u32 id, struct ballast_flow *f)
 {
@@ -413,8 +411,8 @@ static __always_inline void handshake_syn_guarded(struct pkt *p, const struct ba
 
 	/* First: after the slot's write the verifier's work grows by a
 	 * tenth (its paths merge less well). */
-	f->flags = (f->flags & ~(BALLAST_FLOW_F_PAYLOAD_SEEN | BALLAST_FLOW_F_RESPONSE_SEEN)) |
-		   BALLAST_FLOW_F_REOPENED;
+	f->flags |= BALLAST_FLOW_F_REOPENED | BALLAST_FLOW_F_PAYLOAD_SEEN |
+		    BALLAST_FLOW_F_RESPONSE_SEEN;
 	if (!set)
 		return;
 	h = handshake_find(set, p, s, now, HS_SEQ_SYN);
@@ -425,8 +423,8 @@ static __always_inline void handshake_syn_guarded(struct pkt *p, const struct ba
 
 /* The first client packet after a SYN that reopened flow `f`
  * (BALLAST_FLOW_F_REOPENED): when it completes that SYN's handshake (it
- * follows the slot's ISN), the new connection is the flow from now on: its
- * handshake sample is taken (an ACK), a CLOSING flow is ESTABLISHED again
+ * follows the slot's ISN), the new connection is the flow from now on (no
+ * sample: handshake_syn_guarded), a CLOSING flow is ESTABLISHED again
  * with the new connection's sequence, and when the flow's backend bounced
  * that SYN (no socket there: the old connection is gone) and the slot
  * sent it on, the flow moves to where the new connection is. The slot is
@@ -440,13 +438,10 @@ static __always_inline __u32 handshake_reopened(struct ballast_flow *f, struct p
 	__u64 t = clock_precise();
 	struct ballast_handshake *h = set ? handshake_find(set, p, s, t, HS_SEQ_FOLLOWS) : 0;
 	struct ballast_backend_bounces *bb;
-	struct ballast_backend_stats *bs;
-	__u32 age;
 
 	f->flags &= ~BALLAST_FLOW_F_REOPENED;
 	if (!h || (h->backend_id != f->backend_id && !h->bounces))
 		return f->backend_id;
-	age = handshake_time(t) - h->syn_time;
 	if (h->backend_id != f->backend_id) {
 		/* The new connection completed where the bounce sent it: the
 		 * flow's backend had no listener for it (refusals_confirm). */
@@ -461,13 +456,6 @@ static __always_inline __u32 handshake_reopened(struct ballast_flow *f, struct p
 		f->flags = BALLAST_FLOW_F_SEQ_KNOWN | BALLAST_FLOW_F_HANDSHAKE_SEEN;
 	}
 	*(__u64 *)&h->hash = 0; /* free the slot */
-	bs = backend_stats_of(f->backend_id);
-	if (bs && (p->tcp_flags & (TCP_ACK | TCP_RST)) == TCP_ACK) {
-		bs->new_flows += 1; /* not counted at its SYN (handshake_syn_guarded) */
-		bs->handshake_ns_sum += (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT;
-		bs->handshake_count += 1;
-		latency_sample(f->backend_id, 0, (__u64)age << BALLAST_HANDSHAKE_TIME_SHIFT);
-	}
 	return f->backend_id;
 }
 

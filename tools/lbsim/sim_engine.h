@@ -88,6 +88,10 @@ struct Conn {
   bool waiting = false;     // its request is stuck on a hung server
   bool remapped = false;    // counted in RunResult::remapped
   bool hit_faulty = false;  // counted in RunResult::hit_faulty
+  // Its backend counted it as a new flow (the data plane's
+  // BALLAST_HANDSHAKE_F_COUNTED): at its first retransmitted SYN or at
+  // the completing ACK, never for a SYN alone.
+  bool counted = false;
 };
 
 // One step of the fault schedule.

@@ -112,16 +112,19 @@ void Simulation::SendSyn(uint32_t ci, int64_t t, bool first) {
   if (!flow_alive) {
     // A new flow: the table's pick.
     c.backend = Pick(c.hash);
+    c.counted = false;  // a SYN alone is no new flow yet
     if (c.backend >= 0) {
-      ++ctr[c.backend].new_flows;
       ++ctr[c.backend].packets;
       c.flow_start = t;
     }
   } else {
-    // A retransmitted SYN: counted against the backend that did not answer;
-    // it follows the current table unless re-steering is off.
+    // A retransmitted SYN: counted against the backend that did not answer
+    // (and the connection, as a new flow, if it was not yet); it follows
+    // the current table unless re-steering is off.
     ++ctr[c.backend].syn_retransmits;
     ++ctr[c.backend].packets;
+    if (!c.counted) ++ctr[c.backend].new_flows;
+    c.counted = true;
     if (c.measured) ++r_.syn_retransmits;
     const int first = Pick(c.hash);
     if (sc_.second_chance && first >= 0) {
@@ -166,6 +169,7 @@ void Simulation::SendSyn(uint32_t ci, int64_t t, bool first) {
     const int next = NextChoice(c.hash, first, c.backend);
     bounces = next == c.backend ? BALLAST_BOUNCES_MAX : bounces + 1;
     c.backend = next;
+    c.counted = false;  // the bounce rewrote the slot
     ++ctr[c.backend].packets;
     if (c.measured) ++r_.bounced_syns;
     t += rtt_;
@@ -177,6 +181,8 @@ void Simulation::SendSyn(uint32_t ci, int64_t t, bool first) {
   // Handshake: SYN-ACK to the client, its ACK back through the data plane.
   const int64_t hs = rtt_ + SecondsToNs(sc_.accept.Sample(c.rng) * b.factor);
   const int64_t ack = t + hs;
+  if (!c.counted) ++ctr[c.backend].new_flows;
+  c.counted = true;
   ++ctr[c.backend].handshake_count;
   ctr[c.backend].handshake_ns_sum += static_cast<uint64_t>(ack - c.flow_start);
   ctr[c.backend].packets += 2;
