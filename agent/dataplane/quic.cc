@@ -156,24 +156,34 @@ std::array<uint8_t, 16> Aes128Encrypt(const QuicKey& key, const std::array<uint8
   return s;
 }
 
+std::optional<QuicShapeProblem> QuicShapeProblemOf(uint32_t sid_len, uint32_t nonce_len,
+                                                   bool keyed) {
+  if (sid_len < 1 || sid_len > BALLAST_QUIC_SID_MAX) {
+    return QuicShapeProblem{"server_id_len",
+                            Cat(sid_len, " is out of range 1..", BALLAST_QUIC_SID_MAX)};
+  }
+  if (nonce_len < BALLAST_QUIC_NONCE_MIN) {
+    return QuicShapeProblem{"nonce_len", Cat(nonce_len, " is below ", BALLAST_QUIC_NONCE_MIN)};
+  }
+  if (1u + uint64_t{sid_len} + nonce_len > BALLAST_QUIC_CID_MAX) {
+    return QuicShapeProblem{"nonce_len", Cat("server_id_len ", sid_len, " + nonce_len ", nonce_len,
+                                             " is over 19 (a connection ID holds 20 octets)")};
+  }
+  if (keyed && sid_len + nonce_len != 16) {
+    return QuicShapeProblem{
+        "key",
+        Cat("needs server_id_len + nonce_len = 16 (single-pass AES), not ", sid_len + nonce_len,
+            ": the four-pass form is not implemented in the data plane")};
+  }
+  return std::nullopt;
+}
+
 absl::Status CheckQuicConfig(const QuicConfig& c) {
   if (c.config_id >= BALLAST_QUIC_CR_UNROUTABLE) {
     return Invalid("config_id", Cat(c.config_id, " is out of range 0..6 (7 is unroutable)"));
   }
-  if (c.sid_len < 1 || c.sid_len > BALLAST_QUIC_SID_MAX) {
-    return Invalid("server_id_len", Cat(c.sid_len, " is out of range 1..", BALLAST_QUIC_SID_MAX));
-  }
-  if (c.nonce_len < BALLAST_QUIC_NONCE_MIN) {
-    return Invalid("nonce_len", Cat(c.nonce_len, " is below ", BALLAST_QUIC_NONCE_MIN));
-  }
-  if (1u + c.sid_len + c.nonce_len > BALLAST_QUIC_CID_MAX) {
-    return Invalid("nonce_len", Cat("server_id_len ", c.sid_len, " + nonce_len ", c.nonce_len,
-                                    " is over 19 (a connection ID holds 20 octets)"));
-  }
-  if (c.key && c.sid_len + c.nonce_len != 16) {
-    return Invalid("key", Cat("needs server_id_len + nonce_len = 16 (single-pass AES), not ",
-                              c.sid_len + c.nonce_len,
-                              ": the four-pass form is not implemented in the data plane"));
+  if (auto p = QuicShapeProblemOf(c.sid_len, c.nonce_len, c.key.has_value())) {
+    return Invalid(p->field, p->problem);
   }
   return absl::OkStatus();
 }

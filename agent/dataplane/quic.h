@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -39,6 +41,18 @@ struct QuicServer {
   uint32_t backend_id = 0;
   bool operator==(const QuicServer&) const = default;
 };
+
+// The shape rule every checker reads (the data plane's, and the agent's
+// config validation, agent/core/quic_ids.h): what is wrong with a
+// configuration of these lengths, keyed or not, naming the field
+// ("server_id_len", "nonce_len", or "key" for the key's presence), or
+// nothing. Lengths are taken wide so that no caller truncates first.
+struct QuicShapeProblem {
+  std::string_view field;
+  std::string problem;
+};
+std::optional<QuicShapeProblem> QuicShapeProblemOf(uint32_t sid_len, uint32_t nonce_len,
+                                                   bool keyed);
 
 // InvalidArgument naming the field unless `c` is a configuration the data
 // plane decodes.
