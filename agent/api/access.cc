@@ -10,7 +10,7 @@
 namespace ballast::api {
 namespace {
 
-constexpr std::array<MethodInfo, 22> kMethods = {{
+constexpr std::array<MethodInfo, 25> kMethods = {{
     {Method::kAddVip, "/ballast.v1.Vips/AddVip", Access::kWrite},
     {Method::kDeleteVip, "/ballast.v1.Vips/DeleteVip", Access::kWrite},
     {Method::kListVips, "/ballast.v1.Vips/ListVips", Access::kRead},
@@ -33,6 +33,10 @@ constexpr std::array<MethodInfo, 22> kMethods = {{
     {Method::kListFlows, "/ballast.v1.Status/ListFlows", Access::kRead},
     {Method::kRelearnHealth, "/ballast.v1.Vips/RelearnHealth", Access::kWrite},
     {Method::kRotateFlowHashSeed, "/ballast.v1.Admin/RotateFlowHashSeed", Access::kWrite},
+    {Method::kRotateQuicConfig, "/ballast.v1.Vips/RotateQuicConfig", Access::kWrite},
+    {Method::kRetireQuicConfig, "/ballast.v1.Vips/RetireQuicConfig", Access::kWrite},
+    // Returns keys: admin identities only, although it changes nothing.
+    {Method::kExportQuicConfig, "/ballast.v1.Vips/ExportQuicConfig", Access::kWrite},
 }};
 
 // The table is indexed by Method; keep it in enum order.

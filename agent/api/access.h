@@ -75,6 +75,9 @@ enum class Method {
   kListFlows,
   kRelearnHealth,
   kRotateFlowHashSeed,
+  kRotateQuicConfig,
+  kRetireQuicConfig,
+  kExportQuicConfig,
 };
 
 struct MethodInfo {

@@ -52,6 +52,20 @@ absl::Status CheckShape(const v1::RelearnHealthRequest& req) {
   return CheckKey(req.has_vip(), req.vip(), "vip");
 }
 
+absl::Status CheckShape(const v1::RotateQuicConfigRequest& req) {
+  return CheckKey(req.has_vip(), req.vip(), "vip");
+}
+
+absl::Status CheckShape(const v1::RetireQuicConfigRequest& req) {
+  return CheckKey(req.has_vip(), req.vip(), "vip");
+}
+
+absl::Status CheckShape(const v1::ExportQuicConfigRequest& req) {
+  if (absl::Status s = CheckKey(req.has_vip(), req.vip(), "vip"); !s.ok()) return s;
+  if (req.address().empty()) return Required("address");
+  return absl::OkStatus();
+}
+
 absl::Status CheckShape(const v1::AddBackendRequest& req) {
   if (absl::Status s = CheckKey(req.has_vip(), req.vip(), "vip"); !s.ok()) return s;
   if (!req.has_backend()) return Required("backend");

@@ -17,6 +17,9 @@ namespace ballast::api {
 absl::Status CheckShape(const v1::AddVipRequest& req);
 absl::Status CheckShape(const v1::DeleteVipRequest& req);
 absl::Status CheckShape(const v1::RelearnHealthRequest& req);
+absl::Status CheckShape(const v1::RotateQuicConfigRequest& req);
+absl::Status CheckShape(const v1::RetireQuicConfigRequest& req);
+absl::Status CheckShape(const v1::ExportQuicConfigRequest& req);
 absl::Status CheckShape(const v1::AddBackendRequest& req);
 absl::Status CheckShape(const v1::DeleteBackendRequest& req);
 absl::Status CheckShape(const v1::SetWeightRequest& req);

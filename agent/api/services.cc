@@ -102,6 +102,36 @@ class VipsService final : public v1::Vips::Service {
       return s_.engine.RelearnHealth(req->vip(), ActorOf(c));
     });
   }
+  grpc::Status RotateQuicConfig(grpc::ServerContext* ctx, const v1::RotateQuicConfigRequest* req,
+                                v1::QuicConfigChangeResponse* resp) override {
+    return s_.Run(ctx, Method::kRotateQuicConfig, [&](const Caller& c) -> absl::Status {
+      BALLAST_RETURN_IF_ERROR(CheckShape(*req));
+      BALLAST_ASSIGN_OR_RETURN(r,
+                               s_.engine.RotateQuicConfig(req->vip(), req->reason(), ActorOf(c)));
+      *resp = std::move(r);
+      return absl::OkStatus();
+    });
+  }
+  grpc::Status RetireQuicConfig(grpc::ServerContext* ctx, const v1::RetireQuicConfigRequest* req,
+                                v1::QuicConfigChangeResponse* resp) override {
+    return s_.Run(ctx, Method::kRetireQuicConfig, [&](const Caller& c) -> absl::Status {
+      BALLAST_RETURN_IF_ERROR(CheckShape(*req));
+      BALLAST_ASSIGN_OR_RETURN(r,
+                               s_.engine.RetireQuicConfig(req->vip(), req->reason(), ActorOf(c)));
+      *resp = std::move(r);
+      return absl::OkStatus();
+    });
+  }
+  grpc::Status ExportQuicConfig(grpc::ServerContext* ctx, const v1::ExportQuicConfigRequest* req,
+                                v1::ExportQuicConfigResponse* resp) override {
+    return s_.Run(ctx, Method::kExportQuicConfig, [&](const Caller& c) -> absl::Status {
+      BALLAST_RETURN_IF_ERROR(CheckShape(*req));
+      BALLAST_ASSIGN_OR_RETURN(r,
+                               s_.engine.ExportQuicConfig(req->vip(), req->address(), ActorOf(c)));
+      *resp = std::move(r);
+      return absl::OkStatus();
+    });
+  }
 
  private:
   Shared& s_;

@@ -131,6 +131,29 @@ class Engine {
     return absl::UnimplementedError("this engine has no flow hash seed");
   }
 
+  // QUIC-LB of a QUIC VIP (api.proto, RotateQuicConfigRequest): start a
+  // new configuration keeping the current one live, or retire the previous
+  // one; audited without keys. Export: what backend `address` loads, keys
+  // included (an admin's request, audited).
+  virtual absl::StatusOr<v1::QuicConfigChangeResponse> RotateQuicConfig(const v1::VipKey& vip,
+                                                                        const std::string& reason,
+                                                                        const Actor& actor) {
+    (void)vip, (void)reason, (void)actor;
+    return absl::UnimplementedError("this engine has no QUIC-LB");
+  }
+  virtual absl::StatusOr<v1::QuicConfigChangeResponse> RetireQuicConfig(const v1::VipKey& vip,
+                                                                        const std::string& reason,
+                                                                        const Actor& actor) {
+    (void)vip, (void)reason, (void)actor;
+    return absl::UnimplementedError("this engine has no QUIC-LB");
+  }
+  virtual absl::StatusOr<v1::ExportQuicConfigResponse> ExportQuicConfig(const v1::VipKey& vip,
+                                                                        const std::string& address,
+                                                                        const Actor& actor) {
+    (void)vip, (void)address, (void)actor;
+    return absl::UnimplementedError("this engine has no QUIC-LB");
+  }
+
   // Detach, unpin, and ask the agent to stop (the agent's main loop watches
   // ShutdownRequested()).
   virtual absl::Status Teardown(const Actor& actor) = 0;

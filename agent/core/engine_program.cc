@@ -137,6 +137,23 @@ absl::Status RouterEngine::Program(const Image& from, const BuiltImage& built,
     if (auto s = dp.SetVipOwnerDeadline(v.key, 0); !s.ok()) return s;
     ++stats->owners_stopped;
   }
+  // QUIC-LB once the VIPs and their backends are there, before backends
+  // go: a VIP's configurations (their change takes the server IDs of the
+  // configurations that end), then its whole set of server IDs.
+  for (const auto& [k, v] : to.vips) {
+    auto it = from.vips.find(k);
+    const QuicImage none;
+    const QuicImage& was =
+        it != from.vips.end() && it->second.vip_id == v.vip_id ? it->second.quic : none;
+    if (was == v.quic) continue;
+    if (was.configs != v.quic.configs) {
+      if (auto s = dp.SetQuicConfigs(v.vip_id, v.quic.configs); !s.ok()) return s;
+    }
+    if (!v.quic.configs.empty()) {
+      if (auto s = dp.SetQuicServers(v.vip_id, v.quic.servers); !s.ok()) return s;
+    }
+    ++stats->quic_set;
+  }
   // Backends that go away last: no table names them any more. (A backend
   // id belongs to one VIP, so in a scoped pass the candidates are the ids
   // the scoped VIPs had.)

@@ -12,6 +12,7 @@
 #include "agent/core/ids.h"
 #include "agent/core/log.h"
 #include "agent/core/names.h"
+#include "agent/core/quic_ids.h"
 #include "agent/core/router_engine.h"
 #include "agent/core/validate.h"
 #include "agent/core/table_history.h"
@@ -247,7 +248,10 @@ absl::Status RouterEngine::StatusLocked(v1::StatusResponse* status) const {
       vs->set_history_versions(static_cast<uint32_t>(th->versions_size()));
     }
     const VipImage* vi = nullptr;
+    const v1::QuicVipState* quic = nullptr;
     if (auto key = ToDataplaneKey(vip.key()); key.ok()) {
+      quic = FindQuicState(*state_, *key);
+      if (quic != nullptr) FillQuicStatus(*quic, vs);
       if (auto h = health_view_.vips.find(*key); h != health_view_.vips.end()) {
         vs->set_frozen(h->second.frozen);
         vs->set_frozen_since_unix_ms(h->second.frozen_since_unix_ms);
@@ -264,6 +268,7 @@ absl::Status RouterEngine::StatusLocked(v1::StatusResponse* status) const {
           ViewFromOverride(o_it == overrides.end() ? nullptr : o_it->second, b);
       bs->set_address(b.address());
       bs->set_backend_id(id);
+      if (quic != nullptr) bs->set_quic_server_id(QuicServerIdText(*quic, b.address()));
       bs->set_nominal_weight(view.nominal_weight);
       bs->set_effective_weight(view.effective_weight);
       bs->set_state(std::string(BackendModeName(view.mode)));

@@ -8,13 +8,16 @@
 #include <cstring>
 
 #include <algorithm>
+#include <tuple>
 
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "agent/base/ip_prefix.h"
 #include "agent/core/ids.h"
 #include "agent/core/names.h"
+#include "agent/core/quic_ids.h"
 #include "agent/core/table_history.h"
 #include "agent/core/validate.h"
 #include "agent/health/weight.h"
@@ -176,6 +179,7 @@ absl::Status AddVip(const v1::State& state, const v1::Vip& vip, const OverrideIn
   vi.table_size = EffectiveTableSize(vip);
   vi.active_standby = vip.ownership() == v1::ACTIVE_STANDBY;
   vi.gue = vip.mode() == v1::GUE;
+  vi.quic = QuicImageOf(state, vip.key());
   const std::string prefix = absl::StrCat("backend ", VipKeyText(vip.key()), " ");
   for (const v1::Backend& b : vip.backends()) {
     const std::string addr_text = CanonicalAddress(b.address());
@@ -355,6 +359,17 @@ std::string DescribeImage(const Image& img) {
                     v.history_hash != 0 ? " history" : "", " slots=");
     for (const auto& [id, n] : v.slots) absl::StrAppend(&out, id, ":", n, ",");
     absl::StrAppend(&out, "\n");
+    // Never the keys (an image is logged): whether there is one.
+    for (const dataplane::QuicConfig& c : v.quic.configs) {
+      absl::StrAppend(&out, "  quic config_id=", c.config_id, " server_id_len=", c.sid_len,
+                      " nonce_len=", c.nonce_len, c.key ? " encrypted" : " plaintext", "\n");
+    }
+    for (const dataplane::QuicServer& q : v.quic.servers) {
+      absl::StrAppend(&out, "  quic server config_id=", q.config_id, " sid=",
+                      absl::BytesToHexString(absl::string_view(
+                          reinterpret_cast<const char*>(q.sid.data()), q.sid.size())),
+                      " backend=", q.backend_id, "\n");
+    }
   }
   for (const auto& [id, b] : img.backends) {
     absl::StrAppend(&out, "backend ", id, " ", b.addr.ToString(),
@@ -388,6 +403,16 @@ absl::StatusOr<Image> ReadImage(const dataplane::DataplanePort& dp, int64_t now_
     } else if (table.status().code() != absl::StatusCode::kNotFound) {
       return table.status();
     }
+    auto quic_configs = dp.GetQuicConfigs(e.meta.vip_id);
+    if (!quic_configs.ok()) return quic_configs.status();
+    auto quic_servers = dp.GetQuicServers(e.meta.vip_id);
+    if (!quic_servers.ok()) return quic_servers.status();
+    vi.quic = {std::move(*quic_configs), std::move(*quic_servers)};
+    std::sort(vi.quic.configs.begin(), vi.quic.configs.end(),
+              [](const auto& a, const auto& b) { return a.config_id < b.config_id; });
+    std::sort(vi.quic.servers.begin(), vi.quic.servers.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.config_id, a.sid) < std::tie(b.config_id, b.sid);
+    });
     auto history = dp.GetHistory(e.meta.vip_id);
     if (history.ok()) {
       vi.history_hash = SlotHistoryHash(*history);

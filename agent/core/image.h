@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/core/quic_ids.h"
 #include "agent/dataplane/port.h"
 #include "agent/maglev/maglev.h"
 #include "ballast/v1/agent.pb.h"
@@ -72,6 +73,7 @@ struct VipImage {
   std::map<uint32_t, uint32_t> slots;   // backend id -> slots it holds
   bool active_standby = false;          // Vip.ownership ACTIVE_STANDBY (not read back)
   bool gue = false;                     // Vip.mode GUE (BALLAST_VIP_F_GUE)
+  QuicImage quic;                       // QUIC-LB (quic_ids.h); empty: not a QUIC VIP
   // Established second chance (table_history.h): the inputs of the VIP's
   // earlier tables of this size, most recent first, and a hash of the slot
   // history derived from them (0 = none; read back from the maps too).

@@ -58,6 +58,10 @@ absl::StatusOr<std::unique_ptr<RouterEngine>> RouterEngine::Start(
     auto seed = e->DrawSeed();
     if (!seed.ok()) return seed.status();
     *state.mutable_flow_hash_seed() = FirstFlowHashSeed(*seed, clock->NowUnixMs());
+    if (auto s = UpdateQuicState(&state, nullptr, clock->NowUnixMs(), options.quic_key_source);
+        !s.ok()) {
+      return s;
+    }
     state.set_generation(1);
     Log(LogLevel::kInfo, "first start: the state comes from the config's initial section",
         {{"store", e->store_->Describe()}, {"vips", state.config().vips_size()}});
@@ -110,6 +114,7 @@ absl::StatusOr<std::unique_ptr<RouterEngine>> RouterEngine::Start(
        {"vips_upserted", st.vips_upserted},
        {"vips_deleted", st.vips_deleted},
        {"tables_set", st.tables_set},
+       {"quic_set", st.quic_set},
        {"attached", st.attached}});
   lock.unlock();
   if (!options.defer_initial_save) {
@@ -168,6 +173,7 @@ absl::StatusOr<RouterEngine::CommitResult> RouterEngine::CommitLocked(
   *next.mutable_overrides() = state_->overrides();
   *next.mutable_table_history() = state_->table_history();
   *next.mutable_flow_hash_seed() = state_->flow_hash_seed();
+  *next.mutable_quic() = state_->quic();
   const bool borrow_ids = m.scoped && !m.ids_changed;
   struct IdsLoan {
     v1::State* owner;
@@ -217,6 +223,12 @@ absl::StatusOr<RouterEngine::CommitResult> RouterEngine::CommitLocked(
       return absl::Status(whole_state_code, s.message());
     }
     if (auto s = AssignIds(&next); !s.ok()) return s;
+  }
+  // QUIC VIPs' server IDs and configurations follow the config (quic_ids.h).
+  if (auto s = UpdateQuicState(&next, m.scoped ? &scope_keys : nullptr, clock_->NowUnixMs(),
+                               options_.quic_key_source);
+      !s.ok()) {
+    return s;
   }
   if (dry_run) return result;
   const int64_t check_us = us_since(t0);

@@ -69,6 +69,7 @@
 #include "agent/core/clock.h"
 #include "agent/core/engine.h"
 #include "agent/core/flow_hash_seed.h"
+#include "agent/core/quic_ids.h"
 #include "agent/core/engine_health.h"
 #include "agent/core/image.h"
 #include "agent/core/store.h"
@@ -114,6 +115,8 @@ struct EngineOptions {
   std::string bounce_devices_file;
   // Where flow hash seeds come from (flow_hash_seed.h). Null: getrandom.
   SeedSource seed_source;
+  // Where QUIC-LB keys come from (quic_ids.h). Null: getrandom.
+  QuicKeySource quic_key_source;
   // The VIP addresses are announced over BGP (lbagent with a `bgp`
   // section). An address whose last VIP goes is then *retired*: its address
   // marker stays in the data plane, so the packets its route still brings
@@ -136,6 +139,7 @@ struct ProgramStats {
   int vips_deleted = 0;
   int tables_set = 0;
   int histories_set = 0;  // slot histories written (established second chance)
+  int quic_set = 0;       // QUIC VIPs whose configurations or server IDs were written
   int markers_deleted = 0;
   // ACTIVE_STANDBY VIPs found forwarded without a fence (switched at
   // runtime) and stopped in this pass (vip_ownership only).
@@ -147,7 +151,7 @@ struct ProgramStats {
   // `attached`).
   int map_writes() const {
     return settings + backends_set + backends_cleared + vips_upserted + vips_deleted + tables_set +
-           histories_set + markers_deleted + owners_stopped;
+           histories_set + markers_deleted + owners_stopped + quic_set;
   }
 };
 
@@ -211,6 +215,15 @@ class RouterEngine final : public Engine {
   void Unsubscribe(uint64_t handle) override;
   absl::StatusOr<v1::RotateFlowHashSeedResponse> RotateFlowHashSeed(const std::string& reason,
                                                                     const Actor& actor) override;
+  absl::StatusOr<v1::QuicConfigChangeResponse> RotateQuicConfig(const v1::VipKey& vip,
+                                                                const std::string& reason,
+                                                                const Actor& actor) override;
+  absl::StatusOr<v1::QuicConfigChangeResponse> RetireQuicConfig(const v1::VipKey& vip,
+                                                                const std::string& reason,
+                                                                const Actor& actor) override;
+  absl::StatusOr<v1::ExportQuicConfigResponse> ExportQuicConfig(const v1::VipKey& vip,
+                                                                const std::string& address,
+                                                                const Actor& actor) override;
   absl::Status Teardown(const Actor& actor) override;
   bool ShutdownRequested() const override;
 
@@ -364,6 +377,10 @@ class RouterEngine final : public Engine {
 
   // A fresh flow hash seed (EngineOptions::seed_source).
   absl::StatusOr<dataplane::HashSeed> DrawSeed() const;
+  // Rotation or retirement of a QUIC VIP's configuration (engine_quic.cc).
+  absl::StatusOr<v1::QuicConfigChangeResponse> ChangeQuicConfig(const v1::VipKey& vip,
+                                                                const std::string& reason,
+                                                                bool rotate, const Actor& actor);
 
   RouterEngine(std::unique_ptr<dataplane::DataplanePort> dp, EngineOptions options,
                const Clock* clock, std::unique_ptr<AuditLog> audit);

@@ -14,6 +14,7 @@
 #include "absl/types/span.h"
 #include "agent/core/health_settings.h"
 #include "agent/core/flow_hash_seed.h"
+#include "agent/core/quic_ids.h"
 #include "agent/core/names.h"
 #include "agent/dataplane/types.h"
 #include "agent/base/ip_address.h"
@@ -304,6 +305,7 @@ absl::Status ValidateVip(const v1::Vip& vip, const FieldPath& at) {
         .Invalid(absl::StrCat(static_cast<int>(vip.ownership()),
                               " is not an ownership (OWNERSHIP_NONE, ACTIVE_STANDBY)"));
   }
+  if (auto s = ValidateQuicLb(vip, at); !s.ok()) return s;
   if (vip.name().size() > kMaxNameBytes || !Printable(vip.name())) {
     return at.Child("name").Invalid(
         absl::StrCat("must be at most ", kMaxNameBytes, " bytes without control characters"));
@@ -559,6 +561,7 @@ absl::Status ValidateState(const v1::State& state) {
   const FieldPath root = FieldPath::Index("config");
   if (auto s = ValidateConfig(state.config(), root); !s.ok()) return s;
   if (auto s = ValidateFlowHashSeed(state.flow_hash_seed()); !s.ok()) return s;
+  if (auto s = ValidateQuicState(state); !s.ok()) return s;
   std::set<std::string> backends;
   for (const v1::Vip& vip : state.config().vips()) {
     for (const v1::Backend& b : vip.backends())

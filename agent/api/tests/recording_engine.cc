@@ -199,6 +199,53 @@ absl::Status RecordingEngine::RelearnHealth(const v1::VipKey& vip, const core::A
   return absl::OkStatus();
 }
 
+absl::StatusOr<v1::QuicConfigChangeResponse> RecordingEngine::RotateQuicConfig(
+    const v1::VipKey& vip, const std::string& reason, const core::Actor& actor) {
+  return QuicChange("RotateQuicConfig", vip, reason, actor);
+}
+
+absl::StatusOr<v1::QuicConfigChangeResponse> RecordingEngine::RetireQuicConfig(
+    const v1::VipKey& vip, const std::string& reason, const core::Actor& actor) {
+  return QuicChange("RetireQuicConfig", vip, reason, actor);
+}
+
+absl::StatusOr<v1::QuicConfigChangeResponse> RecordingEngine::QuicChange(const std::string& method,
+                                                                         const v1::VipKey& vip,
+                                                                         const std::string& reason,
+                                                                         const core::Actor& actor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status s = Record(method, actor, absl::StrCat(KeyText(vip), " ", reason)); !s.ok()) {
+    return s;
+  }
+  if (FindVip(vip) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("vip ", KeyText(vip), ": not found"));
+  }
+  // Config 1 after config 0: a rotation keeps 0 beside it, a retirement ends 0.
+  v1::QuicConfigChangeResponse resp;
+  resp.set_generation(++generation_);
+  resp.set_config_id(1);
+  resp.set_has_previous(method == "RotateQuicConfig");
+  resp.set_previous_config_id(0);
+  return resp;
+}
+
+absl::StatusOr<v1::ExportQuicConfigResponse> RecordingEngine::ExportQuicConfig(
+    const v1::VipKey& vip, const std::string& address, const core::Actor& actor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status s = Record("ExportQuicConfig", actor, absl::StrCat(KeyText(vip), " ", address));
+      !s.ok()) {
+    return s;
+  }
+  if (auto b = FindBackend(vip, address); !b.ok()) return b.status();
+  if (!quic_export_) return absl::NotFoundError(absl::StrCat("vip ", KeyText(vip), ": not QUIC"));
+  return *quic_export_;
+}
+
+void RecordingEngine::SetQuicExport(v1::ExportQuicConfigResponse resp) {
+  std::lock_guard<std::mutex> lock(mu_);
+  quic_export_ = std::move(resp);
+}
+
 absl::Status RecordingEngine::Release(const v1::VipKey& vip, const std::string& address,
                                       const core::Actor& actor) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -62,6 +62,17 @@ class RecordingEngine : public core::Engine {
                                                           uint32_t limit) const override;
   uint64_t Subscribe(EventSink sink) override;
   void Unsubscribe(uint64_t handle) override;
+  absl::StatusOr<v1::QuicConfigChangeResponse> RotateQuicConfig(const v1::VipKey& vip,
+                                                                const std::string& reason,
+                                                                const core::Actor& actor) override;
+  absl::StatusOr<v1::QuicConfigChangeResponse> RetireQuicConfig(const v1::VipKey& vip,
+                                                                const std::string& reason,
+                                                                const core::Actor& actor) override;
+  // Returns what SetQuicExport gave (NotFound before) for a known backend.
+  absl::StatusOr<v1::ExportQuicConfigResponse> ExportQuicConfig(const v1::VipKey& vip,
+                                                                const std::string& address,
+                                                                const core::Actor& actor) override;
+  void SetQuicExport(v1::ExportQuicConfigResponse resp);
   absl::Status Teardown(const core::Actor& actor) override;
   bool ShutdownRequested() const override;
 
@@ -70,6 +81,11 @@ class RecordingEngine : public core::Engine {
   absl::Status Record(std::string method, const core::Actor& actor, std::string detail);
   v1::Vip* FindVip(const v1::VipKey& key);  // requires mu_
   absl::StatusOr<v1::Backend*> FindBackend(const v1::VipKey& key, const std::string& address);
+  // RotateQuicConfig and RetireQuicConfig (by `method`).
+  absl::StatusOr<v1::QuicConfigChangeResponse> QuicChange(const std::string& method,
+                                                          const v1::VipKey& vip,
+                                                          const std::string& reason,
+                                                          const core::Actor& actor);
 
   mutable std::mutex mu_;
   absl::Status fail_with_;
@@ -78,6 +94,7 @@ class RecordingEngine : public core::Engine {
   std::vector<v1::AuditRecord> audit_;
   std::optional<v1::StatusResponse> status_;
   v1::ListFlowsResponse flows_;
+  std::optional<v1::ExportQuicConfigResponse> quic_export_;
   uint64_t generation_ = 0;
   bool shutdown_ = false;
   uint64_t next_handle_ = 1;
