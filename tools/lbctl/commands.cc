@@ -24,6 +24,7 @@
 #include "tools/lbctl/drill_run.h"
 #include "tools/lbctl/duration.h"
 #include "tools/lbctl/format.h"
+#include "tools/lbctl/quic_commands.h"
 #include "tools/lbctl/rates.h"
 
 namespace ballast::lbctl {
@@ -48,7 +49,8 @@ void Print(std::FILE* out, absl::string_view text) {
   std::fflush(out);
 }
 
-// Prints `msg` as JSON (--json) or `human` otherwise.
+}  // namespace
+
 absl::Status Emit(const Args& args, std::FILE* out, const google::protobuf::Message& msg,
                   const std::string& human) {
   if (args.json) {
@@ -59,6 +61,8 @@ absl::Status Emit(const Args& args, std::FILE* out, const google::protobuf::Mess
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 // ---- option helpers ---------------------------------------------------------
 
@@ -634,6 +638,11 @@ void FlowHashRotateOptions(CLI::App& cmd, Args& a) {
   cmd.add_option("--reason", a.reason, "why, for the audit log (at most 200 characters)");
 }
 
+void VipReasonOptions(CLI::App& cmd, Args& a) {
+  VipArg(cmd, a);
+  FlowHashRotateOptions(cmd, a);
+}
+
 absl::Status RunFlowHashRotate(Session& s, const Args& a, std::FILE* out) {
   v1::RotateFlowHashSeedRequest req;
   req.set_reason(a.reason);
@@ -664,6 +673,16 @@ constexpr Command kCommands[] = {
      "accept a VIP's pool as it behaves now as its new normal: health checking learns its "
      "baselines again, so a pool frozen by the shift unfreezes (on this router)",
      VipArg, RunVipRelearn},
+    {"vip", "quic-config",
+     "print a QUIC VIP backend's QUIC-LB configuration (config IDs, lengths, server ID, key) "
+     "for the server to load (docs/operations.md); admin only: it holds the key",
+     VipBackendArgs, RunVipQuicConfig},
+    {"vip", "quic-rotate",
+     "start a new QUIC-LB configuration of a QUIC VIP (next config ID, new key); the current "
+     "one stays live until quic-retire",
+     VipReasonOptions, RunVipQuicRotate},
+    {"vip", "quic-retire", "end a QUIC VIP's previous QUIC-LB configuration (after a rotation)",
+     VipReasonOptions, RunVipQuicRetire},
     {"backend", "add", "add a backend to a VIP", BackendAddOptions, RunBackendAdd},
     {"backend", "del", "delete a backend (its flows are re-steered)", VipBackendArgs,
      RunBackendDel},

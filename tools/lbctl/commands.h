@@ -3,7 +3,7 @@
 // adds `help` and `version`; tests call RunLbctl directly.
 //
 //   lbctl status | flows
-//   lbctl vip add|del|list|set-ownership|relearn
+//   lbctl vip add|del|list|set-ownership|relearn|quic-config|quic-rotate|quic-retire
 //   lbctl backend add|del|weight|drain|undrain|release
 //   lbctl config get|apply|diff
 //   lbctl events | audit | digest
@@ -29,6 +29,9 @@
 
 namespace CLI {
 class App;
+}
+namespace google::protobuf {
+class Message;
 }
 
 namespace ballast::lbctl {
@@ -69,7 +72,7 @@ struct Args {
   std::string drill_timeout = "30s";
   std::string stable_window = "2s";
   std::vector<std::string> drill_nodes;  // NAME=ADDR overrides
-  // flow-hash rotate.
+  // flow-hash rotate, vip quic-rotate|quic-retire.
   std::string reason;
 };
 
@@ -96,6 +99,10 @@ struct Command {
 };
 
 std::span<const Command> Commands();
+
+// Prints `msg` as JSON (--json) or `human` otherwise.
+absl::Status Emit(const Args& args, std::FILE* out, const google::protobuf::Message& msg,
+                  const std::string& human);
 
 // Parses argv, connects, runs the command; returns the exit code. A
 // command line it cannot parse is exit 2 with one "lbctl: " message that

@@ -202,6 +202,14 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
                     "  pkts ", Compact(vip.packets()),
                     "  bytes ", Compact(vip.bytes()), "  dropped ", Compact(vip.dropped()),
                     "  backends ", vip.backends_size(), "\n");
+    for (int i = 0; i < vip.quic_size(); ++i) {
+      const v1::QuicConfigStatus& q = vip.quic(i);
+      absl::StrAppend(&out, i == 0 ? "  QUIC-LB config " : "  QUIC-LB previous config ",
+                      q.config_id(), ": server ID ", q.server_id_len(), " + nonce ", q.nonce_len(),
+                      " octets, ", q.encrypted() ? "encrypted" : "plaintext", ", since ",
+                      Ago(q.started_unix_ms(), now),
+                      i == 0 ? "" : " (still routed: lbctl vip quic-retire ends it)", "\n");
+    }
     if (vip.frozen()) {
       absl::StrAppend(&out,
                       "  FROZEN by the fleet guard (fleet-wide degradation): weights held since ",
@@ -211,11 +219,19 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
       absl::StrAppend(&out, "  (no backends)\n");
       continue;
     }
-    Table t({"BACKEND", "STATE", "NOMINAL", "EFFECTIVE", "SLOTS", "FLOWS", "NEW", "PKTS", "SYN-RTX",
-             "RSTS", "REFUSED", "HS-MS", "SCORE", "HEALTH", "WHY"},
-            "  ");
-    t.SetNumeric({false, false, true, true, true, true, true, true, true, true, true, true, true,
-                  false, false});
+    // QUIC VIPs: each backend's server ID after its address.
+    const bool quic = vip.quic_size() > 0;
+    std::vector<std::string> header = {"BACKEND", "STATE", "NOMINAL", "EFFECTIVE", "SLOTS",
+                                       "FLOWS",   "NEW",   "PKTS",    "SYN-RTX",   "RSTS",
+                                       "REFUSED", "HS-MS", "SCORE",   "HEALTH",    "WHY"};
+    std::vector<bool> numeric = {false, false, true, true, true, true,  true, true,
+                                 true,  true,  true, true, true, false, false};
+    if (quic) {
+      header.insert(header.begin() + 1, "SERVER-ID");
+      numeric.insert(numeric.begin() + 1, false);
+    }
+    Table t(header, "  ");
+    t.SetNumeric(numeric);
     std::vector<std::string> lost;  // second-chance bounces that cannot be taken
     for (const v1::BackendStatus& b : vip.backends()) {
       const v1::BackendCounters& c = b.counters();
@@ -237,11 +253,23 @@ std::string FormatStatus(const v1::StatusResponse& st, absl::Time now) {
         lost.push_back(
             absl::StrCat("  BOUNCES LOST: ", b.address(), ": ", b.bounce_path().problem(), "\n"));
       }
-      t.AddRow({b.address(), BackendState(b, now), absl::StrCat(b.nominal_weight()),
-                absl::StrCat(b.effective_weight()), slots, Compact(b.flows()),
-                Compact(c.new_flows()), Compact(c.packets()), Compact(c.syn_retransmits()),
-                Compact(c.client_rsts()), Compact(c.refused_syns()), hs, absl::StrCat(b.score()),
-                health, why.empty() ? "-" : absl::StrJoin(why, ",")});
+      std::vector<std::string> row = {b.address(),
+                                      BackendState(b, now),
+                                      absl::StrCat(b.nominal_weight()),
+                                      absl::StrCat(b.effective_weight()),
+                                      slots,
+                                      Compact(b.flows()),
+                                      Compact(c.new_flows()),
+                                      Compact(c.packets()),
+                                      Compact(c.syn_retransmits()),
+                                      Compact(c.client_rsts()),
+                                      Compact(c.refused_syns()),
+                                      hs,
+                                      absl::StrCat(b.score()),
+                                      health,
+                                      why.empty() ? "-" : absl::StrJoin(why, ",")};
+      if (quic) row.insert(row.begin() + 1, b.quic_server_id().empty() ? "-" : b.quic_server_id());
+      t.AddRow(std::move(row));
     }
     out.append(t.Render());
     for (const std::string& l : lost) out.append(l);

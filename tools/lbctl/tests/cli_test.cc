@@ -104,7 +104,8 @@ TEST_CASE("Every message about a bad command line starts with lbctl: and exits 2
     CHECK_THAT(r.err, !Catch::Contains("Run with --help"));
   }
   CHECK(Lbctl({"vip"}).err ==
-        "lbctl: \"vip\" needs a command: add, del, list, set-ownership, relearn\n"
+        "lbctl: \"vip\" needs a command: add, del, list, set-ownership, relearn, quic-config, "
+        "quic-rotate, quic-retire\n"
         "Run \"lbctl help vip\" for its usage.\n");
   CHECK(Lbctl({"-o", "yaml", "status"}).err ==
         "lbctl: --output: yaml not in {table,json}\nRun \"lbctl help status\" for its usage.\n");

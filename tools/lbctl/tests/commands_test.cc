@@ -10,6 +10,7 @@
 
 #include <grp.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "agent/api/server.h"
@@ -515,6 +516,85 @@ TEST_CASE("lbctl over mutual TLS: read-only identity", "[lbctl][tls]") {
   CHECK(r.exit_code == lbctl::kExitUnreachable);
   CHECK_THAT(r.err, Catch::Contains("Is lbagent running?"));
   CHECK(engine.calls().size() == calls);
+}
+
+TEST_CASE_METHOD(Fixture, "lbctl vip quic-config, quic-rotate, quic-retire and status",
+                 "[lbctl][quic]") {
+  REQUIRE(Run({"vip", "add", "198.18.0.10:443/udp", "--backend", "198.18.1.5"}).exit_code == 0);
+  // Not a QUIC VIP yet: not found (3).
+  CHECK(Run({"vip", "quic-config", "198.18.0.10:443/udp", "198.18.1.5"}).exit_code ==
+        lbctl::kExitNotFound);
+  v1::ExportQuicConfigResponse exp;
+  v1::QuicServerConfig* cur = exp.add_configs();
+  cur->set_config_id(1);
+  cur->set_server_id_len(2);
+  cur->set_nonce_len(14);
+  cur->set_server_id(std::string("\x00\x03", 2));
+  cur->set_key(std::string("\x00\x11\x22\x33\x44\x55\x66\x77\x88\x99\xaa\xbb\xcc\xdd\xee\xff", 16));
+  cur->set_current(true);
+  v1::QuicServerConfig* old = exp.add_configs();
+  old->set_config_id(0);
+  old->set_server_id_len(3);
+  old->set_nonce_len(6);
+  old->set_server_id(std::string("\x00\x00\x03", 3));
+  engine.SetQuicExport(exp);
+  LbctlResult r = Run({"vip", "quic-config", "198.18.0.10:443/udp", "198.18.1.5"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out ==
+        "# QUIC-LB server configuration of backend 198.18.1.5 of VIP 198.18.0.10:443/udp\n"
+        "# (docs/operations.md, \"QUIC backends\"). Secret: it holds the key.\n"
+        "\nconfig_id=1\nserver_id_len=2\nnonce_len=14\nserver_id=0003\n"
+        "key=00112233445566778899aabbccddeeff\ncurrent=1\n"
+        "\nconfig_id=0\nserver_id_len=3\nnonce_len=6\nserver_id=000003\ncurrent=0\n");
+  CHECK(Run({"vip", "quic-config", "198.18.0.10:443/udp", "198.18.1.6"}).exit_code ==
+        lbctl::kExitNotFound);
+  CHECK(Run({"vip", "quic-config", "198.18.0.10:443/udp", "not-an-ip"}).exit_code == 2);
+
+  r = Run({"vip", "quic-rotate", "198.18.0.10:443/udp", "--reason", "quarterly"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("VIP 198.18.0.10:443/udp: QUIC-LB config_id 1 started "
+                                      "(generation "));
+  CHECK_THAT(r.out, Catch::Contains("config_id 0 stays live"));
+  r = Run({"vip", "quic-retire", "198.18.0.10:443/udp"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("QUIC-LB config_id 0 retired"));
+  CHECK_THAT(r.out, Catch::EndsWith("config_id 1 is the only one\n"));
+
+  std::vector<std::string> details;
+  for (const auto& c : engine.calls()) details.push_back(c.method + " " + c.detail);
+  CHECK(std::count(details.begin(), details.end(),
+                   "ExportQuicConfig 198.18.0.10:443/udp 198.18.1.5") == 2);
+  CHECK(std::count(details.begin(), details.end(),
+                   "RotateQuicConfig 198.18.0.10:443/udp quarterly") == 1);
+  CHECK(std::count(details.begin(), details.end(), "RetireQuicConfig 198.18.0.10:443/udp ") == 1);
+
+  // Status: the configurations and each backend's server ID.
+  v1::StatusResponse st;
+  v1::VipStatus* vs = st.add_vips();
+  vs->mutable_key()->set_address("198.18.0.10");
+  vs->mutable_key()->set_port(443);
+  vs->mutable_key()->set_protocol(v1::UDP);
+  vs->set_table_size(7);
+  v1::QuicConfigStatus* q = vs->add_quic();
+  q->set_config_id(1);
+  q->set_server_id_len(2);
+  q->set_nonce_len(14);
+  q->set_encrypted(true);
+  v1::BackendStatus* b = vs->add_backends();
+  b->set_address("198.18.1.5");
+  b->set_state("active");
+  b->set_quic_server_id("0003");
+  engine.SetStatus(st);
+  r = Run({"status"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("QUIC-LB config 1: server ID 2 + nonce 14 octets, encrypted"));
+  // Columns are padded: compare with runs of spaces as one.
+  std::string squeezed;
+  for (char ch : r.out) {
+    if (ch != ' ' || squeezed.empty() || squeezed.back() != ' ') squeezed.push_back(ch);
+  }
+  CHECK_THAT(squeezed, Catch::Contains("BACKEND SERVER-ID STATE"));
+  CHECK_THAT(squeezed, Catch::Contains("198.18.1.5 0003 active"));
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ topics=$(tr ' ' '\n' <<<"$commands" | grep -vx 'help\|version' | tr '\n' ' ' | s
 cases=(
   'lbctl '                               "$commands"
   'lbctl st'                             'status'
-  'lbctl vip '                           'add del list relearn set-ownership'
+  'lbctl vip '                           'add del list quic-config quic-retire quic-rotate relearn set-ownership'
   'lbctl -o '                            'json table'
   'lbctl status --output '               'json table'
   'lbctl backend add X Y --w'            '--weight'
