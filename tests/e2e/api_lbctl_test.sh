@@ -196,6 +196,56 @@ for w in $c0 $c1 $c2 $n0 $n1 $n2; do
     fail "a seed word ($w) is in the audit log or the status"
 done
 
+# QUIC-LB: a UDP VIP with quic_lb gets server IDs 1 and 2 (in the pinned
+# map quic_servers, under config 0), each backend's configuration exports
+# with its key, a rotation keeps config 0 beside config 1 until it is
+# retired, and no key is in the audit log, the status or the agent's log.
+cat >>"$TMP/config.txtpb" <<'QUIC'
+vips {
+  key { address: "198.18.0.30" port: 443 protocol: UDP }
+  table_size: 251
+  quic_lb { server_id_len: 2 nonce_len: 14 encrypted: true }
+  backends { address: "198.18.1.1" weight: 100 }
+  backends { address: "198.18.1.2" weight: 100 }
+}
+QUIC
+expect 0 ctl config apply -f "$TMP/config.txtpb"
+quic_sids() {
+  bpftool -j map dump pinned "$PIN/quic_servers" | python3 -c '
+import json, sys
+ids = []
+for e in json.load(sys.stdin):
+    k = e["formatted"]["key"]
+    ids.append("%d:%s" % (k["config_id"], "".join("%02x" % b for b in k["sid"][:k["sid_len"]])))
+print(" ".join(sorted(ids)))'
+}
+[ "$(quic_sids)" = "0:0001 0:0002" ] || fail "quic_servers holds '$(quic_sids)', not 0:0001 0:0002"
+expect 0 ctl vip quic-config 198.18.0.30:443/udp 198.18.1.2
+grep -qx 'server_id=0002' "$TMP/out" || fail "quic-config: $(cat "$TMP/out")"
+key0=$(sed -n 's/^key=//p' "$TMP/out")
+[[ $key0 =~ ^[0-9a-f]{32}$ ]] || fail "quic-config exports no key: $(cat "$TMP/out")"
+expect 0 ctl status 198.18.0.30:443/udp
+grep -Eq '198\.18\.1\.2 +0002 ' "$TMP/out" || fail "status shows no server ID: $(cat "$TMP/out")"
+expect 0 ctl vip quic-rotate 198.18.0.30:443/udp --reason "e2e quic rotation"
+[ "$(quic_sids)" = "0:0001 0:0002 1:0001 1:0002" ] ||
+  fail "after a rotation quic_servers holds '$(quic_sids)'"
+expect 4 ctl vip quic-rotate 198.18.0.30:443/udp
+expect 0 ctl vip quic-config 198.18.0.30:443/udp 198.18.1.1
+key1=$(sed -n 's/^key=//p' "$TMP/out" | head -1)
+[ -n "$key1" ] && [ "$key1" != "$key0" ] || fail "the rotation kept the key"
+expect 0 ctl vip quic-retire 198.18.0.30:443/udp
+[ "$(quic_sids)" = "1:0001 1:0002" ] ||
+  fail "after the retirement quic_servers holds '$(quic_sids)'"
+expect 0 ctl --json status
+cp "$TMP/out" "$TMP/status.json"
+expect 0 ctl audit --since 1h
+grep -q 'rotate_quic_config' "$TMP/out" || fail "the QUIC rotation is not in the audit log"
+grep -q 'export_quic_config' "$TMP/out" || fail "the QUIC export is not in the audit log"
+for k in "$key0" "$key1"; do
+  ! grep -qi "$k" "$TMP/audit.jsonl" "$TMP/out" "$TMP/status.json" "$TMP/agent.log" ||
+    fail "a QUIC-LB key is in the audit log, the status or the agent's log"
+done
+
 # Mutual TLS: admin may write, read-only may read only, no cert is refused.
 tls() {
   local who=$1; shift
