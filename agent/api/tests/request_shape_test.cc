@@ -92,5 +92,22 @@ TEST_CASE("ApplyConfig, QueryAudit, Teardown shapes", "[shape]") {
   CHECK(CheckShape(t).ok());
 }
 
+TEST_CASE("QUIC-LB requests' shape", "[shape][quic]") {
+  v1::RotateQuicConfigRequest rotate;
+  ExpectMissing(CheckShape(rotate), "vip");
+  *rotate.mutable_vip() = Key();
+  CHECK(CheckShape(rotate).ok());
+  v1::RetireQuicConfigRequest retire;
+  ExpectMissing(CheckShape(retire), "vip");
+  *retire.mutable_vip() = Key();
+  CHECK(CheckShape(retire).ok());
+  v1::ExportQuicConfigRequest exp;
+  ExpectMissing(CheckShape(exp), "vip");
+  *exp.mutable_vip() = Key();
+  ExpectMissing(CheckShape(exp), "address");
+  exp.set_address("198.18.1.1");
+  CHECK(CheckShape(exp).ok());
+}
+
 }  // namespace
 }  // namespace ballast::api
