@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/core/flow_hash_seed.h"
 #include "agent/core/validate.h"
 #include "ballast_abi.h"
 #include "absl/strings/string_view.h"
@@ -51,17 +52,45 @@ absl::StatusOr<v1::AgentConfig> ParseAgentConfig(absl::string_view text, absl::s
   return config;
 }
 
-absl::StatusOr<v1::AgentConfig> LoadAgentConfig(const std::string& path) {
+namespace {
+
+absl::StatusOr<std::string> ReadText(const std::string& path, absl::string_view what) {
   std::ifstream f(path);
   if (!f) {
     const int err = errno;
     return absl::Status(
         err == ENOENT ? absl::StatusCode::kNotFound : absl::StatusCode::kPermissionDenied,
-        absl::StrCat("cannot read config file ", path, ": ", strerror(err)));
+        absl::StrCat("cannot read ", what, " ", path, ": ", strerror(err)));
   }
   std::stringstream ss;
   ss << f.rdbuf();
-  return ParseAgentConfig(ss.str(), path);
+  return ss.str();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::AgentConfig> LoadAgentConfig(const std::string& path) {
+  auto text = ReadText(path, "config file");
+  if (!text.ok()) return text.status();
+  return ParseAgentConfig(*text, path);
+}
+
+absl::StatusOr<std::optional<dataplane::FlowHashSeed>> FixedFlowHashSeed(
+    const v1::AgentConfig& config) {
+  if (config.has_cluster()) return std::nullopt;
+  if (config.flow_hash_seed_file().empty()) {
+    if (config.has_bgp()) return dataplane::FlowHashSeed{};  // the public seed
+    return std::nullopt;
+  }
+  const std::string& path = config.flow_hash_seed_file();
+  auto text = ReadText(path, "flow_hash_seed_file");
+  if (!text.ok()) return text.status();
+  auto seed = ParseFlowHashSeedFile(*text);
+  if (!seed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("flow_hash_seed_file ", path, ": ", seed.status().message()));
+  }
+  return *seed;
 }
 
 v1::AgentConfig WithDefaults(const v1::AgentConfig& in) {

@@ -10,10 +10,12 @@
 #ifndef BALLAST_AGENT_CORE_AGENT_CONFIG_H_
 #define BALLAST_AGENT_CORE_AGENT_CONFIG_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "agent/dataplane/types.h"
 #include "ballast/v1/agent.pb.h"
 #include "absl/strings/string_view.h"
 
@@ -32,6 +34,14 @@ absl::StatusOr<v1::AgentConfig> LoadAgentConfig(const std::string& path);
 
 // A copy with every empty path/mode replaced by its documented default.
 v1::AgentConfig WithDefaults(const v1::AgentConfig& config);
+
+// The seed lbagent fixes for the data plane (EngineOptions::
+// fixed_flow_hash_seed): flow_hash_seed_file's (read here; errors name the
+// file and the line), the public seed (an empty FlowHashSeed) for a
+// standalone router that announces over BGP without one, else none (the
+// state's own seed: a cluster's, or a lone router's).
+absl::StatusOr<std::optional<dataplane::FlowHashSeed>> FixedFlowHashSeed(
+    const v1::AgentConfig& config);
 
 }  // namespace ballast::core
 

@@ -43,6 +43,7 @@ absl::Status RouterEngine::AdoptReplicated(const v1::State& incoming, int64_t re
     }
     auto built = BuildImage(incoming, &image_, nullptr);
     if (!built.ok()) return built.status();
+    FixSeed(built->image);
     if (auto s = Program(image_, *built, nullptr, &stats); !s.ok()) {
       ++health_.map_update_errors;
       ProgramStats ignored;

@@ -350,11 +350,21 @@ absl::StatusOr<dataplane::HashSeed> RouterEngine::DrawSeed() const {
   return options_.seed_source ? options_.seed_source() : RandomSeed();
 }
 
+void RouterEngine::FixSeed(Image& built) const {
+  if (options_.fixed_flow_hash_seed) built.settings.flow_hash_seed = *options_.fixed_flow_hash_seed;
+}
+
 absl::StatusOr<v1::RotateFlowHashSeedResponse> RouterEngine::RotateFlowHashSeed(
     const std::string& reason, const Actor& actor) {
   if (reason.size() > 200) {
     return absl::InvalidArgumentError(
         absl::StrCat("reason: ", reason.size(), " characters; at most 200"));
+  }
+  if (options_.fixed_flow_hash_seed) {
+    return absl::FailedPreconditionError(
+        "this router's flow hash seed comes from its agent config (flow_hash_seed_file, or the "
+        "public seed of a standalone router announcing over BGP): rotate it by changing that "
+        "file on every router of the group (docs/dataplane.md)");
   }
   auto fresh = DrawSeed();
   if (!fresh.ok()) return fresh.status();

@@ -3,8 +3,11 @@
 #include <sys/random.h>
 
 #include <cerrno>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "agent/dataplane/bpf_util.h"
 #include "ballast_flow_hash.h"
 
@@ -67,6 +70,43 @@ absl::Status ValidateFlowHashSeed(const v1::FlowHashSeed& seed) {
     return absl::InvalidArgumentError("flow_hash_seed.previous without a current seed");
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<dataplane::FlowHashSeed> ParseFlowHashSeedFile(absl::string_view text) {
+  std::vector<dataplane::HashSeed> seeds;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty()) continue;
+    const auto bad = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", line_no, ": ", why, " (a seed is 24 hex digits: 96 bits)"));
+    };
+    if (line.size() != 24) return bad(absl::StrCat(line.size(), " characters"));
+    dataplane::HashSeed seed;
+    for (size_t w = 0; w < 3; ++w) {
+      uint32_t v = 0;
+      for (char c : line.substr(w * 8, 8)) {
+        const int d = absl::ascii_isdigit(c)                             ? c - '0'
+                      : (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ? (c | 0x20) - 'a' + 10
+                                                                         : -1;
+        if (d < 0) return bad("not a hex digit");
+        v = v << 4 | static_cast<uint32_t>(d);
+      }
+      seed[w] = v;
+    }
+    seeds.push_back(seed);
+  }
+  if (seeds.empty())
+    return absl::InvalidArgumentError("no seed (a seed is 24 hex digits: 96 bits)");
+  if (seeds.size() > 2) {
+    return absl::InvalidArgumentError("more than two seeds (the current one, then the previous)");
+  }
+  dataplane::FlowHashSeed out;
+  out.current = seeds[0];
+  if (seeds.size() == 2) out.previous = seeds[1];
+  return out;
 }
 
 }  // namespace ballast::core

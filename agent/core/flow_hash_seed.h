@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -35,6 +36,11 @@ dataplane::FlowHashSeed DataplaneSeedOf(const v1::FlowHashSeed& seed);
 
 // A seed's words: none or three, current and previous.
 absl::Status ValidateFlowHashSeed(const v1::FlowHashSeed& seed);
+
+// The contents of a flow_hash_seed_file (agent.proto): the current seed,
+// 24 hex digits, and optionally on the next line the previous one; blank
+// lines and surrounding spaces ignored. Errors name the line.
+absl::StatusOr<dataplane::FlowHashSeed> ParseFlowHashSeedFile(absl::string_view text);
 
 }  // namespace ballast::core
 

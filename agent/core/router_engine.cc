@@ -82,7 +82,7 @@ absl::StatusOr<std::unique_ptr<RouterEngine>> RouterEngine::Start(
          {"initial",
           "not used: the stored state is the truth (a reload applies a changed "
           "initial section)"}});
-    if (SeedIsPublic(state.flow_hash_seed())) {
+    if (!options.fixed_flow_hash_seed && SeedIsPublic(state.flow_hash_seed())) {
       Log(LogLevel::kWarning,
           "the state has no flow hash seed (made by an earlier build): flows hash with the public "
           "seed, so a stranger can aim crafted tuples at one handshake slot or adopted-flow set; "
@@ -235,6 +235,7 @@ absl::StatusOr<RouterEngine::CommitResult> RouterEngine::CommitLocked(
 
   auto built = BuildImage(next, &image_, m.scoped ? &scope_keys : nullptr);
   if (!built.ok()) return absl::Status(whole_state_code, built.status().message());
+  FixSeed(built->image);
   // The tables this change replaces become history (established second
   // chance), in the state every router reads.
   const std::set<dataplane::VipKey> history_changed = RecordTableChanges(

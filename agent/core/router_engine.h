@@ -115,6 +115,11 @@ struct EngineOptions {
   std::string bounce_devices_file;
   // Where flow hash seeds come from (flow_hash_seed.h). Null: getrandom.
   SeedSource seed_source;
+  // Set: the data plane hashes with this seed whatever the state holds, and
+  // the seed cannot be rotated through the API (lbagent: a standalone
+  // router's flow_hash_seed_file, or the public seed for one that announces
+  // over BGP without it: routers behind one ECMP group must agree).
+  std::optional<dataplane::FlowHashSeed> fixed_flow_hash_seed;
   // Where QUIC-LB keys come from (quic_ids.h). Null: getrandom.
   QuicKeySource quic_key_source;
   // The VIP addresses are announced over BGP (lbagent with a `bgp`
@@ -377,6 +382,8 @@ class RouterEngine final : public Engine {
 
   // A fresh flow hash seed (EngineOptions::seed_source).
   absl::StatusOr<dataplane::HashSeed> DrawSeed() const;
+  // `built` with EngineOptions::fixed_flow_hash_seed, when set.
+  void FixSeed(Image& built) const;
   // Rotation or retirement of a QUIC VIP's configuration (engine_quic.cc).
   absl::StatusOr<v1::QuicConfigChangeResponse> ChangeQuicConfig(const v1::VipKey& vip,
                                                                 const std::string& reason,

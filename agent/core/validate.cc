@@ -648,6 +648,16 @@ absl::Status ValidateLoopbackListen(absl::string_view listen, const FieldPath& a
 
 absl::Status ValidateAgentConfig(const v1::AgentConfig& c) {
   const FieldPath root = FieldPath::Index();
+  if (!c.flow_hash_seed_file().empty()) {
+    if (c.has_cluster()) {
+      return root.Child("flow_hash_seed_file")
+          .Invalid("not with cluster: a cluster's flow hash seed is in its replicated state");
+    }
+    if (auto s = CheckAbsolutePath(c.flow_hash_seed_file(), root.Child("flow_hash_seed_file"));
+        !s.ok()) {
+      return s;
+    }
+  }
   const v1::AdminAccess& a = c.admin();
   const FieldPath admin = root.Child("admin");
   if (auto s = CheckAbsolutePath(a.socket_path(), admin.Child("socket_path")); !s.ok()) return s;

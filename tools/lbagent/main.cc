@@ -197,6 +197,11 @@ int CheckConfig(const std::string& path) {
     fprintf(stderr, "%s\n", std::string(config.status().message()).c_str());
     return kExitUsage;
   }
+  auto seed = core::FixedFlowHashSeed(*config);
+  if (!seed.ok()) {
+    fprintf(stderr, "%s: %s\n", path.c_str(), std::string(seed.status().message()).c_str());
+    return kExitUsage;
+  }
   int backends = 0;
   for (const v1::Vip& v : config->initial().vips()) backends += v.backends_size();
   printf("%s: ok (initial config: %d VIPs, %d backends)\n", path.c_str(),
@@ -221,6 +226,10 @@ int CheckConfig(const std::string& path) {
   } else {
     printf("bgp: off (no bgp section): this agent announces no VIP\n");
   }
+  printf("flow hash seed: %s\n",
+         !seed->has_value() ? "the state's own (secret; replicated in cluster mode)"
+         : (*seed)->current ? "from flow_hash_seed_file (secret)"
+                            : "public (standalone with bgp and no flow_hash_seed_file)");
   return kExitOk;
 }
 
@@ -509,6 +518,20 @@ int Run(const std::string& config_path) {
   eo.retire_addresses = config.has_bgp();
   // A first start's state is stored once the agent serves (below).
   eo.defer_initial_save = true;
+  auto fixed_seed = core::FixedFlowHashSeed(config);
+  if (!fixed_seed.ok()) {
+    Log(LogLevel::kError, "refusing to start",
+        {{"error", std::string(fixed_seed.status().message())}});
+    return kExitUsage;
+  }
+  eo.fixed_flow_hash_seed = *fixed_seed;
+  if (eo.fixed_flow_hash_seed && !eo.fixed_flow_hash_seed->current) {
+    Log(LogLevel::kWarning,
+        "standalone with bgp and no flow_hash_seed_file: flows hash with the public seed, the one "
+        "every router of an ECMP group shares without one; set the same flow_hash_seed_file on "
+        "each (docs/dataplane.md, \"The flow hash seed\")",
+        {});
+  }
   auto engine = core::RouterEngine::Start(std::move(*dp), eo, &clock, config.initial());
   if (!engine.ok()) {
     Log(LogLevel::kError, "refusing to start", {{"error", std::string(engine.status().message())}});

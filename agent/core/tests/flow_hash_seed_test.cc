@@ -4,13 +4,16 @@
 // an audit record.
 #include "agent/core/flow_hash_seed.h"
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "agent/core/agent_config.h"
 #include "agent/core/file_store.h"
+#include "agent/core/validate.h"
 #include "agent/core/tests/test_util.h"
 #include "ballast_flow_hash.h"
 
@@ -190,6 +193,96 @@ TEST_CASE("A state of an earlier build keeps the public seed until the operator 
   REQUIRE(settings.ok());
   CHECK(settings->flow_hash_seed ==
         dataplane::FlowHashSeed{.current = {{1, 2, 3}}, .previous = PublicWords()});
+}
+
+}  // namespace
+}  // namespace ballast::core
+
+namespace ballast::core {
+namespace {
+
+TEST_CASE(
+    "A flow_hash_seed_file: 24 hex digits, then maybe the previous seed; errors name the line",
+    "[flow_hash_seed]") {
+  auto one = ParseFlowHashSeedFile("0a0b0c0d1a1b1c1d2a2b2c2d\n");
+  REQUIRE(one.ok());
+  CHECK(*one == dataplane::FlowHashSeed{.current = {{0x0a0b0c0d, 0x1a1b1c1d, 0x2a2b2c2d}}});
+  auto two = ParseFlowHashSeedFile("\n  FFFFFFFF0000000012345678 \n\n000000010000000200000003\n");
+  REQUIRE(two.ok());
+  CHECK(*two ==
+        dataplane::FlowHashSeed{.current = {{0xffffffff, 0, 0x12345678}}, .previous = {{1, 2, 3}}});
+  for (const char* bad : {"", "\n \n", "0a0b0c0d1a1b1c1d2a2b2c", "0a0b0c0d1a1b1c1d2a2b2c2g",
+                          "000000010000000200000003\n000000010000000200000003\n"
+                          "000000010000000200000003"}) {
+    INFO("file: " << bad);
+    CHECK(ParseFlowHashSeedFile(bad).status().code() == absl::StatusCode::kInvalidArgument);
+  }
+  CHECK(std::string(ParseFlowHashSeedFile("\nxyz").status().message()).find("line 2") !=
+        std::string::npos);
+}
+
+TEST_CASE("Which seed lbagent fixes: the file's, the public one for standalone BGP, else none",
+          "[flow_hash_seed]") {
+  TempDir dir;
+  v1::AgentConfig c;
+  // A lone standalone router: its state's own seed.
+  auto none = FixedFlowHashSeed(c);
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+  // Standalone and announcing over BGP: the public seed, which every such
+  // router of an ECMP group shares (a random seed each would send a flow
+  // that ECMP moves to another backend).
+  c.mutable_bgp()->set_bird_socket("/run/bird/bird.ctl");
+  auto pub = FixedFlowHashSeed(c);
+  REQUIRE(pub.ok());
+  REQUIRE(pub->has_value());
+  CHECK_FALSE((*pub)->current.has_value());
+  // With a file: its seed.
+  const std::string path = dir.File("seed");
+  FILE* f = fopen(path.c_str(), "w");
+  REQUIRE(f != nullptr);
+  fputs("0a0b0c0d1a1b1c1d2a2b2c2d\n", f);
+  fclose(f);
+  c.set_flow_hash_seed_file(path);
+  auto file = FixedFlowHashSeed(c);
+  REQUIRE(file.ok());
+  REQUIRE(file->has_value());
+  CHECK((*file)->current == dataplane::HashSeed{0x0a0b0c0d, 0x1a1b1c1d, 0x2a2b2c2d});
+  // A missing or bad file is an error naming it.
+  c.set_flow_hash_seed_file(dir.File("none"));
+  CHECK(FixedFlowHashSeed(c).status().code() == absl::StatusCode::kNotFound);
+  // In cluster mode the seed is the replicated state's, and a file is refused.
+  c.clear_flow_hash_seed_file();
+  c.mutable_cluster()->add_endpoints("http://127.0.0.1:2379");
+  auto cluster = FixedFlowHashSeed(c);
+  REQUIRE(cluster.ok());
+  CHECK_FALSE(cluster->has_value());
+  c.set_flow_hash_seed_file(path);
+  const absl::Status refused = ValidateAgentConfig(c);
+  CHECK(std::string(refused.message()).find("flow_hash_seed_file") != std::string::npos);
+}
+
+TEST_CASE("A fixed seed is what the data plane gets, whatever the state holds; not rotated by API",
+          "[flow_hash_seed]") {
+  TempDir dir;
+  FakeClock clock{1'700'000'000'000, 5'000'000'000'000};
+  EngineOptions o;
+  o.fixed_flow_hash_seed = dataplane::FlowHashSeed{};  // the public seed (standalone BGP)
+  dataplane::FakeDataplane* dp = nullptr;
+  auto e = StartEngine(dir, &clock, SmallConfig(), o, &dp);
+  REQUIRE(e != nullptr);
+  const auto programmed = [&] {
+    auto s = dp->GetSettings();
+    REQUIRE(s.ok());
+    return s->flow_hash_seed;
+  };
+  CHECK(programmed() == dataplane::FlowHashSeed{});
+  CHECK_FALSE(SeedIsPublic(e->State().flow_hash_seed()));  // the state has its own, unused
+  REQUIRE(e->SetWeight(Key("198.18.0.10", 80), "198.18.1.3", 5, kOp).ok());
+  CHECK(programmed() == dataplane::FlowHashSeed{});
+  const uint64_t gen = e->State().generation();
+  CHECK(e->RotateFlowHashSeed("", kOp).status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(e->State().generation() == gen);
 }
 
 }  // namespace
