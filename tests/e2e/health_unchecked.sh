@@ -77,8 +77,11 @@ udp_probe_ok() {
 }
 check "UDP probes ran: backend-1's UDP server reports a probe" udp_probe_ok
 
-# udp_ask N: N datagrams from the client to the UDP VIP (fresh source port
-# each): the backends' names that answered, one per line; "refused" when
+# udp_ask N BASE: N datagrams from the client to the UDP VIP, from source
+# ports BASE, BASE+1, ... (each call its own range: a port the kernel
+# happened to pick again would be a flow still pinned to the backend it went
+# to before, within the UDP idle timeout; about one run in thirty drew one):
+# the backends' names that answered, one per line; "refused" when
 # an ICMP port unreachable came back (a backend without its server),
 # "none" when nothing came. A datagram unanswered after 1 s is sent again
 # from the same socket (the same flow, so the same backend): UDP may lose
@@ -89,6 +92,7 @@ import socket, sys
 for i in range(int(sys.argv[2])):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(1)
+    s.bind(("0.0.0.0", int(sys.argv[3]) + i))
     s.connect((sys.argv[1], 5353))
     answer = "none"
     for attempt in range(2):
@@ -102,9 +106,9 @@ for i in range(int(sys.argv[2])):
         except OSError:
             answer = "none"
     print(answer)
-    s.close()' "$VIP4" "$1"
+    s.close()' "$VIP4" "$1" "$2"
 }
-answers=$(udp_ask 30)
+answers=$(udp_ask 30 41000)
 check "UDP through the VIP: 30 datagrams answered ($(sort <<<"$answers" | uniq -c | tr '\n' ' '))" \
   test "$(grep -c '^backend-' <<<"$answers")" = 30
 
@@ -122,7 +126,7 @@ for key in "$ANY_KEY" "$UDP_KEY"; do
   check "$key: backend-1 still healthy" test "$(field "$key" "$BE1_ADDR4" health)" = healthy
   check "$key: backend-3 still unchecked" test "$(field "$key" "$BE3_ADDR4" health)" = unchecked
 done
-answers=$(udp_ask 30)
+answers=$(udp_ask 30 42000)
 check "UDP through the VIP after backend-2 died: 30 answered, none by backend-2 ($(sort <<<"$answers" | uniq -c | tr '\n' ' '))" \
   test "$(grep -c '^backend-[13]$' <<<"$answers")" = 30
 health_finish
