@@ -41,9 +41,8 @@ absl::Status RouterEngine::AdoptReplicated(const v1::State& incoming, int64_t re
           absl::StrCat("the replicated state at revision ", revision,
                        " is invalid and was not applied: ", s.message()));
     }
-    auto built = BuildImage(incoming, &image_, nullptr);
+    auto built = Build(incoming, &image_, nullptr);
     if (!built.ok()) return built.status();
-    FixSeed(built->image);
     if (auto s = Program(image_, *built, nullptr, &stats); !s.ok()) {
       ++health_.map_update_errors;
       ProgramStats ignored;

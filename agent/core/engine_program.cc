@@ -287,9 +287,8 @@ absl::Status RouterEngine::ProgramExtraInterfaces(dataplane::DataplanePort& dp,
 absl::Status RouterEngine::ReconcileLocked(const v1::State& state, ProgramStats* stats) {
   auto actual = ReadImage(*dp_, clock_->NowUnixMs(), clock_->NowMonotonicNs());
   if (!actual.ok()) return Annotate(actual.status(), "reading the data plane's maps");
-  auto built = BuildImage(state, nullptr, nullptr, /*keep_tables=*/false);
+  auto built = Build(state, nullptr, nullptr, /*keep_tables=*/false);
   if (!built.ok()) return built.status();
-  FixSeed(built->image);
   // The attachment is not part of what the maps say; on start-up the
   // engine has attached nothing yet, and Attach() is a no-op where our
   // program already runs.

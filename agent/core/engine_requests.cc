@@ -350,8 +350,14 @@ absl::StatusOr<dataplane::HashSeed> RouterEngine::DrawSeed() const {
   return options_.seed_source ? options_.seed_source() : RandomSeed();
 }
 
-void RouterEngine::FixSeed(Image& built) const {
-  if (options_.fixed_flow_hash_seed) built.settings.flow_hash_seed = *options_.fixed_flow_hash_seed;
+absl::StatusOr<BuiltImage> RouterEngine::Build(const v1::State& state, const Image* previous,
+                                               const std::set<dataplane::VipKey>* only_vips,
+                                               bool keep_tables) const {
+  auto built = BuildImage(state, previous, only_vips, keep_tables);
+  if (built.ok() && options_.fixed_flow_hash_seed) {
+    built->image.settings.flow_hash_seed = *options_.fixed_flow_hash_seed;
+  }
+  return built;
 }
 
 absl::StatusOr<v1::RotateFlowHashSeedResponse> RouterEngine::RotateFlowHashSeed(

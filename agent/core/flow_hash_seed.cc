@@ -2,10 +2,12 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/dataplane/bpf_util.h"
@@ -86,15 +88,12 @@ absl::StatusOr<dataplane::FlowHashSeed> ParseFlowHashSeedFile(absl::string_view 
     if (line.size() != 24) return bad(absl::StrCat(line.size(), " characters"));
     dataplane::HashSeed seed;
     for (size_t w = 0; w < 3; ++w) {
-      uint32_t v = 0;
-      for (char c : line.substr(w * 8, 8)) {
-        const int d = absl::ascii_isdigit(c)                             ? c - '0'
-                      : (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ? (c | 0x20) - 'a' + 10
-                                                                         : -1;
-        if (d < 0) return bad("not a hex digit");
-        v = v << 4 | static_cast<uint32_t>(d);
+      const absl::string_view word = line.substr(w * 8, 8);
+      // SimpleHexAtoi also takes a sign and "0x": a seed word is hex digits only.
+      if (!std::all_of(word.begin(), word.end(), absl::ascii_isxdigit) ||
+          !absl::SimpleHexAtoi(word, &seed[w])) {
+        return bad("not a hex digit");
       }
-      seed[w] = v;
     }
     seeds.push_back(seed);
   }

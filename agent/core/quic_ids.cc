@@ -8,6 +8,7 @@
 #include <map>
 #include <tuple>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "agent/core/ids.h"
 #include "agent/core/names.h"
@@ -248,13 +249,9 @@ std::vector<uint8_t> ServerIdBytes(uint64_t id, uint32_t len) {
 }
 
 std::string ServerIdHex(uint64_t id, uint32_t len) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : ServerIdBytes(id, len)) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
+  const auto bytes = ServerIdBytes(id, len);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 QuicImage QuicImageOf(const v1::State& state, const v1::VipKey& vip) {

@@ -233,9 +233,8 @@ absl::StatusOr<RouterEngine::CommitResult> RouterEngine::CommitLocked(
   if (dry_run) return result;
   const int64_t check_us = us_since(t0);
 
-  auto built = BuildImage(next, &image_, m.scoped ? &scope_keys : nullptr);
+  auto built = Build(next, &image_, m.scoped ? &scope_keys : nullptr);
   if (!built.ok()) return absl::Status(whole_state_code, built.status().message());
-  FixSeed(built->image);
   // The tables this change replaces become history (established second
   // chance), in the state every router reads.
   const std::set<dataplane::VipKey> history_changed = RecordTableChanges(

@@ -382,8 +382,11 @@ class RouterEngine final : public Engine {
 
   // A fresh flow hash seed (EngineOptions::seed_source).
   absl::StatusOr<dataplane::HashSeed> DrawSeed() const;
-  // `built` with EngineOptions::fixed_flow_hash_seed, when set.
-  void FixSeed(Image& built) const;
+  // BuildImage(), with EngineOptions::fixed_flow_hash_seed when set: every
+  // image the engine programs is built here.
+  absl::StatusOr<BuiltImage> Build(const v1::State& state, const Image* previous,
+                                   const std::set<dataplane::VipKey>* only_vips,
+                                   bool keep_tables = true) const;
   // Rotation or retirement of a QUIC VIP's configuration (engine_quic.cc).
   absl::StatusOr<v1::QuicConfigChangeResponse> ChangeQuicConfig(const v1::VipKey& vip,
                                                                 const std::string& reason,

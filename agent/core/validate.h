@@ -136,6 +136,8 @@ absl::Status ValidateCluster(const v1::Cluster& cluster, const FieldPath& at);
 // Shared by the validate*.cc files: `v` within lo..hi; and the same where 0
 // means the default `def`.
 absl::Status CheckRange(uint64_t v, uint64_t lo, uint64_t hi, const FieldPath& at);
+// An absolute path without control characters; "" (unset) passes.
+absl::Status CheckAbsolutePath(absl::string_view path, const FieldPath& at);
 absl::Status CheckOptionalRange(uint64_t v, uint64_t lo, uint64_t hi, uint64_t def,
                                 const FieldPath& at);
 

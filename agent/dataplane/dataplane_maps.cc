@@ -103,43 +103,6 @@ absl::StatusOr<Settings> Dataplane::GetSettings() const {
   return s;
 }
 
-absl::Status Dataplane::SetFlowHashSeed(const FlowHashSeed& seed) {
-  ballast_flow_hash_seed v = {};
-  if (seed.current) {
-    std::copy(seed.current->begin(), seed.current->end(), v.current.w);
-    v.flags |= BALLAST_SEED_F_SET;
-  }
-  if (seed.previous) {
-    std::copy(seed.previous->begin(), seed.previous->end(), v.previous.w);
-    v.flags |= BALLAST_SEED_F_PREVIOUS;
-  }
-  const uint32_t zero = 0;
-  if (bpf_map_update_elem(map_fd("flow_hash_seed"), &zero, &v, BPF_ANY) != 0) {
-    return ErrnoStatus(errno, "writing the flow_hash_seed map");
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<FlowHashSeed> Dataplane::ReadFlowHashSeed() const {
-  ballast_flow_hash_seed v = {};
-  const uint32_t zero = 0;
-  if (bpf_map_lookup_elem(map_fd("flow_hash_seed"), &zero, &v) != 0) {
-    return ErrnoStatus(errno, "reading the flow_hash_seed map");
-  }
-  FlowHashSeed seed;
-  if (v.flags & BALLAST_SEED_F_SET) seed.current = std::to_array(v.current.w);
-  if (v.flags & BALLAST_SEED_F_PREVIOUS) seed.previous = std::to_array(v.previous.w);
-  return seed;
-}
-
-absl::StatusOr<ballast_hash_seed> Dataplane::CurrentHashSeed() const {
-  auto seed = ReadFlowHashSeed();
-  if (!seed.ok()) return seed.status();
-  ballast_hash_seed out = BALLAST_PUBLIC_SEED_INIT;
-  if (seed->current) std::copy(seed->current->begin(), seed->current->end(), out.w);
-  return out;
-}
-
 // Writes the rate and burst on every CPU, keeping each CPU's bucket time and
 // its count of refused answers (a read, then a write of every CPU's value:
 // refusals counted between the two are lost). Nothing is written when every

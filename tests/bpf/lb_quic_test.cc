@@ -17,6 +17,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/escaping.h"
 #include "agent/dataplane/quic.h"
 #include "tests/bpf/lb_fixture.h"
 #include "tests/bpf/tshark.h"
@@ -35,11 +36,8 @@ constexpr uint32_t kV1 = 0x00000001;
 constexpr uint32_t kV2 = 0x6b3343cf;
 
 Bytes Hex(const std::string& h) {
-  Bytes out;
-  for (size_t i = 0; i + 1 < h.size(); i += 2) {
-    out.push_back(static_cast<uint8_t>(std::stoul(h.substr(i, 2), nullptr, 16)));
-  }
-  return out;
+  const std::string bytes = absl::HexStringToBytes(h);
+  return Bytes(bytes.begin(), bytes.end());
 }
 
 // The draft's key for its encrypted vectors.

@@ -634,13 +634,13 @@ absl::Status RunTeardown(Session& s, const Args& a, std::FILE* out) {
   return Emit(a, out, resp, "torn down: program detached, maps unpinned, lbagent stopping\n");
 }
 
-void FlowHashRotateOptions(CLI::App& cmd, Args& a) {
+void ReasonOptions(CLI::App& cmd, Args& a) {
   cmd.add_option("--reason", a.reason, "why, for the audit log (at most 200 characters)");
 }
 
 void VipReasonOptions(CLI::App& cmd, Args& a) {
   VipArg(cmd, a);
-  FlowHashRotateOptions(cmd, a);
+  ReasonOptions(cmd, a);
 }
 
 absl::Status RunFlowHashRotate(Session& s, const Args& a, std::FILE* out) {
@@ -713,7 +713,7 @@ constexpr Command kCommands[] = {
     {"flow-hash", "rotate",
      "draw a new secret flow hash seed for the cluster; the replaced one stays as the previous "
      "seed, so no connection moves (docs/dataplane.md)",
-     FlowHashRotateOptions, RunFlowHashRotate},
+     ReasonOptions, RunFlowHashRotate},
 };
 
 }  // namespace

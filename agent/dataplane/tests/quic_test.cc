@@ -1,6 +1,7 @@
 // QUIC-LB on the agent side of the data plane (quic.h): the checks, the
 // map value, AES-128 against FIPS-197 and the draft's vectors. The port's
 // QUIC methods are in port_contract_test.cc.
+#include "absl/strings/escaping.h"
 #include "agent/dataplane/quic.h"
 
 #include <algorithm>
@@ -12,11 +13,8 @@ namespace ballast::dataplane {
 namespace {
 
 std::vector<uint8_t> Hex(const std::string& h) {
-  std::vector<uint8_t> out;
-  for (size_t i = 0; i + 1 < h.size(); i += 2) {
-    out.push_back(static_cast<uint8_t>(std::stoul(h.substr(i, 2), nullptr, 16)));
-  }
-  return out;
+  const std::string bytes = absl::HexStringToBytes(h);
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
 template <size_t N>
